@@ -1,0 +1,50 @@
+/** Day numbers: whole days since 1970-01-01 UTC. All schedule arithmetic happens on these. */
+const MS_PER_DAY = 86_400_000;
+
+const parsed = new Map<string, number>();
+
+/** Day number of a `YYYY-MM-DD` date, NaN when it is not a real calendar date. Memoised: schedules repeat dates. */
+export function parseDay(iso: string): number {
+  const hit = parsed.get(iso);
+  if (hit !== undefined) return hit;
+  const day = parseDayUncached(iso);
+  if (parsed.size < 100_000) parsed.set(iso, day);
+  return day;
+}
+
+function parseDayUncached(iso: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(iso);
+  if (!m) return Number.NaN;
+  const y = Number(m[1]);
+  const mo = Number(m[2]);
+  const d = Number(m[3]);
+  const ms = Date.UTC(y, mo - 1, d);
+  const back = new Date(ms);
+  // Reject dates such as 2024-02-31 that Date.UTC would silently roll over.
+  if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) return Number.NaN;
+  return ms / MS_PER_DAY;
+}
+
+export function formatDay(day: number): string {
+  return new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
+}
+
+export function dayOf(date: Date): number {
+  return Math.floor(date.getTime() / MS_PER_DAY);
+}
+
+/** The same day-of-month `months` later, clamped to the month's last day (Jan 31 + 1 month = Feb 28/29). */
+export function addMonths(day: number, months: number): number {
+  const d = new Date(day * MS_PER_DAY);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth() + months;
+  const dom = d.getUTCDate();
+  const last = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
+  return Date.UTC(y, m, Math.min(dom, last)) / MS_PER_DAY;
+}
+
+/** First day of the calendar month containing `day`. */
+export function monthStart(day: number): number {
+  const d = new Date(day * MS_PER_DAY);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / MS_PER_DAY;
+}

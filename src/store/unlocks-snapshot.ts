@@ -1,0 +1,182 @@
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Compile } from "typebox/compile";
+import { parseDay } from "./unlocks-dates.js";
+import { type PriceSeries, type TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
+
+export type { TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
+
+/** A daily series with its start resolved to a day number, for O(1) lookups. */
+export interface DailySeries {
+  readonly startDay: number;
+  readonly close: readonly (number | null)[];
+  readonly volume: readonly (number | null)[] | null;
+  readonly circulating: readonly (number | null)[] | null;
+  readonly source: string;
+  readonly sourceUrl: string | null;
+  readonly synthetic: boolean;
+}
+
+export interface UnlockStore {
+  readonly snapshot: UnlockSnapshot;
+  readonly asOfDay: number;
+  readonly tokens: readonly TokenRecord[];
+  /** Keyed by lower-case symbol: token lookups are case-insensitive. */
+  readonly tokenBySymbol: ReadonlyMap<string, TokenRecord>;
+  readonly pricesBySymbol: ReadonlyMap<string, DailySeries>;
+  readonly benchmark: { readonly symbol: string; readonly name: string; readonly series: DailySeries };
+}
+
+export class SnapshotValidationError extends Error {
+  constructor(
+    readonly source: string,
+    readonly problems: readonly string[],
+  ) {
+    super(`invalid unlock snapshot ${source}:\n  ${problems.slice(0, 20).join("\n  ")}${problems.length > 20 ? `\n  … and ${problems.length - 20} more` : ""}`);
+    this.name = "SnapshotValidationError";
+  }
+}
+
+const checker = Compile(UnlockSnapshot);
+
+/** Turns a JSON pointer such as /tokens/3/schedules/2/start into `tokens[3] (ARB).schedules[2].start`. */
+function describePointer(raw: unknown, pointer: string): string {
+  const parts = pointer.split("/").slice(1);
+  let out = "";
+  let node: unknown = raw;
+  for (const part of parts) {
+    const isIndex = /^\d+$/.test(part);
+    out += isIndex ? `[${part}]` : out === "" ? part : `.${part}`;
+    node = node !== null && typeof node === "object" ? (node as Record<string, unknown>)[part] : undefined;
+    if (isIndex && node !== null && typeof node === "object") {
+      const sym = (node as Record<string, unknown>).symbol;
+      if (typeof sym === "string") out += ` (${sym})`;
+    }
+  }
+  return out === "" ? "(root)" : out;
+}
+
+function seriesProblems(s: PriceSeries, where: string): string[] {
+  const problems: string[] = [];
+  if (Number.isNaN(parseDay(s.start))) problems.push(`${where}.start: not a calendar date (${s.start})`);
+  if (s.volume_usd !== null && s.volume_usd.length !== s.close.length)
+    problems.push(`${where}.volume_usd: length ${s.volume_usd.length} differs from close length ${s.close.length}`);
+  if (s.circulating !== undefined && s.circulating.length !== s.close.length)
+    problems.push(`${where}.circulating: length ${s.circulating.length} differs from close length ${s.close.length}`);
+  return problems;
+}
+
+function tokenProblems(t: TokenRecord, i: number): string[] {
+  const at = `tokens[${i}] (${t.symbol})`;
+  const problems: string[] = [];
+  for (const [field, v] of [
+    ["supply.as_of", t.supply.as_of],
+    ["market.as_of", t.market.as_of],
+  ] as const) {
+    if (Number.isNaN(parseDay(v))) problems.push(`${at}.${field}: not a calendar date (${v})`);
+  }
+  t.schedules.forEach((p, j) => {
+    const w = `${at}.schedules[${j}]`;
+    const start = parseDay(p.start);
+    const end = p.end === null ? Number.NaN : parseDay(p.end);
+    if (Number.isNaN(start)) problems.push(`${w}.start: not a calendar date (${p.start})`);
+    if (p.end !== null && Number.isNaN(end)) problems.push(`${w}.end: not a calendar date (${p.end})`);
+    if (p.kind === "linear" && !(end > start)) problems.push(`${w}.end: a linear piece needs an end after its start`);
+    if (p.kind === "step") {
+      if (p.steps === null) problems.push(`${w}.steps: a step piece needs a number of steps`);
+      if (p.step_days === null) problems.push(`${w}.step_days: a step piece needs step_days`);
+      if (!(end >= start)) problems.push(`${w}.end: a step piece needs an end on or after its start`);
+    }
+  });
+  if (t.prices !== null) problems.push(...seriesProblems(t.prices, `${at}.prices`));
+  return problems;
+}
+
+/** Validates a parsed snapshot; every problem names the record and the field. */
+export function validateUnlockSnapshot(raw: unknown, source = "(memory)"): UnlockSnapshot {
+  if (!checker.Check(raw)) {
+    const problems = [...checker.Errors(raw)].map(
+      (e) => `${describePointer(raw, e.instancePath)}: ${e.message}`,
+    );
+    throw new SnapshotValidationError(source, problems);
+  }
+  const snap = raw as UnlockSnapshot;
+  const problems: string[] = [];
+  if (Number.isNaN(parseDay(snap.as_of))) problems.push(`as_of: not a calendar date (${snap.as_of})`);
+  problems.push(...seriesProblems(snap.benchmark.prices, "benchmark.prices"));
+  const seen = new Map<string, number>();
+  snap.tokens.forEach((t, i) => {
+    const key = t.symbol.toLowerCase();
+    const prev = seen.get(key);
+    if (prev !== undefined) problems.push(`tokens[${i}] (${t.symbol}).symbol: duplicate of tokens[${prev}]`);
+    seen.set(key, i);
+    problems.push(...tokenProblems(t, i));
+  });
+  if (problems.length > 0) throw new SnapshotValidationError(source, problems);
+  return snap;
+}
+
+function toDailySeries(s: PriceSeries): DailySeries {
+  return {
+    startDay: parseDay(s.start),
+    close: s.close,
+    volume: s.volume_usd,
+    circulating: s.circulating ?? null,
+    source: s.source,
+    sourceUrl: s.source_url,
+    synthetic: s.synthetic,
+  };
+}
+
+/** Builds the in-memory indexes over a validated snapshot. */
+export function buildUnlockStore(snapshot: UnlockSnapshot): UnlockStore {
+  const tokenBySymbol = new Map<string, TokenRecord>();
+  const pricesBySymbol = new Map<string, DailySeries>();
+  for (const t of snapshot.tokens) {
+    tokenBySymbol.set(t.symbol.toLowerCase(), t);
+    if (t.prices !== null) pricesBySymbol.set(t.symbol.toLowerCase(), toDailySeries(t.prices));
+  }
+  return {
+    snapshot,
+    asOfDay: parseDay(snapshot.as_of),
+    tokens: snapshot.tokens,
+    tokenBySymbol,
+    pricesBySymbol,
+    benchmark: {
+      symbol: snapshot.benchmark.symbol,
+      name: snapshot.benchmark.name,
+      series: toDailySeries(snapshot.benchmark.prices),
+    },
+  };
+}
+
+/** The shipped snapshot; found relative to this module so the working directory does not matter. */
+export function defaultSnapshotPath(): string {
+  const candidates = ["../../data/unlocks.snapshot.json", "../../../data/unlocks.snapshot.json"].map((rel) =>
+    fileURLToPath(new URL(rel, import.meta.url)),
+  );
+  return candidates.find((p) => existsSync(p)) ?? (candidates[0] as string);
+}
+
+export function parseUnlockSnapshot(text: string, source: string): UnlockSnapshot {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new SnapshotValidationError(source, [`(file): not valid JSON (${(err as Error).message})`]);
+  }
+  return validateUnlockSnapshot(raw, source);
+}
+
+/** Loads, validates and indexes a snapshot. A bad snapshot throws, naming record and field. */
+export function loadUnlockStore(path: string = defaultSnapshotPath()): UnlockStore {
+  return buildUnlockStore(parseUnlockSnapshot(readFileSync(path, "utf8"), path));
+}
+
+/** Value of a daily series on `day`, or null outside its range or where missing. */
+export function seriesAt(values: readonly (number | null)[] | null, startDay: number, day: number): number | null {
+  if (values === null) return null;
+  const i = day - startDay;
+  if (i < 0 || i >= values.length) return null;
+  return values[i] ?? null;
+}

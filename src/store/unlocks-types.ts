@@ -1,0 +1,133 @@
+import { type Static, Type } from "typebox";
+
+/** A UTC calendar date, `YYYY-MM-DD`. */
+export const IsoDate = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "UTC calendar date YYYY-MM-DD" });
+
+export const RecipientCategory = Type.Union(
+  [
+    Type.Literal("team"),
+    Type.Literal("investors"),
+    Type.Literal("ecosystem"),
+    Type.Literal("community"),
+    Type.Literal("treasury"),
+    Type.Literal("airdrop"),
+    Type.Literal("foundation"),
+    Type.Literal("other"),
+  ],
+  { description: "Who receives the unlocked tokens" },
+);
+export type RecipientCategory = Static<typeof RecipientCategory>;
+export const RECIPIENT_CATEGORIES: readonly RecipientCategory[] = [
+  "team",
+  "investors",
+  "ecosystem",
+  "community",
+  "treasury",
+  "airdrop",
+  "foundation",
+  "other",
+];
+
+/** How the schedule is known; drives source confidence in the risk model. */
+export const SourceType = Type.Union([
+  Type.Literal("onchain_contract"),
+  Type.Literal("official_docs"),
+  Type.Literal("aggregator"),
+  Type.Literal("inferred"),
+]);
+export type SourceType = Static<typeof SourceType>;
+
+/** How precisely the release date is known. */
+export const TimingPrecision = Type.Union([
+  Type.Literal("exact"),
+  Type.Literal("day"),
+  Type.Literal("week"),
+  Type.Literal("month"),
+]);
+export type TimingPrecision = Static<typeof TimingPrecision>;
+
+export const SchedulePiece = Type.Object({
+  recipient: Type.String({ minLength: 1 }),
+  category: RecipientCategory,
+  kind: Type.Union([Type.Literal("cliff"), Type.Literal("linear"), Type.Literal("step")]),
+  start: IsoDate,
+  end: Type.Union([IsoDate, Type.Null()]),
+  amount_tokens: Type.Number({ minimum: 0 }),
+  steps: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
+  step_days: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("monthly"), Type.Null()]),
+  source_type: SourceType,
+  timing_precision: TimingPrecision,
+  source_url: Type.Union([Type.String(), Type.Null()]),
+});
+export type SchedulePiece = Static<typeof SchedulePiece>;
+
+/** Provenance carried by every market figure. */
+const Provenance = {
+  as_of: IsoDate,
+  source: Type.String({ minLength: 1 }),
+  source_url: Type.Union([Type.String(), Type.Null()]),
+  synthetic: Type.Boolean(),
+};
+
+export const SupplyInfo = Type.Object({
+  circulating: Type.Number({ minimum: 0 }),
+  total: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+  ...Provenance,
+  assumptions: Type.Array(Type.String()),
+});
+export type SupplyInfo = Static<typeof SupplyInfo>;
+
+export const MarketInfo = Type.Object({
+  price_usd: Type.Number({ exclusiveMinimum: 0 }),
+  adv_30d_usd: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+  depth_2pct_usd: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+  ...Provenance,
+  assumptions: Type.Array(Type.String()),
+});
+export type MarketInfo = Static<typeof MarketInfo>;
+
+/**
+ * Daily series, dense from `start`: element i is day start+i. Prices are 00:00 UTC snapshots
+ * (CoinGecko's daily convention), so day 0 of an unlock is the price before that day's trading.
+ */
+export const PriceSeries = Type.Object({
+  start: IsoDate,
+  close: Type.Array(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
+  volume_usd: Type.Union([Type.Array(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])), Type.Null()]),
+  circulating: Type.Optional(Type.Array(Type.Union([Type.Number({ minimum: 0 }), Type.Null()]))),
+  source: Type.String({ minLength: 1 }),
+  source_url: Type.Union([Type.String(), Type.Null()]),
+  synthetic: Type.Boolean(),
+});
+export type PriceSeries = Static<typeof PriceSeries>;
+
+export const TokenRecord = Type.Object({
+  symbol: Type.String({ pattern: "^[A-Za-z0-9]{1,20}$" }),
+  name: Type.String({ minLength: 1 }),
+  coingecko_id: Type.Union([Type.String(), Type.Null()]),
+  defillama_slug: Type.Union([Type.String(), Type.Null()]),
+  chain: Type.Union([Type.String(), Type.Null()]),
+  max_supply: Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()]),
+  supply: SupplyInfo,
+  market: MarketInfo,
+  schedules: Type.Array(SchedulePiece),
+  sources: Type.Array(Type.String()),
+  notes: Type.String(),
+  prices: Type.Union([PriceSeries, Type.Null()]),
+});
+export type TokenRecord = Static<typeof TokenRecord>;
+
+export const UnlockSnapshot = Type.Object({
+  schema_version: Type.Literal(1),
+  generated_at: Type.String({ minLength: 1 }),
+  as_of: IsoDate,
+  synthetic: Type.Boolean({ description: "true when any part of the snapshot is generated" }),
+  description: Type.String(),
+  generator: Type.Union([
+    Type.Object({ name: Type.String(), seed: Type.Integer(), description: Type.String() }),
+    Type.Null(),
+  ]),
+  benchmark: Type.Object({ symbol: Type.String({ minLength: 1 }), name: Type.String(), prices: PriceSeries }),
+  tokens: Type.Array(TokenRecord),
+});
+export type UnlockSnapshot = Static<typeof UnlockSnapshot>;

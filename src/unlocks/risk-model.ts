@@ -1,0 +1,182 @@
+import type { RecipientCategory, SourceType, TimingPrecision } from "../store/unlocks-types.js";
+import type { UnlockType } from "./events.js";
+
+/** Bumped whenever a weight, curve or threshold below changes; echoed on every risk item. */
+export const MODEL_VERSION = "unlock-risk-1.0.0";
+
+/** Magnitude weights (sum to 1). Unknown liquidity inputs hand their weight to the known ones pro rata. */
+export const MAGNITUDE_WEIGHTS = { unlock_size: 0.45, absorption_ratio: 0.4, order_book_depth: 0.15 } as const;
+
+/** Saturation points: the input at which a magnitude sub-score reaches 1. */
+export const SATURATION = { pctCirculating: 10, absorptionRatio: 5, depthRatio: 50 } as const;
+/** Curvature scales: small unlocks rise fastest (log curves), so ranks among small events stay informative. */
+const SCALE = { pctCirculating: 0.25, absorptionRatio: 0.1, depthRatio: 1 } as const;
+
+/** Prior sell propensity by recipient (1 = most likely to sell soon after unlock). */
+export const CATEGORY_PRIOR: Readonly<Record<RecipientCategory, number>> = {
+  investors: 1,
+  team: 0.95,
+  airdrop: 0.9,
+  other: 0.8,
+  community: 0.75,
+  ecosystem: 0.7,
+  foundation: 0.65,
+  treasury: 0.55,
+};
+
+/** Discrete releases land at once; linear streams are absorbed over the month. */
+export const TYPE_FACTOR: Readonly<Record<UnlockType, number>> = { cliff: 1, step: 0.85, linear: 0.5 };
+
+export const SOURCE_CONFIDENCE: Readonly<Record<SourceType, number>> = {
+  onchain_contract: 1,
+  official_docs: 0.9,
+  aggregator: 0.7,
+  inferred: 0.5,
+};
+export const TIMING_CONFIDENCE: Readonly<Record<TimingPrecision, number>> = {
+  exact: 1,
+  day: 0.95,
+  week: 0.85,
+  month: 0.7,
+};
+/** Confidence multiplier q = FLOOR + (1 - FLOOR) * confidence: an unverified schedule is discounted by at most 30%. */
+export const CONFIDENCE_FLOOR = 0.7;
+
+export const LEVEL_THRESHOLDS = { medium: 25, high: 50, critical: 75 } as const;
+export type RiskLevel = "low" | "medium" | "high" | "critical";
+
+export interface Share<K extends string> {
+  readonly key: K;
+  readonly share: number;
+}
+
+export interface RiskInputs {
+  /** Unlock as % of circulating supply just before it; null when nothing circulates yet (scored as saturated). */
+  readonly pctCirculating: number | null;
+  /** Unlock value ÷ 30-day average daily volume (days of volume); null when volume is unknown. */
+  readonly absorptionRatio: number | null;
+  /** Unlock value ÷ ±2% order-book depth; null when depth is unknown. */
+  readonly depthRatio: number | null;
+  /** Amount shares by recipient category (sum to 1). */
+  readonly categories: readonly Share<RecipientCategory>[];
+  /** Amount shares by release type (sum to 1). */
+  readonly types: readonly Share<UnlockType>[];
+  /** Schedule confidence in [0, 1] (source type × timing precision, amount-weighted). */
+  readonly confidence: number;
+}
+
+export type FactorName =
+  | "unlock_size"
+  | "absorption_ratio"
+  | "order_book_depth"
+  | "recipient_category"
+  | "unlock_type"
+  | "source_confidence";
+
+export interface FactorScore {
+  readonly factor: FactorName;
+  /** Sub-score in [0,1] for magnitude factors, the multiplier for the others. */
+  readonly subscore: number;
+  /** Effective weight for magnitude factors (after redistribution); the multiplier for the others. */
+  readonly weight: number;
+  /** Points this factor adds to (or, for multipliers, removes from) the score. Contributions sum to the score. */
+  readonly contribution: number;
+  readonly known: boolean;
+}
+
+export interface RiskResult {
+  readonly score: number;
+  readonly level: RiskLevel;
+  readonly magnitude: number;
+  readonly factors: readonly FactorScore[];
+}
+
+function logCurve(x: number, scale: number, saturation: number): number {
+  if (!(x > 0)) return 0;
+  return Math.min(1, Math.log1p(x / scale) / Math.log1p(saturation / scale));
+}
+
+export function sizeSubscore(pct: number | null): number {
+  return pct === null ? 1 : logCurve(pct, SCALE.pctCirculating, SATURATION.pctCirculating);
+}
+export function absorptionSubscore(ratio: number): number {
+  return logCurve(ratio, SCALE.absorptionRatio, SATURATION.absorptionRatio);
+}
+export function depthSubscore(ratio: number): number {
+  return logCurve(ratio, SCALE.depthRatio, SATURATION.depthRatio);
+}
+
+export function riskLevel(score: number): RiskLevel {
+  if (score >= LEVEL_THRESHOLDS.critical) return "critical";
+  if (score >= LEVEL_THRESHOLDS.high) return "high";
+  if (score >= LEVEL_THRESHOLDS.medium) return "medium";
+  return "low";
+}
+
+function weighted<K extends string>(shares: readonly Share<K>[], table: Readonly<Record<K, number>>): number {
+  const total = shares.reduce((s, x) => s + x.share, 0);
+  if (!(total > 0)) return 1;
+  return shares.reduce((s, x) => s + x.share * table[x.key], 0) / total;
+}
+
+const round = (x: number, digits: number): number => {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+};
+
+/**
+ * score = 100 × M × c × t × q, where M is the weighted magnitude (size, absorption, depth),
+ * c the recipient prior, t the release-type factor and q the confidence multiplier.
+ * Reported contributions form a waterfall that sums to the score: the magnitude factors add
+ * 100·wᵢ·sᵢ, then each multiplier subtracts what it removes from the running total.
+ */
+export function scoreRisk(inputs: RiskInputs): RiskResult {
+  const sSize = sizeSubscore(inputs.pctCirculating);
+  const absKnown = inputs.absorptionRatio !== null && Number.isFinite(inputs.absorptionRatio);
+  const depthKnown = inputs.depthRatio !== null && Number.isFinite(inputs.depthRatio);
+  const sAbs = absKnown ? absorptionSubscore(inputs.absorptionRatio as number) : 0;
+  const sDepth = depthKnown ? depthSubscore(inputs.depthRatio as number) : 0;
+  const knownWeight =
+    MAGNITUDE_WEIGHTS.unlock_size +
+    (absKnown ? MAGNITUDE_WEIGHTS.absorption_ratio : 0) +
+    (depthKnown ? MAGNITUDE_WEIGHTS.order_book_depth : 0);
+  const wSize = MAGNITUDE_WEIGHTS.unlock_size / knownWeight;
+  const wAbs = absKnown ? MAGNITUDE_WEIGHTS.absorption_ratio / knownWeight : 0;
+  const wDepth = depthKnown ? MAGNITUDE_WEIGHTS.order_book_depth / knownWeight : 0;
+  const magnitude = wSize * sSize + wAbs * sAbs + wDepth * sDepth;
+
+  const c = weighted(inputs.categories, CATEGORY_PRIOR);
+  const t = weighted(inputs.types, TYPE_FACTOR);
+  const conf = Math.min(1, Math.max(0, inputs.confidence));
+  const q = CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * conf;
+
+  const raw = 100 * magnitude * c * t * q;
+  const score = round(raw, 1);
+  const unrounded: FactorScore[] = [
+    { factor: "unlock_size", subscore: sSize, weight: wSize, contribution: 100 * wSize * sSize, known: true },
+    { factor: "absorption_ratio", subscore: sAbs, weight: wAbs, contribution: 100 * wAbs * sAbs, known: absKnown },
+    {
+      factor: "order_book_depth",
+      subscore: sDepth,
+      weight: wDepth,
+      contribution: 100 * wDepth * sDepth,
+      known: depthKnown,
+    },
+    { factor: "recipient_category", subscore: c, weight: c, contribution: 100 * magnitude * (c - 1), known: true },
+    { factor: "unlock_type", subscore: t, weight: t, contribution: 100 * magnitude * c * (t - 1), known: true },
+    {
+      factor: "source_confidence",
+      subscore: conf,
+      weight: q,
+      contribution: 100 * magnitude * c * t * (q - 1),
+      known: true,
+    },
+  ];
+  const factors = unrounded.map((f) => ({
+    ...f,
+    subscore: round(f.subscore, 4),
+    weight: round(f.weight, 4),
+    contribution: round(f.contribution, 2),
+  }));
+  return { score, level: riskLevel(score), magnitude, factors };
+}

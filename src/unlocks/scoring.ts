@@ -1,0 +1,163 @@
+import type { UnlockStore } from "../store/unlocks-snapshot.js";
+import type { RecipientCategory, TokenRecord } from "../store/unlocks-types.js";
+import type { UnlockEvent, UnlockType } from "./events.js";
+import { type MarketContext, marketContextFor } from "./market-context.js";
+import {
+  CATEGORY_PRIOR,
+  type FactorName,
+  type RiskResult,
+  type Share,
+  SOURCE_CONFIDENCE,
+  scoreRisk,
+  TIMING_CONFIDENCE,
+  TYPE_FACTOR,
+} from "./risk-model.js";
+
+export interface EvidenceRecord {
+  factor: FactorName;
+  value: number | null;
+  unit: string;
+  weight: number;
+  contribution: number;
+  source_url: string | null;
+  observed_at: string;
+  confidence: number;
+  assumptions: string[];
+}
+
+export interface ScoredEvent {
+  readonly event: UnlockEvent;
+  readonly token: TokenRecord;
+  readonly context: MarketContext;
+  readonly amountUsd: number;
+  readonly pctCirculating: number | null;
+  readonly absorptionRatio: number | null;
+  readonly depthRatio: number | null;
+  readonly confidence: number;
+  readonly risk: RiskResult;
+  readonly evidence: readonly EvidenceRecord[];
+}
+
+const r4 = (x: number): number => Math.round(x * 1e4) / 1e4;
+const pctText = (x: number): string => `${Math.round(x * 1000) / 10}%`;
+
+/** Amount-weighted schedule confidence: source type × timing precision. */
+export function eventConfidence(event: UnlockEvent): number {
+  let sum = 0;
+  for (const c of event.components)
+    sum += c.amount * SOURCE_CONFIDENCE[c.sourceType] * TIMING_CONFIDENCE[c.timingPrecision];
+  return event.amount > 0 ? sum / event.amount : 0;
+}
+
+function shares<K extends string>(event: UnlockEvent, key: (c: UnlockEvent["components"][number]) => K): Share<K>[] {
+  const m = new Map<K, number>();
+  for (const c of event.components) m.set(key(c), (m.get(key(c)) ?? 0) + c.amount);
+  return [...m.entries()].map(([k, a]) => ({ key: k, share: event.amount > 0 ? a / event.amount : 0 }));
+}
+
+/** Market data confidence reported on evidence: generated figures are flagged as weak. */
+function marketConfidence(ctx: MarketContext): number {
+  return ctx.synthetic ? 0.2 : 0.8;
+}
+
+export function scoreEvent(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredEvent {
+  const ctx = marketContextFor(store, token, event.day);
+  const amountUsd = event.amount * ctx.priceUsd;
+  const pctCirculating = ctx.circulatingBefore === null ? null : (event.amount / ctx.circulatingBefore) * 100;
+  const absorptionRatio = ctx.advUsd !== null && ctx.advUsd > 0 ? amountUsd / ctx.advUsd : null;
+  const depthRatio = ctx.depthUsd !== null && ctx.depthUsd > 0 ? amountUsd / ctx.depthUsd : null;
+  const confidence = eventConfidence(event);
+  const categories = shares<RecipientCategory>(event, (c) => c.category);
+  const types = shares<UnlockType>(event, (c) => (event.unlockType === "linear" ? "linear" : c.kind));
+  const risk = scoreRisk({ pctCirculating, absorptionRatio, depthRatio, categories, types, confidence });
+  const f = (name: FactorName) => risk.factors.find((x) => x.factor === name)!;
+  const scheduleUrl = event.components[0]?.sourceUrl ?? token.sources[0] ?? null;
+  const syntheticNote = ctx.synthetic ? ["market figures are SYNTHETIC (seeded generator), for demonstration only"] : [];
+  const mkt = marketConfidence(ctx);
+
+  const evidence: EvidenceRecord[] = [
+    {
+      factor: "unlock_size",
+      value: pctCirculating === null ? null : r4(pctCirculating),
+      unit: "% of circulating supply",
+      weight: f("unlock_size").weight,
+      contribution: f("unlock_size").contribution,
+      source_url: scheduleUrl,
+      observed_at: ctx.circulatingObservedAt,
+      confidence: r4(Math.min(confidence, token.supply.synthetic ? 0.5 : 0.9)),
+      assumptions: [
+        `${r4(event.amount)} tokens unlock (${event.components.length} schedule piece${event.components.length === 1 ? "" : "s"})`,
+        ...ctx.assumptions.filter((a) => a.startsWith("circulating") || a.startsWith("nothing")),
+        ...token.supply.assumptions,
+      ],
+    },
+    {
+      factor: "absorption_ratio",
+      value: absorptionRatio === null ? null : r4(absorptionRatio),
+      unit: "days of 30-day average daily volume (unlock USD value ÷ ADV)",
+      weight: f("absorption_ratio").weight,
+      contribution: f("absorption_ratio").contribution,
+      source_url: ctx.priceSourceUrl,
+      observed_at: ctx.advObservedAt,
+      confidence: mkt,
+      assumptions: [
+        `unlock valued at ${ctx.priceUsd} USD per token (${ctx.priceSource}, ${ctx.priceObservedAt})`,
+        ...(absorptionRatio === null
+          ? ["30-day volume unknown: this weight was redistributed to the other size inputs"]
+          : [`30-day ADV ${Math.round(ctx.advUsd as number)} USD (${ctx.advSource})`]),
+        ...ctx.assumptions.filter((a) => !a.startsWith("circulating") && !a.startsWith("nothing")),
+        ...syntheticNote,
+      ],
+    },
+    {
+      factor: "order_book_depth",
+      value: depthRatio === null ? null : r4(depthRatio),
+      unit: "multiples of ±2% order-book depth (unlock USD value ÷ depth)",
+      weight: f("order_book_depth").weight,
+      contribution: f("order_book_depth").contribution,
+      source_url: token.market.source_url,
+      observed_at: ctx.depthObservedAt,
+      confidence: depthRatio === null ? 0 : mkt,
+      assumptions:
+        depthRatio === null
+          ? ["order-book depth unknown for this event: its weight was redistributed to the other size inputs"]
+          : [`±2% depth ${Math.round(ctx.depthUsd as number)} USD`, ...syntheticNote],
+    },
+    {
+      factor: "recipient_category",
+      value: f("recipient_category").subscore,
+      unit: "sell-propensity multiplier (amount-weighted prior)",
+      weight: f("recipient_category").weight,
+      contribution: f("recipient_category").contribution,
+      source_url: scheduleUrl,
+      observed_at: store.snapshot.as_of,
+      confidence: r4(confidence),
+      assumptions: categories.map((s) => `${s.key} ${pctText(s.share)} (prior ${CATEGORY_PRIOR[s.key]})`),
+    },
+    {
+      factor: "unlock_type",
+      value: f("unlock_type").subscore,
+      unit: "release-type multiplier (cliff 1, step 0.85, linear 0.5)",
+      weight: f("unlock_type").weight,
+      contribution: f("unlock_type").contribution,
+      source_url: scheduleUrl,
+      observed_at: store.snapshot.as_of,
+      confidence: r4(confidence),
+      assumptions: types.map((s) => `${s.key} ${pctText(s.share)} (factor ${TYPE_FACTOR[s.key]})`),
+    },
+    {
+      factor: "source_confidence",
+      value: r4(confidence),
+      unit: "schedule confidence 0–1 (source type × timing precision)",
+      weight: f("source_confidence").weight,
+      contribution: f("source_confidence").contribution,
+      source_url: scheduleUrl,
+      observed_at: store.snapshot.as_of,
+      confidence: r4(confidence),
+      assumptions: event.components.map(
+        (c) => `${c.recipient}: ${c.sourceType} (${SOURCE_CONFIDENCE[c.sourceType]}), timing ${c.timingPrecision} (${TIMING_CONFIDENCE[c.timingPrecision]})`,
+      ),
+    },
+  ];
+  return { event, token, context: ctx, amountUsd, pctCirculating, absorptionRatio, depthRatio, confidence, risk, evidence };
+}
