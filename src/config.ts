@@ -1,0 +1,174 @@
+import { readFileSync } from "node:fs";
+import { type Static, Type } from "typebox";
+import { Value } from "typebox/value";
+
+/**
+ * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
+ * (a test keeps the three in step). Values arrive as strings; `parseConfig` coerces them and names the variable
+ * that is wrong.
+ */
+export const EnvSchema = Type.Object({
+  NODE_ENV: Type.Enum(["development", "production", "test"], { default: "development" }),
+  HOST: Type.String({ default: "127.0.0.1", minLength: 1 }),
+  PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
+  LOG_LEVEL: Type.Enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: "info" }),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
+  FACILITATOR_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
+  FACILITATOR_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000 }),
+  CDP_API_KEY_ID: Type.Optional(Type.String({ minLength: 1 })),
+  CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
+  CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
+  PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
+  LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
+  IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
+  CIRCUIT_FAILURE_THRESHOLD: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
+  CIRCUIT_COOLDOWN_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+  BODY_LIMIT_BYTES: Type.Integer({ default: 16_384, minimum: 1024, maximum: 1_048_576 }),
+  REQUEST_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 1000, maximum: 600_000 }),
+  RATE_LIMIT_MAX: Type.Integer({ default: 300, minimum: 1 }),
+  RATE_LIMIT_WINDOW_MS: Type.Integer({ default: 60_000, minimum: 1000 }),
+  MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ default: 1000, minimum: 0 }),
+  UNLOCKS_SNAPSHOT: Type.Optional(Type.String({ minLength: 1 })),
+  CATALOG_SNAPSHOT: Type.Optional(Type.String({ minLength: 1 })),
+  BENCHMARK_PHASE: Type.Enum(["provisional", "full"], { default: "provisional" }),
+  BENCHMARK_PROVISIONAL_CAP: Type.Integer({ default: 500, minimum: 0 }),
+  BENCHMARK_LIVE_PROBE: Type.Boolean({ default: false }),
+  BENCHMARK_PROBE_ALLOW_HOSTS: Type.String({ default: "" }),
+  DEVNET_ANVIL_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
+});
+
+export type Env = Static<typeof EnvSchema>;
+
+export type FacilitatorConfig =
+  | { kind: "url"; url: string; timeoutMs: number }
+  | { kind: "cdp"; url: string; timeoutMs: number; apiKeyId: string; apiKeySecret: string }
+  | { kind: "devnet"; timeoutMs: number };
+
+export interface Config {
+  env: Env["NODE_ENV"];
+  host: string;
+  port: number;
+  logLevel: Env["LOG_LEVEL"];
+  publicBaseUrl: string | undefined;
+  facilitator: FacilitatorConfig;
+  payTo: `0x${string}` | undefined;
+  paymentTimeoutSeconds: number;
+  ledgerPath: string;
+  idempotencyTtlSeconds: number;
+  circuit: { failureThreshold: number; cooldownMs: number };
+  bodyLimit: number;
+  requestTimeoutMs: number;
+  rateLimit: { max: number; windowMs: number };
+  maxEventLoopDelayMs: number;
+  unlocksSnapshot: string | undefined;
+  catalogSnapshot: string | undefined;
+  benchmark: {
+    phase: Env["BENCHMARK_PHASE"];
+    provisionalCap: number;
+    liveProbe: boolean;
+    probeAllowHosts: string[];
+  };
+  devnetAnvilPort: number;
+}
+
+export const CDP_FACILITATOR_URL = "https://api.cdp.coinbase.com/platform/v2/x402";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Reads a secret from VAR or from the file named by VAR_FILE (Docker/Kubernetes secrets), never both. */
+function secret(env: Record<string, string | undefined>, name: string): string | undefined {
+  const direct = env[name];
+  const file = env[`${name}_FILE`];
+  if (direct && file) throw new ConfigError(`${name} and ${name}_FILE are both set; set only one`);
+  if (file) {
+    try {
+      return readFileSync(file, "utf8").trim();
+    } catch (err) {
+      throw new ConfigError(`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  }
+  return direct;
+}
+
+export function parseConfig(source: Record<string, string | undefined> = process.env): Config {
+  const raw: Record<string, unknown> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const value = source[key];
+    if (value !== undefined && value !== "") raw[key] = value;
+  }
+  // The secret itself is read below (possibly from a file) and never enters the validated record.
+  delete raw.CDP_API_KEY_SECRET;
+  const notWhole = Object.entries(raw)
+    .filter(([key, value]) => (EnvSchema.properties[key as keyof Env] as { type?: string }).type === "integer" && !/^-?\d+$/.test(String(value)))
+    .map(([key, value]) => `${key}: must be a whole number (got ${JSON.stringify(value)})`);
+  if (notWhole.length > 0) throw new ConfigError(`invalid environment: ${notWhole.join("; ")}`);
+  const withDefaults = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw)) as Record<string, unknown>;
+  const errors = [...Value.Errors(EnvSchema, withDefaults)];
+  if (errors.length > 0) {
+    const lines = errors.map((e) => {
+      const name = e.instancePath.replace(/^\//, "") || String((e.params as { requiredProperties?: string[] }).requiredProperties ?? "");
+      return `${name}: ${e.message} (got ${JSON.stringify(source[name] ?? null)})`;
+    });
+    throw new ConfigError(`invalid environment: ${[...new Set(lines)].join("; ")}`);
+  }
+  const env = withDefaults as Env;
+  const apiKeySecret = secret(source, "CDP_API_KEY_SECRET");
+  const timeoutMs = env.FACILITATOR_TIMEOUT_MS;
+
+  let facilitator: FacilitatorConfig;
+  if (env.CDP_API_KEY_ID || apiKeySecret) {
+    if (!env.CDP_API_KEY_ID || !apiKeySecret)
+      throw new ConfigError("CDP_API_KEY_ID and CDP_API_KEY_SECRET (or CDP_API_KEY_SECRET_FILE) must be set together");
+    facilitator = {
+      kind: "cdp",
+      url: env.FACILITATOR_URL ?? CDP_FACILITATOR_URL,
+      timeoutMs,
+      apiKeyId: env.CDP_API_KEY_ID,
+      apiKeySecret,
+    };
+  } else if (env.FACILITATOR_URL) {
+    facilitator = { kind: "url", url: env.FACILITATOR_URL, timeoutMs };
+  } else {
+    facilitator = { kind: "devnet", timeoutMs };
+  }
+
+  if (env.NODE_ENV === "production") {
+    const missing: string[] = [];
+    if (facilitator.kind === "devnet") missing.push("FACILITATOR_URL (or CDP_API_KEY_ID + CDP_API_KEY_SECRET)");
+    if (!env.PAY_TO) missing.push("PAY_TO");
+    if (missing.length > 0)
+      throw new ConfigError(`NODE_ENV=production refuses to start without: ${missing.join(", ")}`);
+  }
+
+  return {
+    env: env.NODE_ENV,
+    host: env.HOST,
+    port: env.PORT,
+    logLevel: env.LOG_LEVEL,
+    publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
+    facilitator,
+    payTo: env.PAY_TO as `0x${string}` | undefined,
+    paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
+    ledgerPath: env.LEDGER_PATH,
+    idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
+    circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
+    bodyLimit: env.BODY_LIMIT_BYTES,
+    requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
+    rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },
+    maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    unlocksSnapshot: env.UNLOCKS_SNAPSHOT,
+    catalogSnapshot: env.CATALOG_SNAPSHOT,
+    benchmark: {
+      phase: env.BENCHMARK_PHASE,
+      provisionalCap: env.BENCHMARK_PROVISIONAL_CAP,
+      liveProbe: env.BENCHMARK_LIVE_PROBE,
+      probeAllowHosts: env.BENCHMARK_PROBE_ALLOW_HOSTS.split(",")
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
+    },
+    devnetAnvilPort: env.DEVNET_ANVIL_PORT,
+  };
+}

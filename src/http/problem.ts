@@ -1,0 +1,143 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+
+/** RFC 9457 problem details. `errors` lists each invalid field with a JSON pointer into the part it came from. */
+export interface FieldError {
+  in: "body" | "query" | "header" | "params";
+  pointer: string;
+  detail: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance: string;
+  errors?: FieldError[];
+  [extension: string]: unknown;
+}
+
+export const PROBLEM_CONTENT_TYPE = "application/problem+json; charset=utf-8";
+const TYPE_BASE = "https://pressure402.dev/problems/";
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  402: "Payment Required",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  406: "Not Acceptable",
+  408: "Request Timeout",
+  409: "Conflict",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Content",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+export function problem(
+  status: number,
+  slug: string,
+  detail: string,
+  instance: string,
+  extra: Partial<Problem> = {},
+): Problem {
+  return { type: `${TYPE_BASE}${slug}`, title: TITLES[status] ?? "Error", status, detail, instance, ...extra };
+}
+
+export function sendProblem(reply: FastifyReply, p: Problem, headers: Record<string, string> = {}): FastifyReply {
+  return reply.code(p.status).headers(headers).type(PROBLEM_CONTENT_TYPE).send(p);
+}
+
+/** An error a route or plugin throws on purpose: becomes a problem+json answer with the given status. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    readonly slug: string,
+    detail: string,
+    readonly headers: Record<string, string> = {},
+    readonly extra: Partial<Problem> = {},
+  ) {
+    super(detail);
+  }
+}
+
+const PARTS: Record<string, FieldError["in"]> = {
+  body: "body",
+  querystring: "query",
+  headers: "header",
+  params: "params",
+};
+
+interface AjvLikeError {
+  instancePath?: string;
+  message?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+}
+
+export function fieldErrors(validation: AjvLikeError[], context: string | undefined): FieldError[] {
+  const part = PARTS[context ?? "body"] ?? "body";
+  const out: FieldError[] = [];
+  for (const e of validation) {
+    let pointer = e.instancePath ?? "";
+    let detail = e.message ?? "is invalid";
+    if (e.keyword === "required" && typeof e.params?.missingProperty === "string") {
+      pointer = `${pointer}/${e.params.missingProperty}`;
+      detail = "is required";
+    } else if (e.keyword === "additionalProperties" && typeof e.params?.additionalProperty === "string") {
+      pointer = `${pointer}/${e.params.additionalProperty}`;
+      detail = part === "query" ? "is not a known query parameter" : "is not an allowed field";
+    }
+    // Header names are case-insensitive; report them as clients write them.
+    if (part === "header") pointer = pointer.replace(/^\/([a-z-]+)/, (_, h: string) => `/${h}`);
+    out.push({ in: part, pointer: pointer || "/", detail });
+  }
+  return dedupe(out);
+}
+
+function dedupe(errors: FieldError[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const key = `${e.in}${e.pointer}${e.detail}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * The one error handler: everything leaves as problem+json, validation errors name each field, and a 5xx never
+ * carries a stack or an internal message.
+ */
+export function registerProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError | HttpProblem, request: FastifyRequest, reply: FastifyReply) => {
+    const instance = request.url.split("?")[0] ?? request.url;
+    if (error instanceof HttpProblem) {
+      return sendProblem(reply, problem(error.status, error.slug, error.message, instance, error.extra), error.headers);
+    }
+    if (error.validation) {
+      const errors = fieldErrors(error.validation as AjvLikeError[], error.validationContext);
+      const summary = errors.map((e) => `${e.in} ${e.pointer} ${e.detail}`).join("; ");
+      return sendProblem(reply, problem(400, "invalid-request", `The request is invalid: ${summary}`, instance, { errors }));
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const slug = (error.code ?? "client-error").toLowerCase().replace(/^fst_err_/, "").replace(/_/g, "-");
+      return sendProblem(reply, problem(status, slug, error.message, instance));
+    }
+    if (error.code === "FST_UNDER_PRESSURE")
+      return sendProblem(reply, problem(503, "overloaded", "The server is overloaded; retry shortly.", instance));
+    request.log.error({ err: error }, "unhandled error");
+    const safeStatus = status >= 500 && status < 600 ? status : 500;
+    return sendProblem(reply, problem(safeStatus, "internal", "The server failed to answer this request.", instance));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const instance = request.url.split("?")[0] ?? request.url;
+    return sendProblem(reply, problem(404, "not-found", `No route ${request.method} ${instance}.`, instance));
+  });
+}

@@ -1,0 +1,132 @@
+import { HTTPFacilitatorClient } from "@x402/core/http";
+import type { FacilitatorClient } from "@x402/core/server";
+import {
+  FacilitatorResponseError,
+  FacilitatorTimeoutError,
+  type PaymentPayload,
+  type PaymentRequirements,
+  SettleError,
+  type SettleResponse,
+  VerifyError,
+  type VerifyResponse,
+} from "@x402/core/types";
+import { cdpAuthHeaders } from "./cdp-auth.js";
+import { admit, type CircuitOptions, type CircuitState, closedCircuit, recordFailure, recordSuccess } from "./circuit.js";
+
+export interface FacilitatorTarget {
+  url: string;
+  timeoutMs: number;
+  cdp?: { apiKeyId: string; apiKeySecret: string };
+}
+
+export function createFacilitatorClient(target: FacilitatorTarget): FacilitatorClient {
+  return new HTTPFacilitatorClient({
+    url: target.url,
+    timeoutMs: target.timeoutMs,
+    ...(target.cdp ? { createAuthHeaders: cdpAuthHeaders(target.url, target.cdp) } : {}),
+  });
+}
+
+/** The facilitator could not give an answer: the request fails closed with this status, never with free content. */
+export class FacilitatorFault extends Error {
+  constructor(
+    readonly status: 502 | 503,
+    readonly reason: string,
+    readonly retryAfterSeconds: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const SETTLEMENT_PENDING = "settlement_pending";
+
+export interface FacilitatorGateway {
+  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
+  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
+  readonly circuit: Readonly<CircuitState>;
+}
+
+function classify(error: unknown, operation: string, retryAfterSeconds: number): FacilitatorFault {
+  if (error instanceof FacilitatorFault) return error;
+  if (error instanceof FacilitatorTimeoutError)
+    return new FacilitatorFault(503, "facilitator_timeout", retryAfterSeconds, `facilitator ${operation} timed out`);
+  if (error instanceof FacilitatorResponseError)
+    return new FacilitatorFault(502, "facilitator_bad_response", retryAfterSeconds, error.message);
+  const message = error instanceof Error ? error.message : String(error);
+  // undici reports refused/reset connections and DNS failures as a TypeError("fetch failed").
+  if (error instanceof TypeError)
+    return new FacilitatorFault(503, "facilitator_unreachable", retryAfterSeconds, `facilitator ${operation}: ${message}`);
+  return new FacilitatorFault(502, "facilitator_error", retryAfterSeconds, `facilitator ${operation}: ${message}`);
+}
+
+/**
+ * Wraps a FacilitatorClient with fail-closed error mapping and a circuit breaker. A verify/settle *answer* (valid or
+ * not, settled or not) is a success for the circuit; only transport faults and malformed answers count against it.
+ */
+export function createFacilitatorGateway(
+  client: FacilitatorClient,
+  opts: CircuitOptions,
+  now: () => number = Date.now,
+): FacilitatorGateway {
+  const circuit = closedCircuit();
+  const retryAfter = () => Math.max(1, Math.ceil(opts.cooldownMs / 1000));
+
+  async function guarded<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    const admission = admit(circuit, opts, now());
+    if (!admission.allowed)
+      throw new FacilitatorFault(
+        503,
+        "facilitator_circuit_open",
+        Math.max(1, Math.ceil(admission.retryAfterMs / 1000)),
+        "facilitator is failing; not calling it until the cool-down ends",
+      );
+    try {
+      const result = await call();
+      recordSuccess(circuit);
+      return result;
+    } catch (error) {
+      const fault = classify(error, operation, retryAfter());
+      recordFailure(circuit, opts, now());
+      throw fault;
+    }
+  }
+
+  return {
+    circuit,
+    verify: (payload, requirements) =>
+      guarded("verify", async () => {
+        try {
+          return await client.verify(payload, requirements);
+        } catch (error) {
+          if (error instanceof VerifyError)
+            return { isValid: false, invalidReason: error.invalidReason ?? "invalid_payment", invalidMessage: error.invalidMessage, payer: error.payer };
+          throw error;
+        }
+      }),
+    settle: (payload, requirements) =>
+      guarded("settle", async () => {
+        const once = async (): Promise<SettleResponse> => {
+          try {
+            return await client.settle(payload, requirements);
+          } catch (error) {
+            if (error instanceof SettleError)
+              return {
+                success: false,
+                errorReason: error.errorReason ?? "settlement_failed",
+                errorMessage: error.errorMessage,
+                payer: error.payer,
+                transaction: error.transaction ?? "",
+                network: error.network ?? requirements.network,
+              } as SettleResponse;
+            throw error;
+          }
+        };
+        const first = await once();
+        // A broadcast-but-unconfirmed settlement is retried once with the same payload: the facilitator reconciles
+        // against the transaction it already sent instead of sending a second one (as @x402/core's server does).
+        if (!first.success && first.errorReason === SETTLEMENT_PENDING && first.transaction) return once();
+        return first;
+      }),
+  };
+}

@@ -1,0 +1,277 @@
+import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import fp from "fastify-plugin";
+import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from "../http/problem.js";
+import type { Ledger, StoredResponse } from "../store/ledger.js";
+import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
+import { decideIdempotency } from "./idempotency.js";
+import { decodeProof, type Proof, proofFingerprint, requestFingerprint, sha256 } from "./proof.js";
+import {
+  NETWORK_V1,
+  type PaymentTerms,
+  paymentRequiredV1,
+  paymentRequiredV2,
+  type RoutePrice,
+  requirementsV1,
+  requirementsV2,
+} from "./requirements.js";
+
+export interface PaymentsOptions {
+  gateway: FacilitatorGateway;
+  ledger: Ledger;
+  terms: PaymentTerms;
+  publicBaseUrl: string | undefined;
+  idempotencyTtlMs: number;
+  /** How long a proof stays locked if its request never finishes (crash, hung client). */
+  lockTtlMs?: number;
+}
+
+export interface PaidRoute extends RoutePrice {
+  /** Stable route id for receipts, e.g. "POST /v1/unlock-risk". */
+  route: string;
+}
+
+interface PaymentContext {
+  route: PaidRoute;
+  proof: Proof;
+  requirements: PaymentRequirements;
+  proofFingerprint: string;
+  requestFingerprint: string;
+  idempotencyKey: string | undefined;
+  ppRef: string | undefined;
+  settled: boolean;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    payment: PaymentContext | null;
+  }
+  interface FastifyInstance {
+    payments: { guard(route: PaidRoute): preHandlerAsyncHookHandler };
+  }
+}
+
+const HEADER_V2 = "payment-signature";
+const HEADER_V1 = "x-payment";
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function matchesAccepted(accepted: PaymentRequirements, ours: PaymentRequirements): string | undefined {
+  const checks: [string, unknown, unknown][] = [
+    ["scheme", accepted.scheme, ours.scheme],
+    ["network", accepted.network, ours.network],
+    ["asset", accepted.asset?.toLowerCase(), ours.asset.toLowerCase()],
+    ["amount", accepted.amount, ours.amount],
+    ["payTo", accepted.payTo?.toLowerCase(), ours.payTo.toLowerCase()],
+  ];
+  const wrong = checks.filter(([, a, b]) => a !== b).map(([field, a, b]) => `${field} ${String(a)} ≠ ${String(b)}`);
+  return wrong.length ? `payment does not match the requirements (${wrong.join(", ")})` : undefined;
+}
+
+const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) => {
+  const { gateway, ledger, terms } = opts;
+  const lockTtlMs = opts.lockTtlMs ?? 5 * 60_000;
+
+  const resourceUrl = (request: FastifyRequest) =>
+    `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${request.url}`;
+
+  /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
+  function paymentRequired(request: FastifyRequest, reply: FastifyReply, route: PaidRoute, error: string) {
+    const url = resourceUrl(request);
+    reply
+      .code(402)
+      .header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(route, terms, url, error)))
+      .header("Cache-Control", "no-store");
+    if (route.acceptsV1) return reply.type("application/json").send(paymentRequiredV1(route, terms, url, error));
+    const instance = request.url.split("?")[0] ?? request.url;
+    return reply.type(PROBLEM_CONTENT_TYPE).send(problem(402, "payment-required", error, instance, { error }));
+  }
+
+  function fault(request: FastifyRequest, reply: FastifyReply, f: FacilitatorFault) {
+    request.log.warn({ reason: f.reason, status: f.status }, "facilitator fault");
+    const instance = request.url.split("?")[0] ?? request.url;
+    return sendProblem(
+      reply,
+      problem(f.status, f.reason.replace(/_/g, "-"), `Payment could not be processed: ${f.message}. Retry later.`, instance),
+      { "Retry-After": String(f.retryAfterSeconds), "Cache-Control": "no-store" },
+    );
+  }
+
+  function release(ctx: Pick<PaymentContext, "proofFingerprint" | "idempotencyKey">) {
+    ledger.releaseProofLock(ctx.proofFingerprint);
+    if (ctx.idempotencyKey) ledger.dropIdempotency(ctx.idempotencyKey);
+  }
+
+  function guard(route: PaidRoute): preHandlerAsyncHookHandler {
+    return async function requirePayment(request, reply) {
+      const v2 = header(request, HEADER_V2);
+      const v1 = header(request, HEADER_V1);
+      const instance = request.url.split("?")[0] ?? request.url;
+      if (v2 !== undefined && v1 !== undefined && route.acceptsV1)
+        return sendProblem(reply, problem(400, "invalid-payment-header", "Send PAYMENT-SIGNATURE or X-PAYMENT, not both.", instance));
+      if (v2 === undefined && v1 !== undefined && !route.acceptsV1)
+        return paymentRequired(request, reply, route, "x402 v1 proofs (X-PAYMENT) are not accepted on this route; pay with PAYMENT-SIGNATURE (x402 v2)");
+      const name = v2 !== undefined ? HEADER_V2 : route.acceptsV1 && v1 !== undefined ? HEADER_V1 : undefined;
+      if (!name) return paymentRequired(request, reply, route, "payment required: send an x402 proof in PAYMENT-SIGNATURE");
+
+      const decoded = decodeProof(name, (name === HEADER_V2 ? v2 : v1) as string);
+      if (!decoded.ok) return sendProblem(reply, problem(400, "invalid-payment-header", decoded.detail, instance));
+      const proof = decoded.proof;
+      if (proof.header !== name)
+        return paymentRequired(request, reply, route, proof.version === 1 && !route.acceptsV1
+          ? "x402 v1 proofs are not accepted on this route; pay with x402 v2"
+          : `${name.toUpperCase()} must carry an x402 v${name === HEADER_V2 ? 2 : 1} payload`);
+
+      let requirements: PaymentRequirements;
+      if (proof.version === 2) {
+        requirements = requirementsV2(route, terms);
+        const mismatch = matchesAccepted(proof.payload.accepted, requirements);
+        if (mismatch) return paymentRequired(request, reply, route, mismatch);
+      } else {
+        const v1Req = requirementsV1(route, terms, resourceUrl(request));
+        if (proof.payload.scheme !== "exact" || String(proof.payload.network) !== NETWORK_V1)
+          return paymentRequired(request, reply, route, `unsupported scheme/network ${proof.payload.scheme}/${proof.payload.network}; use exact on ${NETWORK_V1}`);
+        requirements = v1Req as unknown as PaymentRequirements;
+      }
+
+      const ctx: PaymentContext = {
+        route,
+        proof,
+        requirements,
+        proofFingerprint: proofFingerprint(proof),
+        requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
+        idempotencyKey: header(request, "idempotency-key"),
+        ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
+        settled: false,
+      };
+
+      if (ctx.idempotencyKey) {
+        const decision = decideIdempotency(ledger.getIdempotency(ctx.idempotencyKey), ctx.requestFingerprint, ctx.proofFingerprint);
+        if (decision.kind === "mismatch") return sendProblem(reply, problem(422, "idempotency-key-reused", decision.detail, instance));
+        if (decision.kind === "in_flight")
+          return sendProblem(reply, problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance), { "Retry-After": "1" });
+        if (decision.kind === "replay") return replay(reply, decision.response);
+      }
+
+      if (!ledger.acquireProofLock(ctx.proofFingerprint, lockTtlMs))
+        return sendProblem(reply, problem(409, "payment-in-progress", "This payment proof is already being used by another request.", instance), { "Retry-After": "1" });
+      if (ctx.idempotencyKey && !ledger.startIdempotency(ctx.idempotencyKey, ctx.requestFingerprint, ctx.proofFingerprint, opts.idempotencyTtlMs)) {
+        ledger.releaseProofLock(ctx.proofFingerprint);
+        return sendProblem(reply, problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance), { "Retry-After": "1" });
+      }
+
+      const used = ledger.receiptForProof(ctx.proofFingerprint);
+      if (used && (used.status === "settled" || used.status === "pending")) {
+        release(ctx);
+        return paymentRequired(request, reply, route, "payment_already_used: this proof has already paid for a response");
+      }
+
+      try {
+        const verdict = await gateway.verify(proof.payload as PaymentPayload, requirements);
+        if (!verdict.isValid) {
+          release(ctx);
+          const reason = verdict.invalidReason ?? "invalid_payment";
+          return paymentRequired(request, reply, route, verdict.invalidMessage ? `${reason}: ${verdict.invalidMessage}` : reason);
+        }
+      } catch (error) {
+        release(ctx);
+        if (error instanceof FacilitatorFault) return fault(request, reply, error);
+        throw error;
+      }
+      request.payment = ctx;
+    };
+  }
+
+  function replay(reply: FastifyReply, stored: StoredResponse) {
+    reply.code(stored.statusCode).headers(stored.headers).header("Idempotent-Replayed", "true");
+    return reply.send(stored.body);
+  }
+
+  function settlementHeader(ctx: PaymentContext, result: SettleResponse): [string, string] {
+    if (ctx.proof.version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
+    const v1 = { ...result, network: NETWORK_V1 };
+    return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
+  }
+
+  app.decorateRequest("payment", null);
+  app.decorate("payments", { guard });
+
+  // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
+  app.addHook("onSend", async (request, reply, payload) => {
+    const ctx = request.payment;
+    if (!ctx || ctx.settled) return payload;
+    ctx.settled = true;
+    if (reply.statusCode >= 400) {
+      release(ctx);
+      return payload;
+    }
+    const body = typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
+    const receiptId = ledger.beginReceipt({
+      route: ctx.route.route,
+      requestFingerprint: ctx.requestFingerprint,
+      proofFingerprint: ctx.proofFingerprint,
+      x402Version: ctx.proof.version,
+      amount: ctx.route.amount,
+      network: ctx.requirements.network,
+      asset: ctx.requirements.asset,
+      payTo: terms.payTo,
+      ppRef: ctx.ppRef,
+      idempotencyKey: ctx.idempotencyKey,
+    });
+
+    let result: SettleResponse;
+    try {
+      result = await gateway.settle(ctx.proof.payload as PaymentPayload, ctx.requirements);
+    } catch (error) {
+      // Indeterminate: the facilitator may or may not have settled. The body is withheld; a retry with the same
+      // proof re-verifies, and the chain refuses a second use of the same authorisation, so nobody pays twice.
+      ledger.finishReceipt(receiptId, { status: "unknown", error: error instanceof Error ? error.message : String(error) });
+      release(ctx);
+      const f = error instanceof FacilitatorFault ? error : new FacilitatorFault(502, "facilitator_error", 5, String(error));
+      request.log.warn({ reason: f.reason }, "settlement fault; response withheld");
+      const instance = request.url.split("?")[0] ?? request.url;
+      reply.code(f.status).type(PROBLEM_CONTENT_TYPE).header("Retry-After", String(f.retryAfterSeconds)).header("Cache-Control", "no-store");
+      return JSON.stringify(problem(f.status, f.reason.replace(/_/g, "-"), `Settlement could not be confirmed: ${f.message}. Nothing was delivered; retry later.`, instance));
+    }
+
+    const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
+    if (!result.success && !pending) {
+      ledger.finishReceipt(receiptId, { status: "failed", payer: result.payer, error: result.errorReason ?? "settlement_failed" });
+      release(ctx);
+      const reason = `settlement failed: ${result.errorReason ?? "unknown"}${result.errorMessage ? ` (${result.errorMessage})` : ""}`;
+      const url = resourceUrl(request);
+      reply.code(402).header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(ctx.route, terms, url, reason))).header("Cache-Control", "no-store");
+      const instance = request.url.split("?")[0] ?? request.url;
+      if (ctx.route.acceptsV1) {
+        reply.type("application/json");
+        return JSON.stringify(paymentRequiredV1(ctx.route, terms, url, reason));
+      }
+      reply.type(PROBLEM_CONTENT_TYPE);
+      return JSON.stringify(problem(402, "settlement-failed", reason, instance, { error: reason }));
+    }
+
+    // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
+    ledger.finishReceipt(receiptId, {
+      status: pending ? "pending" : "settled",
+      payer: result.payer,
+      transaction: result.transaction,
+      responseDigest: sha256(body),
+    });
+    const [name, value] = settlementHeader(ctx, result);
+    reply.header(name, value).header("Cache-Control", "private, no-store");
+    if (ctx.idempotencyKey) {
+      const headers: Record<string, string> = { [name]: value, "Cache-Control": "private, no-store" };
+      const type = reply.getHeader("content-type");
+      if (typeof type === "string") headers["Content-Type"] = type;
+      ledger.completeIdempotency(ctx.idempotencyKey, { statusCode: reply.statusCode, headers, body });
+    }
+    ledger.releaseProofLock(ctx.proofFingerprint);
+    return payload;
+  });
+};
+
+export default fp(paymentsPlugin, { name: "payments", fastify: "5.x" });

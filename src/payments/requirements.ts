@@ -1,0 +1,83 @@
+import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
+
+/** Base mainnet USDC and its EIP-712 domain (the exact scheme signs an EIP-3009 authorization against it). */
+export const NETWORK = "eip155:8453" as const;
+export const NETWORK_V1 = "base" as const;
+export const USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const;
+export const USDC_DECIMALS = 6;
+export const USDC_DOMAIN = { name: "USD Coin", version: "2" } as const;
+
+/** What the payments plugin needs to know about one paid route; the domain never sees it. */
+export interface RoutePrice {
+  /** Price in USDC atomic units (6 decimals), as a decimal string. */
+  amount: string;
+  description: string;
+  /** Whether the route also takes x402 v1 proofs (X-PAYMENT) and answers 402 with a v1 body. */
+  acceptsV1: boolean;
+}
+
+export interface PaymentTerms {
+  payTo: `0x${string}`;
+  maxTimeoutSeconds: number;
+}
+
+export function requirementsV2(price: RoutePrice, terms: PaymentTerms): PaymentRequirements {
+  return {
+    scheme: "exact",
+    network: NETWORK,
+    asset: USDC_BASE,
+    amount: price.amount,
+    payTo: terms.payTo,
+    maxTimeoutSeconds: terms.maxTimeoutSeconds,
+    extra: { ...USDC_DOMAIN },
+  };
+}
+
+export function requirementsV1(price: RoutePrice, terms: PaymentTerms, resourceUrl: string): PaymentRequirementsV1 {
+  return {
+    scheme: "exact",
+    // @x402/core types v1 networks as CAIP-2, but the v1 wire format uses plain names ("base").
+    network: NETWORK_V1 as unknown as PaymentRequirementsV1["network"],
+    maxAmountRequired: price.amount,
+    resource: resourceUrl,
+    description: price.description,
+    mimeType: "application/json",
+    outputSchema: {},
+    payTo: terms.payTo,
+    maxTimeoutSeconds: terms.maxTimeoutSeconds,
+    asset: USDC_BASE,
+    extra: { ...USDC_DOMAIN },
+  };
+}
+
+export function paymentRequiredV2(
+  price: RoutePrice,
+  terms: PaymentTerms,
+  resourceUrl: string,
+  error: string,
+): PaymentRequired {
+  return {
+    x402Version: 2,
+    error,
+    resource: { url: resourceUrl, description: price.description, mimeType: "application/json" },
+    accepts: [requirementsV2(price, terms)],
+  };
+}
+
+export function paymentRequiredV1(
+  price: RoutePrice,
+  terms: PaymentTerms,
+  resourceUrl: string,
+  error: string,
+): PaymentRequiredV1 {
+  return { x402Version: 1, error, accepts: [requirementsV1(price, terms, resourceUrl)] };
+}
+
+/** "20000" → "0.02": for humans and logs only; money stays in atomic units everywhere else. */
+export function formatUsdc(amount: string | bigint): string {
+  const v = BigInt(amount);
+  const whole = v / 10n ** BigInt(USDC_DECIMALS);
+  const frac = (v % 10n ** BigInt(USDC_DECIMALS)).toString().padStart(USDC_DECIMALS, "0").replace(/0+$/, "");
+  return frac ? `${whole}.${frac}` : `${whole}`;
+}

@@ -1,0 +1,92 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { availabilityLabel, type BenchmarkPhase } from "../benchmark/availability.js";
+import type { BenchmarkService } from "../benchmark/service.js";
+import { HttpProblem } from "../http/problem.js";
+import { BenchmarkBody } from "../schemas/benchmark.js";
+import { BenchmarkResult } from "../schemas/benchmark-response.js";
+import { BenchmarkPaymentHeaders, PaidQuery } from "../schemas/common.js";
+import type { Ledger } from "../store/ledger.js";
+import { PRICES, paymentInfo } from "./prices.js";
+import { paidErrorResponses } from "./responses.js";
+
+export interface BenchmarkRouteOptions {
+  benchmark: BenchmarkService;
+  ledger: Ledger;
+  phase: BenchmarkPhase;
+  provisionalCap: number;
+  clock: () => Date;
+}
+
+const DAY_MS = 86_400_000;
+
+function utcDayStart(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+}
+
+/** Placeholders ({id}, %7Bid%7D, :address) are legal in the contract but not in WHATWG URLs' host; the path is fine. */
+function assertAbsoluteUrl(value: string): void {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new HttpProblem(400, "invalid-request", "endpoint_url is not an absolute URL.", {}, {
+      errors: [{ in: "body", pointer: "/endpoint_url", detail: "must be an absolute http(s) URL" }],
+    });
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname || url.username || url.password)
+    throw new HttpProblem(400, "invalid-request", "endpoint_url must be an http(s) URL without credentials.", {}, {
+      errors: [{ in: "body", pointer: "/endpoint_url", detail: "must be an absolute http(s) URL without user info" }],
+    });
+}
+
+export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> = async (app, opts) => {
+  const route = PRICES.benchmark.route;
+
+  /** Checked before the 402, so nobody pays for a call the cap would refuse. Counts survive restarts (ledger). */
+  function capState(now: Date): { reached: boolean; retryAfterSeconds: number } {
+    if (opts.phase !== "provisional") return { reached: false, retryAfterSeconds: 0 };
+    const dayStart = utcDayStart(now);
+    const used = opts.ledger.countPaidSince(route, dayStart.toISOString());
+    const retryAfterSeconds = Math.max(1, Math.ceil((dayStart.getTime() + DAY_MS - now.getTime()) / 1000));
+    return { reached: used >= opts.provisionalCap, retryAfterSeconds };
+  }
+
+  app.post(
+    "/v1/benchmark/endpoint",
+    {
+      schema: {
+        tags: ["benchmark"],
+        summary: "x402 market price benchmark for an endpoint URL (provisional)",
+        description:
+          "Price per call: 0.05 USD. Available through capped provisional x402 metadata: at most " +
+          "BENCHMARK_PROVISIONAL_CAP paid calls per UTC day; past the cap, 503 before any payment request.",
+        querystring: PaidQuery,
+        headers: BenchmarkPaymentHeaders,
+        body: BenchmarkBody,
+        response: { 200: BenchmarkResult, ...paidErrorResponses(PRICES.benchmark) },
+        "x-payment-info": paymentInfo(PRICES.benchmark),
+        "x-provisional": opts.phase === "provisional",
+      },
+      preHandler: [
+        async (request) => {
+          assertAbsoluteUrl(request.body.endpoint_url);
+          const cap = capState(opts.clock());
+          if (cap.reached)
+            throw new HttpProblem(
+              503,
+              "provisional-cap-reached",
+              `The benchmark's provisional daily cap (${opts.provisionalCap} paid calls per UTC day) is reached; it reopens at 00:00 UTC.`,
+              { "Retry-After": String(cap.retryAfterSeconds) },
+              { availability: availabilityLabel(opts.phase, true) },
+            );
+        },
+        app.payments.guard(PRICES.benchmark),
+      ],
+    },
+    async (request) =>
+      opts.benchmark.benchmark(
+        { endpoint_url: request.body.endpoint_url, ...(request.body.category_hint ? { category_hint: request.body.category_hint } : {}) },
+        { availability: availabilityLabel(opts.phase, false) },
+      ),
+  );
+};

@@ -1,0 +1,74 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
+import { PRICES } from "./prices.js";
+
+export interface MetaOptions {
+  payTo: string;
+  facilitator: string;
+  version: string;
+}
+
+/** Free routes: service description, health, and the OpenAPI document. */
+export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, opts) => {
+  app.get(
+    "/",
+    {
+      schema: {
+        tags: ["meta"],
+        summary: "Service description: paid routes, prices, network, asset and payee",
+        response: {
+          200: Type.Object(
+            {
+              name: Type.String(),
+              version: Type.String(),
+              network: Type.String(),
+              asset: Type.String(),
+              payTo: Type.String(),
+              facilitator: Type.String(),
+              openapi: Type.String(),
+              routes: Type.Array(
+                Type.Object({
+                  route: Type.String(),
+                  price_usd: Type.String(),
+                  amount_atomic: Type.String(),
+                  x402_versions: Type.Array(Type.Integer()),
+                }),
+              ),
+            },
+            { additionalProperties: true },
+          ),
+        },
+      },
+    },
+    async () => ({
+      name: "pressure402",
+      version: opts.version,
+      network: NETWORK,
+      asset: USDC_BASE,
+      payTo: opts.payTo,
+      facilitator: opts.facilitator,
+      openapi: "/openapi.json",
+      routes: Object.values(PRICES).map((p) => ({
+        route: p.route,
+        price_usd: formatUsdc(p.amount),
+        amount_atomic: p.amount,
+        x402_versions: p.acceptsV1 ? [2, 1] : [2],
+      })),
+    }),
+  );
+
+  app.get(
+    "/health",
+    {
+      schema: {
+        tags: ["meta"],
+        summary: "Liveness",
+        response: { 200: Type.Object({ status: Type.Literal("ok") }) },
+      },
+    },
+    async () => ({ status: "ok" as const }),
+  );
+
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+};
