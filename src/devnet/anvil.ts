@@ -56,7 +56,9 @@ export function resolveAnvilBinary(): string {
       // not installed at this location
     }
   }
-  throw new Error(`devnet: cannot find the anvil binary (npm package ${pkg}); run npm install or set ANVIL_BIN`);
+  throw new Error(
+    `devnet: cannot find the anvil binary (npm package ${pkg}); run npm install or set ANVIL_BIN`,
+  );
 }
 
 /*

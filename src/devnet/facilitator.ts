@@ -267,7 +267,11 @@ export function startFacilitatorServer(
       const reason = errorReason(err, status);
       log(`${path.slice(1)} failed (${status}): ${errorMessage(err)}`);
       if (path === "/verify") {
-        return sendJson(res, status, { isValid: false, invalidReason: reason, invalidMessage: errorMessage(err) });
+        return sendJson(res, status, {
+          isValid: false,
+          invalidReason: reason,
+          invalidMessage: errorMessage(err),
+        });
       }
       return sendJson(res, status, {
         success: false,

@@ -2,9 +2,9 @@ import {
   type Abi,
   createPublicClient,
   createWalletClient,
-  type Hex,
   domainSeparator,
   getContractAddress,
+  type Hex,
   http,
   type PublicClient,
   parseSignature,
@@ -102,21 +102,25 @@ describe("startDevnet", () => {
   });
 
   it("computes its EIP-712 domain from the address it runs at, not the one it was deployed at", async () => {
-    const separator = await client.readContract({ address: devnet.usdc, abi, functionName: "DOMAIN_SEPARATOR" });
+    const separator = await client.readContract({
+      address: devnet.usdc,
+      abi,
+      functionName: "DOMAIN_SEPARATOR",
+    });
     expect(separator).toBe(domainSeparator({ domain: DOMAIN }));
-    const domain = (await client.readContract({ address: devnet.usdc, abi, functionName: "eip712Domain" })) as [
-      Hex,
-      string,
-      string,
-      bigint,
-      string,
-      Hex,
-      bigint[],
-    ];
+    const domain = (await client.readContract({
+      address: devnet.usdc,
+      abi,
+      functionName: "eip712Domain",
+    })) as [Hex, string, string, bigint, string, Hex, bigint[]];
     expect(domain.slice(0, 5)).toEqual(["0x0f", "USD Coin", "2", 8453n, BASE_USDC_ADDRESS]);
     // The original deployment (account 0, nonce 0) still answers with its own address.
     const original = getContractAddress({ from: ANVIL_ACCOUNT_0, nonce: 0n });
-    const originalSeparator = await client.readContract({ address: original, abi, functionName: "DOMAIN_SEPARATOR" });
+    const originalSeparator = await client.readContract({
+      address: original,
+      abi,
+      functionName: "DOMAIN_SEPARATOR",
+    });
     expect(originalSeparator).toBe(domainSeparator({ domain: { ...DOMAIN, verifyingContract: original } }));
     expect(originalSeparator).not.toBe(separator);
   });
@@ -139,8 +143,10 @@ describe("startDevnet", () => {
         validBefore: now() + 600n,
         nonce: randomNonce(),
       };
-      const types = primaryType === "TransferWithAuthorization" ? TRANSFER_TYPES : RECEIVE_TYPES;
-      const signature = await account.signTypedData({ domain: DOMAIN, types, primaryType, message });
+      const signature =
+        primaryType === "TransferWithAuthorization"
+          ? await account.signTypedData({ domain: DOMAIN, types: TRANSFER_TYPES, primaryType, message })
+          : await account.signTypedData({ domain: DOMAIN, types: RECEIVE_TYPES, primaryType, message });
       const args = [
         message.from,
         message.to,
@@ -283,7 +289,9 @@ describe("startDevnet", () => {
         });
       };
       await expect(attempt(0n, now() - 10n, 1n)).rejects.toThrow(/authorization is expired/);
-      await expect(attempt(now() + 600n, now() + 1200n, 1n)).rejects.toThrow(/authorization is not yet valid/);
+      await expect(attempt(now() + 600n, now() + 1200n, 1n)).rejects.toThrow(
+        /authorization is not yet valid/,
+      );
       await expect(attempt(0n, now() + 600n, 1_000_000_001n)).rejects.toThrow(/exceeds balance/);
     });
   });
