@@ -55,20 +55,14 @@ async function serve(config: Config, facilitatorUrl: string, payTo: `0x${string}
     facilitatorLabel: facilitator.kind === "cdp" ? `cdp (${facilitatorUrl})` : facilitator.kind === "devnet" ? `devnet (${facilitatorUrl})` : facilitatorUrl,
   });
 
-  const stopAll = async () => {
+  const stop = async () => {
     await app.close(); // waits for in-flight requests, so paid calls finish and settle first
     ledger.close();
     await devnet?.stop();
   };
-  closeWithGrace({ delay: config.requestTimeoutMs + 5000 }, async ({ signal, err }) => {
-    if (err) app.log.error({ err }, "shutting down after an error");
-    else app.log.info({ signal }, "shutting down");
-    await stopAll();
-  });
-
   const address = await app.listen({ host: config.host, port: config.port });
   if (devnet) printDevnetHelp(address, devnet);
-  return { app, address, devnet, stop: stopAll };
+  return { app, address, devnet, stop };
 }
 
 function printDevnetHelp(address: string, devnet: Devnet): void {
@@ -98,7 +92,15 @@ if (isMain) {
     process.stderr.write(`pressure402: ${(err as Error).message}\n`);
     process.exit(1);
   }
-  start(config).catch((err: unknown) => {
+  start(config)
+    .then(({ app, stop }) => {
+      closeWithGrace({ delay: config.requestTimeoutMs + 5000 }, async ({ signal, err }) => {
+        if (err) app.log.error({ err }, "shutting down after an error");
+        else app.log.info({ signal }, "shutting down");
+        await stop();
+      });
+    })
+    .catch((err: unknown) => {
     const message = err instanceof ConfigError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
     process.stderr.write(`pressure402: failed to start: ${message}\n`);
     process.exit(1);

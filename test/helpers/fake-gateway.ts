@@ -1,0 +1,33 @@
+import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
+import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
+import { closedCircuit } from "../../src/payments/circuit.js";
+
+export interface FakeGateway extends FacilitatorGateway {
+  calls: { verify: number; settle: number };
+  verifyResult: (p: PaymentPayload, r: PaymentRequirements) => Promise<VerifyResponse>;
+  settleResult: (p: PaymentPayload, r: PaymentRequirements) => Promise<SettleResponse>;
+}
+
+/** An in-memory facilitator gateway whose answers a test sets; it counts every call. */
+export function fakeGateway(): FakeGateway {
+  const g: FakeGateway = {
+    circuit: closedCircuit(),
+    calls: { verify: 0, settle: 0 },
+    verifyResult: async () => ({ isValid: true, payer: "0x000000000000000000000000000000000000b0b0" }),
+    settleResult: async (_p, r) => ({
+      success: true,
+      transaction: `0x${"ab".repeat(32)}`,
+      network: r.network,
+      payer: "0x000000000000000000000000000000000000b0b0",
+    }),
+    verify: (p, r) => {
+      g.calls.verify += 1;
+      return g.verifyResult(p, r);
+    },
+    settle: (p, r) => {
+      g.calls.settle += 1;
+      return g.settleResult(p, r);
+    },
+  };
+  return g;
+}

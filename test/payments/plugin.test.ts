@@ -1,0 +1,292 @@
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import Fastify, { type FastifyInstance } from "fastify";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { HttpProblem, registerProblemHandlers } from "../../src/http/problem.js";
+import { validatorCompiler } from "../../src/http/validation.js";
+import { FacilitatorFault } from "../../src/payments/facilitator.js";
+import payments, { type PaidRoute } from "../../src/payments/plugin.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
+import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
+import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
+
+const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
+const terms = { payTo: PAY_TO, maxTimeoutSeconds: 300 };
+const both: PaidRoute = { route: "POST /both", amount: "20000", description: "v1 and v2", acceptsV1: true };
+const v2only: PaidRoute = { route: "POST /v2only", amount: "50000", description: "v2 only", acceptsV1: false };
+const failing: PaidRoute = { route: "POST /fails", amount: "20000", description: "handler fails", acceptsV1: true };
+
+let app: FastifyInstance;
+let gateway: FakeGateway;
+let ledger: Ledger;
+let handlerRuns = 0;
+
+beforeEach(async () => {
+  gateway = fakeGateway();
+  ledger = openLedger(":memory:");
+  handlerRuns = 0;
+  app = Fastify({ logger: false });
+  app.setValidatorCompiler(validatorCompiler);
+  registerProblemHandlers(app);
+  await app.register(payments, { gateway, ledger, terms, publicBaseUrl: "https://api.example", idempotencyTtlMs: 60_000 });
+  const body = { type: "object", properties: { q: { type: "string" } }, additionalProperties: false };
+  app.post("/both", { schema: { body }, preHandler: [app.payments.guard(both)] }, async (req) => {
+    handlerRuns += 1;
+    return { paid: true, echo: req.body };
+  });
+  app.post("/v2only", { schema: { body }, preHandler: [app.payments.guard(v2only)] }, async () => {
+    handlerRuns += 1;
+    return { paid: true };
+  });
+  app.post("/fails", { preHandler: [app.payments.guard(failing)] }, async () => {
+    handlerRuns += 1;
+    throw new HttpProblem(404, "gone", "disappeared while paying");
+  });
+  await app.ready();
+});
+
+afterEach(async () => {
+  await app.close();
+  ledger.close();
+});
+
+const post = (url: string, headers: Record<string, string> = {}, payload: unknown = { q: "x" }) =>
+  app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(payload) });
+
+describe("402 without a proof", () => {
+  it("answers with a v2 PAYMENT-REQUIRED header and a v1 body on v1-capable routes", async () => {
+    const res = await post("/both?pp_ref=abc");
+    expect(res.statusCode).toBe(402);
+    expect(res.headers["cache-control"]).toBe("no-store");
+    const required = decodePaymentRequiredHeader(res.headers["payment-required"] as string);
+    expect(required.x402Version).toBe(2);
+    expect(required.accepts).toEqual([requirementsV2(both, terms)]);
+    expect(required.accepts[0]?.amount).toBe("20000");
+    expect(required.resource.url).toBe("https://api.example/both?pp_ref=abc");
+    const v1 = res.json();
+    expect(v1).toMatchObject({ x402Version: 1, accepts: [{ network: "base", maxAmountRequired: "20000", payTo: PAY_TO }] });
+    expect(v1.accepts[0].extra).toEqual({ name: "USD Coin", version: "2" });
+    expect(gateway.calls).toEqual({ verify: 0, settle: 0 });
+    expect(handlerRuns).toBe(0);
+  });
+
+  it("answers problem+json on the v2-only route, still with PAYMENT-REQUIRED", async () => {
+    const res = await post("/v2only");
+    expect(res.statusCode).toBe(402);
+    expect(res.headers["content-type"]).toMatch(/application\/problem\+json/);
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe("50000");
+  });
+});
+
+describe("malformed payment headers are 400 and never reach the facilitator", () => {
+  const cases: [string, string][] = [
+    ["not base64", "%%%not-base64%%%"],
+    ["base64 of non-JSON", Buffer.from("hello world").toString("base64")],
+    ["JSON of the wrong shape", b64({ hello: "world" })],
+    ["a JSON array", b64([1, 2, 3])],
+    ["wrong x402Version", b64({ x402Version: 7, payload: {} })],
+  ];
+  for (const [name, value] of cases) {
+    it(name, async () => {
+      const res = await post("/both", { "payment-signature": value });
+      expect(res.statusCode).toBe(400);
+      expect(res.headers["content-type"]).toMatch(/application\/problem\+json/);
+      expect(res.headers["payment-required"]).toBeUndefined();
+      expect(gateway.calls.verify).toBe(0);
+    });
+  }
+
+  it("both headers at once", async () => {
+    const proof = b64(v2Proof(requirementsV2(both, terms)));
+    const res = await post("/both", { "payment-signature": proof, "x-payment": proof });
+    expect(res.statusCode).toBe(400);
+  });
+});
+
+describe("paid calls", () => {
+  it("verifies, runs the handler, settles, and returns PAYMENT-RESPONSE with a receipt", async () => {
+    const res = await post("/both?pp_ref=camp.1", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ paid: true, echo: { q: "x" } });
+    const settlement = decodePaymentResponseHeader(res.headers["payment-response"] as string);
+    expect(settlement.success).toBe(true);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+    const [receipt] = ledger.receipts();
+    expect(receipt).toMatchObject({ route: "POST /both", amount: "20000", status: "settled", ppRef: "camp.1", x402Version: 2 });
+    expect(receipt?.transaction).toBe(settlement.transaction);
+    expect(receipt?.responseDigest).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("takes a v1 proof in X-PAYMENT and answers X-PAYMENT-RESPONSE", async () => {
+    const res = await post("/both", { "x-payment": b64(v1Proof("20000", PAY_TO)) });
+    expect(res.statusCode).toBe(200);
+    const settlement = JSON.parse(Buffer.from(res.headers["x-payment-response"] as string, "base64").toString());
+    expect(settlement).toMatchObject({ success: true, network: "base" });
+    expect(res.headers["payment-response"]).toBeUndefined();
+    expect(ledger.receipts()[0]?.x402Version).toBe(1);
+  });
+
+  it("refuses X-PAYMENT on the v2-only route with a 402 and no facilitator call", async () => {
+    const res = await post("/v2only", { "x-payment": b64(v1Proof("50000", PAY_TO)) });
+    expect(res.statusCode).toBe(402);
+    expect(res.json().detail).toMatch(/v1/);
+    expect(gateway.calls.verify).toBe(0);
+  });
+
+  it("refuses a v1 payload inside PAYMENT-SIGNATURE on the v2-only route", async () => {
+    const res = await post("/v2only", { "payment-signature": b64(v1Proof("50000", PAY_TO)) });
+    expect(res.statusCode).toBe(402);
+    expect(gateway.calls.verify).toBe(0);
+  });
+
+  it("refuses a proof for the wrong amount or payee before calling the facilitator", async () => {
+    const wrongAmount = { ...requirementsV2(both, terms), amount: "1" };
+    const r1 = await post("/both", { "payment-signature": b64(v2Proof(wrongAmount)) });
+    expect(r1.statusCode).toBe(402);
+    const e1 = decodePaymentRequiredHeader(r1.headers["payment-required"] as string).error;
+    expect(e1).toMatch(/amount 1 ≠ 20000/);
+    const wrongPayee = { ...requirementsV2(both, terms), payTo: "0x00000000000000000000000000000000000000bb" };
+    const r2 = await post("/both", { "payment-signature": b64(v2Proof(wrongPayee)) });
+    expect(r2.statusCode).toBe(402);
+    expect(gateway.calls.verify).toBe(0);
+  });
+
+  it("names the facilitator's reason when verification fails, with a fresh PAYMENT-REQUIRED", async () => {
+    gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_payload_signature" });
+    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(res.statusCode).toBe(402);
+    expect(res.json().error).toBe("invalid_exact_evm_payload_signature");
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).error).toBe(
+      "invalid_exact_evm_payload_signature",
+    );
+    expect(handlerRuns).toBe(0);
+    expect(gateway.calls.settle).toBe(0);
+  });
+
+  it("does not settle when the handler fails", async () => {
+    const res = await post("/fails", { "payment-signature": b64(v2Proof(requirementsV2(failing, terms))) });
+    expect(res.statusCode).toBe(404);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 0 });
+    expect(ledger.receipts()).toHaveLength(0);
+  });
+
+  it("withholds the body with a 402 when settlement fails", async () => {
+    gateway.settleResult = async (_p, r) => ({ success: false, errorReason: "insufficient_funds", transaction: "", network: r.network });
+    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(res.statusCode).toBe(402);
+    expect(res.body).not.toContain("paid");
+    expect(res.json().error).toMatch(/insufficient_funds/);
+    expect(ledger.receipts()[0]?.status).toBe("failed");
+  });
+
+  it("delivers on a pending settlement (the transaction exists), records it pending, and settles once", async () => {
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "settlement_pending",
+      transaction: `0x${"cd".repeat(32)}`,
+      network: r.network,
+    });
+    const proof = b64(v2Proof(requirementsV2(both, terms)));
+    const res = await post("/both", { "payment-signature": proof });
+    expect(res.statusCode).toBe(200);
+    expect(ledger.receipts()[0]).toMatchObject({ status: "pending", transaction: `0x${"cd".repeat(32)}` });
+    const again = await post("/both", { "payment-signature": proof });
+    expect(again.statusCode).toBe(402);
+    expect(again.json().error).toMatch(/payment_already_used/);
+    expect(gateway.calls.settle).toBe(1);
+  });
+
+  it("fails closed with 503 + Retry-After when the facilitator is unreachable", async () => {
+    gateway.verifyResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_unreachable", 7, "connect ECONNREFUSED");
+    };
+    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(res.statusCode).toBe(503);
+    expect(res.headers["retry-after"]).toBe("7");
+    expect(handlerRuns).toBe(0);
+  });
+
+  it("withholds the body when settlement faults, and lets the same proof be retried", async () => {
+    gateway.settleResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+    };
+    const proof = b64(v2Proof(requirementsV2(both, terms)));
+    const res = await post("/both", { "payment-signature": proof });
+    expect(res.statusCode).toBe(503);
+    expect(res.body).not.toContain("paid");
+    expect(ledger.receipts()[0]?.status).toBe("unknown");
+    gateway.settleResult = fakeGateway().settleResult;
+    const retry = await post("/both", { "payment-signature": proof });
+    expect(retry.statusCode).toBe(200);
+  });
+
+  it("refuses a proof that already bought a response", async () => {
+    const proof = b64(v2Proof(requirementsV2(both, terms)));
+    expect((await post("/both", { "payment-signature": proof })).statusCode).toBe(200);
+    const again = await post("/both", { "payment-signature": proof });
+    expect(again.statusCode).toBe(402);
+    expect(again.json().error).toMatch(/payment_already_used/);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+});
+
+describe("idempotency", () => {
+  it("replays the stored response for the same key, proof and request, without the facilitator", async () => {
+    const headers = { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "order-1" };
+    const first = await post("/both", headers);
+    expect(first.statusCode).toBe(200);
+    const second = await post("/both", headers);
+    expect(second.statusCode).toBe(200);
+    expect(second.body).toBe(first.body);
+    expect(second.headers["payment-response"]).toBe(first.headers["payment-response"]);
+    expect(second.headers["idempotent-replayed"]).toBe("true");
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+
+  it("422 for the same key with another body; the ordinary 402 for the key without its proof", async () => {
+    const proof = b64(v2Proof(requirementsV2(both, terms)));
+    await post("/both", { "payment-signature": proof, "idempotency-key": "k2" });
+    const other = await post("/both", { "payment-signature": proof, "idempotency-key": "k2" }, { q: "different" });
+    expect(other.statusCode).toBe(422);
+    const noProof = await post("/both", { "idempotency-key": "k2" });
+    expect(noProof.statusCode).toBe(402);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+
+  it("422 for the same key with a different proof", async () => {
+    await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "k3" });
+    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "k3" });
+    expect(res.statusCode).toBe(422);
+  });
+
+  it("409 while the first request with the key (or proof) is still running", async () => {
+    let release: () => void = () => {};
+    gateway.verifyResult = () => new Promise((resolve) => (release = () => resolve({ isValid: true })));
+    const proof = b64(v2Proof(requirementsV2(both, terms)));
+    const first = post("/both", { "payment-signature": proof, "idempotency-key": "slow" });
+    await new Promise((r) => setTimeout(r, 20));
+    const sameKey = await post("/both", { "payment-signature": proof, "idempotency-key": "slow" });
+    const sameProof = await post("/both", { "payment-signature": proof });
+    release();
+    expect(sameKey.statusCode).toBe(409);
+    expect(sameKey.headers["retry-after"]).toBe("1");
+    expect(sameProof.statusCode).toBe(409);
+    expect((await first).statusCode).toBe(200);
+    expect(gateway.calls.settle).toBe(1);
+  });
+
+  it("an invalid Idempotency-Key is a 400 when the route declares the header schema", async () => {
+    const local = Fastify({ logger: false });
+    local.setValidatorCompiler(validatorCompiler);
+    registerProblemHandlers(local);
+    local.get(
+      "/h",
+      { schema: { headers: { type: "object", properties: { "idempotency-key": { type: "string", pattern: "^[\\x21-\\x7E]{1,255}$" } } } } },
+      async () => ({ ok: true }),
+    );
+    const res = await local.inject({ method: "GET", url: "/h", headers: { "idempotency-key": "has space" } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().errors[0]).toMatchObject({ in: "header", pointer: "/idempotency-key" });
+    await local.close();
+  });
+});
