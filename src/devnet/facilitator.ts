@@ -228,9 +228,11 @@ function networkOf(body: unknown): string {
  * GET /supported.
  *
  * Status codes: 200 carries every scheme-level outcome, including isValid:false and success:false
- * (the usual facilitator convention). A malformed or unsupported request is 400 and an internal
- * fault (e.g. the chain is unreachable) is 500; both bodies still have the VerifyResponse /
- * SettleResponse shape, so the client throws a typed VerifyError / SettleError with the status.
+ * (the usual facilitator convention). A malformed or unsupported request is 400 with a
+ * VerifyResponse / SettleResponse body, so HTTPFacilitatorClient throws a typed VerifyError /
+ * SettleError (the payment is bad). An internal fault is 500 with `{error, message}` and no
+ * isValid/success field, so the client throws a plain Error: the facilitator failed, not the
+ * payment, and a resource server should answer 503 rather than 402.
  */
 export function startFacilitatorServer(
   facilitator: x402Facilitator,
@@ -266,6 +268,7 @@ export function startFacilitatorServer(
       const status = errorStatus(err);
       const reason = errorReason(err, status);
       log(`${path.slice(1)} failed (${status}): ${errorMessage(err)}`);
+      if (status >= 500) return sendJson(res, status, { error: reason, message: errorMessage(err) });
       if (path === "/verify") {
         return sendJson(res, status, {
           isValid: false,

@@ -1,6 +1,6 @@
 import { type AbiFunction, toFunctionSignature } from "viem";
 import { describe, expect, it } from "vitest";
-import { compileDevnetContracts, getDevnetContracts } from "../../src/devnet/compile.js";
+import { getDevnetContracts } from "../../src/devnet/compile.js";
 
 function signatures(abi: readonly { type: string }[]): string[] {
   return abi
@@ -10,7 +10,7 @@ function signatures(abi: readonly { type: string }[]): string[] {
 
 describe("devnet contracts compile with solc-js", () => {
   it("TestUSDC has the ERC-20, EIP-3009, EIP-712 and devnet functions the x402 facilitator needs", async () => {
-    const { TestUSDC } = await compileDevnetContracts();
+    const { TestUSDC } = await getDevnetContracts();
     expect(TestUSDC.bytecode).toMatch(/^0x[0-9a-f]{200,}$/);
     expect(TestUSDC.deployedBytecode).toMatch(/^0x[0-9a-f]{200,}$/);
     const fns = signatures(TestUSDC.abi);
