@@ -14,6 +14,7 @@ import payments from "./payments/plugin.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { metaRoutes } from "./routes/meta.js";
 import { unlockRoutes } from "./routes/unlocks.js";
+import { ProblemSchema } from "./schemas/common.js";
 import type { Ledger } from "./store/ledger.js";
 import type { UnlockService } from "./unlocks/service.js";
 
@@ -61,6 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
+  app.addSchema(ProblemSchema);
   registerProblemHandlers(app);
 
   // External plugins first, then the app's own (fastify/demo order).
@@ -86,6 +88,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     exposeStatusRoute: false,
   });
   await app.register(swagger, {
+    // Components are named by their $id ("Problem") instead of def-N.
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
     openapi: {
       openapi: "3.1.0",
       info: {

@@ -7,7 +7,7 @@ import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { BenchmarkPaymentHeaders, PaidQuery } from "../schemas/common.js";
 import type { Ledger } from "../store/ledger.js";
 import { PRICES, paymentInfo } from "./prices.js";
-import { paidErrorResponses } from "./responses.js";
+import { paid, paidErrorResponses } from "./responses.js";
 
 export interface BenchmarkRouteOptions {
   benchmark: BenchmarkService;
@@ -63,7 +63,7 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
         querystring: PaidQuery,
         headers: BenchmarkPaymentHeaders,
         body: BenchmarkBody,
-        response: { 200: BenchmarkResult, ...paidErrorResponses(PRICES.benchmark) },
+        response: { 200: paid(BenchmarkResult), ...paidErrorResponses(PRICES.benchmark) },
         "x-payment-info": paymentInfo(PRICES.benchmark),
         "x-provisional": opts.phase === "provisional",
       },

@@ -5,7 +5,7 @@ import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "..
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
 import type { UnlockService } from "../unlocks/service.js";
 import { PRICES, paymentInfo } from "./prices.js";
-import { notFoundResponse, paidErrorResponses } from "./responses.js";
+import { notFoundResponse, paid, paidErrorResponses } from "./responses.js";
 
 const TAG = "unlocks";
 
@@ -31,7 +31,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         description: "Price per call: 0.02 USD (x402, USDC on Base).",
         querystring: UpcomingQuery,
         headers: UnlockPaymentHeaders,
-        response: { 200: UpcomingResponse, ...paidErrorResponses(PRICES.upcoming) },
+        response: { 200: paid(UpcomingResponse), ...paidErrorResponses(PRICES.upcoming) },
         "x-payment-info": paymentInfo(PRICES.upcoming),
       },
       preHandler: [app.payments.guard(PRICES.upcoming)],
@@ -49,7 +49,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: UnlockRiskBody,
-        response: { 200: RiskItem, 404: notFoundResponse, ...paidErrorResponses(PRICES.unlockRisk) },
+        response: { 200: paid(RiskItem), 404: notFoundResponse, ...paidErrorResponses(PRICES.unlockRisk) },
         "x-payment-info": paymentInfo(PRICES.unlockRisk),
       },
       preHandler: [
@@ -70,7 +70,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: RiskSummaryBody,
-        response: { 200: RiskSummary, 404: notFoundResponse, ...paidErrorResponses(PRICES.riskSummary) },
+        response: { 200: paid(RiskSummary), 404: notFoundResponse, ...paidErrorResponses(PRICES.riskSummary) },
         "x-payment-info": paymentInfo(PRICES.riskSummary),
       },
       preHandler: [async (request) => notFound(unlocks, request.body.token), app.payments.guard(PRICES.riskSummary)],
@@ -88,7 +88,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: BacktestBody,
-        response: { 200: BacktestResult, 404: notFoundResponse, ...paidErrorResponses(PRICES.backtest) },
+        response: { 200: paid(BacktestResult), 404: notFoundResponse, ...paidErrorResponses(PRICES.backtest) },
         "x-payment-info": paymentInfo(PRICES.backtest),
       },
       preHandler: [
