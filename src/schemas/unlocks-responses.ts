@@ -1,0 +1,199 @@
+import { Type } from "typebox";
+
+const open = { additionalProperties: true } as const;
+const Num = (description: string) => Type.Number({ description });
+const Int = (description: string) => Type.Integer({ description });
+const Str = (description: string) => Type.String({ description });
+const NullableNum = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
+const Level = Type.String({ description: "Risk level: low (<25), medium (25–50), high (50–75), critical (≥75)" });
+
+export const EvidenceRecord = Type.Object(
+  {
+    factor: Str(
+      "Model factor: unlock_size, absorption_ratio, order_book_depth, recipient_category, unlock_type, source_confidence",
+    ),
+    value: NullableNum("Observed input value in `unit`; null when unknown"),
+    unit: Str("Unit of `value`"),
+    weight: Num("Effective weight (magnitude factors, after redistributing unknown inputs) or multiplier (the others)"),
+    contribution: Num("Points added to (or removed from) risk_score; contributions sum to risk_score within 0.5"),
+    source_url: Type.Union([Type.String(), Type.Null()], { description: "Where the input comes from" }),
+    observed_at: Str("Date (UTC) the input was observed"),
+    confidence: Num("Confidence in this input, 0–1"),
+    assumptions: Type.Array(Type.String(), { description: "Assumptions made for this factor" }),
+  },
+  { ...open, description: "One evidence record per model factor" },
+);
+
+export const RecipientShare = Type.Object(
+  {
+    recipient: Str("Allocation name"),
+    category: Str("Recipient category"),
+    kind: Str("cliff, step or linear"),
+    amount_tokens: Num("Tokens released to this recipient in the event"),
+    source_type: Str("How the schedule is known: onchain_contract, official_docs, aggregator, inferred"),
+    timing_precision: Str("Date precision: exact, day, week, month"),
+  },
+  open,
+);
+
+const riskItemFields = {
+  token: Str("Token symbol"),
+  unlock_event_id: Str("Event id unlock_<symbol>_<yyyy>_<mm>_<dd>[_n]"),
+  risk_score: Num("Modeled sell-pressure risk, 0–100"),
+  risk_level: Level,
+  token_name: Type.Optional(Str("Token name")),
+  unlock_date: Type.Optional(Str("Unlock date (UTC); for linear streams the first streaming day of the month")),
+  days_until: Type.Optional(Int("Days from today (UTC) to the unlock; negative when past")),
+  amount_tokens: Type.Optional(Num("Tokens released")),
+  amount_usd: Type.Optional(Num("USD value of the release at the price in the evidence")),
+  pct_circulating: Type.Optional(NullableNum("Release as % of circulating supply just before it; null if none circulates")),
+  absorption_ratio: Type.Optional(NullableNum("Release USD value ÷ 30-day average daily volume")),
+  recipient_category: Type.Optional(
+    Str("Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other"),
+  ),
+  unlock_type: Type.Optional(Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)")),
+  confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
+  recipients: Type.Optional(Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" })),
+  model_version: Type.Optional(Str("Risk model version (see docs/risk-model.md)")),
+  as_of: Type.Optional(Str("Snapshot date of the market context")),
+  synthetic: Type.Optional(Type.Boolean({ description: "true when built from synthetic (generated) market data" })),
+  evidence: Type.Optional(Type.Array(EvidenceRecord, { description: "Evidence records, one per factor" })),
+};
+
+export const RiskItem = Type.Object(riskItemFields, { ...open, description: "Unlock risk item" });
+
+export const UpcomingResponse = Type.Object(
+  {
+    days: Int("Forward window in days"),
+    minRisk: Int("Minimum risk score included"),
+    unlocks: Type.Array(RiskItem, { description: "Unlocks with today ≤ date ≤ today + days, by date" }),
+    window_start: Type.Optional(Str("First day of the window (today, UTC)")),
+    window_end: Type.Optional(Str("Last day of the window (inclusive)")),
+    count: Type.Optional(Int("Number of unlocks returned")),
+    model_version: Type.Optional(Str("Risk model version")),
+    as_of: Type.Optional(Str("Snapshot date of the market context")),
+    synthetic: Type.Optional(Type.Boolean({ description: "true when any item uses synthetic market data" })),
+  },
+  open,
+);
+
+const NextUnlock = Type.Object(
+  {
+    unlock_event_id: Str("Event id"),
+    unlock_date: Str("Unlock date"),
+    days_until: Int("Days from today"),
+    in_window: Type.Boolean({ description: "Whether it falls inside the summary window" }),
+    amount_tokens: Num("Tokens released"),
+    amount_usd: Num("USD value"),
+    risk_score: Num("Risk score 0–100"),
+    risk_level: Level,
+  },
+  open,
+);
+
+const CategoryTotal = Type.Object(
+  {
+    category: Str("Recipient category"),
+    event_count: Int("Events in the window"),
+    amount_tokens: Num("Tokens unlocking in the window"),
+    amount_usd: Num("USD unlocking in the window"),
+  },
+  open,
+);
+
+export const RiskSummary = Type.Object(
+  {
+    token: Str("Token symbol"),
+    windowDays: Int("Window length in days (echoes lookbackDays)"),
+    eventCount: Int("Unlock events in the window"),
+    maxRiskScore: Type.Optional(Num("Highest risk score in the window; absent when there are no events")),
+    riskLevel: Type.Optional(Str("Level of maxRiskScore; absent when there are no events")),
+    token_name: Type.Optional(Str("Token name")),
+    window_start: Type.Optional(Str("First day of the window (today, UTC)")),
+    window_end: Type.Optional(Str("Last day (today + windowDays, inclusive)")),
+    window_covers: Type.Optional(Str("What the window covers")),
+    mean_risk_score: Type.Optional(NullableNum("Mean risk score of the window's events")),
+    next_unlock: Type.Optional(Type.Union([NextUnlock, Type.Null()], { description: "Next unlock from today, in or after the window" })),
+    tokens_unlocking: Type.Optional(Num("Tokens unlocking in the window")),
+    usd_unlocking: Type.Optional(Num("USD unlocking in the window")),
+    pct_circulating_unlocking: Type.Optional(NullableNum("Tokens unlocking as % of current circulating supply")),
+    circulating_supply: Type.Optional(Num("Circulating supply as of the snapshot")),
+    by_category: Type.Optional(Type.Array(CategoryTotal, { description: "Totals by recipient category" })),
+    top_events: Type.Optional(Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" })),
+    model_version: Type.Optional(Str("Risk model version")),
+    as_of: Type.Optional(Str("Snapshot date of the market context")),
+    synthetic: Type.Optional(Type.Boolean({ description: "true when built from synthetic market data" })),
+  },
+  open,
+);
+
+export const Reaction = Type.Object(
+  {
+    unlock_event_id: Str("Past unlock measured"),
+    token: Str("Its token"),
+    unlock_date: Str("Its date"),
+    recipient_category: Str("Its dominant recipient category"),
+    unlock_type: Str("cliff or step"),
+    risk_score: Num("Its modeled risk score"),
+    pct_circulating: NullableNum("Its size, % of circulating supply"),
+    window_days: Int("Window w in days"),
+    pre_return_pct: Num("Token return day −w → day 0, %"),
+    post_return_pct: Num("Token return day 0 → day +w, %"),
+    benchmark: Str("Benchmark symbol"),
+    benchmark_pre_return_pct: Num("Benchmark return day −w → 0, %"),
+    benchmark_post_return_pct: Num("Benchmark return day 0 → +w, %"),
+    pre_abnormal_return_pct: Num("pre_return_pct − benchmark_pre_return_pct"),
+    abnormal_return_pct: Num("post_return_pct − benchmark_post_return_pct"),
+    max_drawdown_pct: Num("Worst peak-to-trough fall over days 0..+w, % (≤ 0)"),
+    volume_change_pct: NullableNum("Mean volume days 0..w−1 vs days −w..−1, %; null when volume unknown"),
+    synthetic: Type.Boolean({ description: "true when the prices are synthetic" }),
+  },
+  { ...open, description: "Market reaction around one past unlock" },
+);
+
+const ReactionSummary = Type.Object(
+  {
+    sample_size: Int("Reactions measured"),
+    mean_abnormal_return_pct: NullableNum("Mean abnormal return, %"),
+    median_abnormal_return_pct: NullableNum("Median abnormal return, %"),
+    mean_post_return_pct: NullableNum("Mean raw post return, %"),
+    median_post_return_pct: NullableNum("Median raw post return, %"),
+    share_negative_abnormal: NullableNum("Share of reactions with a negative abnormal return"),
+    mean_max_drawdown_pct: NullableNum("Mean max drawdown, %"),
+  },
+  open,
+);
+
+export const BacktestResult = Type.Object(
+  {
+    token: Type.Optional(Str("Token symbol")),
+    unlock_event_id: Type.Optional(Str("Event the backtest is for")),
+    windowDays: Type.Optional(Int("Window w in days")),
+    reactions: Type.Optional(Type.Array(Reaction, { description: "Non-overlapping past reactions, by date" })),
+    basis: Type.Optional(
+      Str("Which history was used: event (the event itself), token_history, category_history, or none"),
+    ),
+    basis_description: Type.Optional(Str("The basis in words")),
+    benchmark: Type.Optional(Str("Benchmark for abnormal returns")),
+    event: Type.Optional(
+      Type.Object(
+        {
+          unlock_date: Str("Event date"),
+          recipient_category: Str("Event's dominant recipient category"),
+          unlock_type: Str("Event's release type"),
+          is_past: Type.Boolean({ description: "Whether the event date is on or before the data's last day" }),
+        },
+        open,
+      ),
+    ),
+    candidates: Type.Optional(Int("Past unlocks with enough price history on the chosen basis")),
+    excluded_overlapping: Type.Optional(Int("Candidates dropped because another kept unlock of the token is closer than w days")),
+    excluded_truncated: Type.Optional(Int("Non-overlapping candidates beyond the 60 most significant")),
+    summary: Type.Optional(ReactionSummary),
+    method: Type.Optional(Str("How returns are measured")),
+    data_through: Type.Optional(Str("Last day of price history")),
+    model_version: Type.Optional(Str("Risk model version")),
+    synthetic: Type.Optional(Type.Boolean({ description: "true when the prices are synthetic" })),
+  },
+  open,
+);
