@@ -63,6 +63,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ProblemSchema);
+  // Bodies are JSON only (the contract); anything else is a 415 rather than a string the schema then rejects.
+  app.removeContentTypeParser("text/plain");
   registerProblemHandlers(app);
 
   // External plugins first, then the app's own (fastify/demo order).

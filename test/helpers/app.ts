@@ -1,0 +1,52 @@
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "../../src/app.js";
+import { createBenchmarkService } from "../../src/benchmark/service.js";
+import { type Config, parseConfig } from "../../src/config.js";
+import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { loadCatalog } from "../../src/store/catalog.js";
+import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
+import { type FakeGateway, fakeGateway } from "./fake-gateway.js";
+
+export const TEST_NOW = new Date("2026-11-22T12:00:00Z");
+export const TEST_PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
+
+const unlockStore = loadUnlockStore();
+const catalog = loadCatalog();
+
+export interface TestApp {
+  app: FastifyInstance;
+  gateway: FakeGateway;
+  ledger: Ledger;
+  config: Config;
+  close(): Promise<void>;
+}
+
+/** The real app with real services and snapshots, a fake facilitator gateway and an in-memory ledger. */
+export async function testApp(env: Record<string, string> = {}, clock: () => Date = () => TEST_NOW): Promise<TestApp> {
+  const config = parseConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", RATE_LIMIT_MAX: "100000", ...env });
+  const gateway = fakeGateway();
+  const ledger = openLedger(":memory:");
+  const app = await buildApp({
+    config,
+    unlocks: createUnlockService(unlockStore, clock),
+    benchmark: createBenchmarkService(catalog, { clock }),
+    ledger,
+    gateway,
+    payTo: TEST_PAY_TO,
+    facilitatorLabel: "fake",
+    clock,
+    logger: false,
+  });
+  await app.ready();
+  return {
+    app,
+    gateway,
+    ledger,
+    config,
+    close: async () => {
+      await app.close();
+      ledger.close();
+    },
+  };
+}
