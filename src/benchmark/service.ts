@@ -139,7 +139,13 @@ export function computeBenchmark(
     usd === null || !evidence.per_call
       ? []
       : comparables
-          .filter((e) => (e.entry.price_usd as number) <= usd && e.usage.adjusted_calls_30d !== null && e.usage.adjusted_calls_30d > ownAdjusted)
+          .filter(
+            // An alternative's usage must have passed the wash check: spread over more than two payers.
+            (e) =>
+              (e.entry.price_usd as number) <= usd &&
+              e.usage.wash_check === "passed" &&
+              (e.usage.adjusted_calls_30d as number) > ownAdjusted,
+          )
           .sort(
             (a, b) =>
               (b.usage.adjusted_calls_30d as number) - (a.usage.adjusted_calls_30d as number) ||

@@ -1,0 +1,260 @@
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import fastJson from "fast-json-stringify";
+import { Value } from "typebox/value";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { availabilityLabel } from "../../src/benchmark/availability.js";
+import { buildMarketIndex } from "../../src/benchmark/market-index.js";
+import { createBenchmarkService } from "../../src/benchmark/service.js";
+import { BenchmarkResult } from "../../src/schemas/benchmark-response.js";
+import { type Catalog, catalogFromSnapshot, defaultSnapshotPath, loadCatalog } from "../../src/store/catalog.js";
+import type { CatalogEntry } from "../../src/store/catalog-schema.js";
+
+const catalog = loadCatalog();
+const clock = () => new Date("2026-11-23T08:00:00Z");
+const service = createBenchmarkService(catalog, { clock });
+const ctx = { availability: availabilityLabel("provisional", false) };
+const run = (endpoint_url: string, category_hint?: Parameters<typeof service.benchmark>[0]["category_hint"]) =>
+  service.benchmark(category_hint === undefined ? { endpoint_url } : { endpoint_url, category_hint }, ctx);
+
+describe("benchmark on the shipped catalog", () => {
+  it("describes an exactly matched endpoint with its provenance", async () => {
+    const r = await run("https://API.exa.ai/search/");
+    expect(r.normalized_url).toBe("https://api.exa.ai/search");
+    expect(r.category).toBe("search");
+    expect(r.category_source).toBe("catalog");
+    expect(r.route).toMatchObject({
+      method: "POST",
+      generated_at: "2026-11-22T00:00:00.000Z",
+      price: { usd: 0.007, amount_atomic: "7000" },
+      network: "eip155:8453",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      availability: "available through capped provisional x402 metadata",
+      confidence: "high",
+    });
+    expect(r.match.type).toBe("exact");
+    expect(r.source_trail[0]).toMatchObject({ kind: "catalog_entry", compiled_on: "2026-11-22" });
+    expect(r.source_trail.at(-1)).toMatchObject({ kind: "market_snapshot", source_url: "../shared/data/x402-catalog/catalog.json" });
+    expect(r.benchmarked_at).toBe("2026-11-23T08:00:00.000Z");
+    expect(r.live_probe).toMatchObject({ attempted: false, outcome: "not_needed" });
+  });
+
+  it("computes market percentiles only over comparable Base-mainnet per-call entries, excluding itself", async () => {
+    const r = await run("https://api.exa.ai/search");
+    const index = buildMarketIndex(catalog);
+    const pool = index.pools.get("search")!;
+    for (const e of pool.entries) {
+      expect(e.entry.network).toBe("eip155:8453");
+      expect(e.entry.tags.some((t) => ["estimated", "default-price", "dynamic", "testnet", "topup", "bundle"].includes(t))).toBe(false);
+    }
+    const prices = pool.entries.filter((e) => e.entry.url !== "https://api.exa.ai/search").map((e) => e.entry.price_usd as number);
+    expect(r.market.comparable_count).toBe(prices.length);
+    expect(r.market.excluded.self).toBe(1);
+    expect(r.market.excluded.approximate_price).toBeGreaterThan(0); // spider.cloud search is "estimated"
+    const sorted = [...prices].sort((a, b) => a - b);
+    const mid = (sorted.length - 1) / 2;
+    expect(r.market.median).toBeCloseTo(((sorted[Math.floor(mid)] as number) + (sorted[Math.ceil(mid)] as number)) / 2, 6);
+    const below = prices.filter((p) => p < 0.007).length;
+    const equal = prices.filter((p) => p === 0.007).length;
+    expect(r.price_percentile).toBeCloseTo(((below + equal / 2) / prices.length) * 100, 1);
+    expect(r.price_position).toBe("below_market");
+    expect(r.decision).toBe("worth_testing");
+    expect(r.suggested_test_price_band).toMatchObject({ min_usd: r.market.p25, max_usd: r.market.median });
+  });
+
+  it("keeps testnet, bundle and top-up prices out of every market", () => {
+    const index = buildMarketIndex(catalog);
+    const all = index.pools.get("uncategorized")!;
+    const urls = new Set(all.entries.map((e) => e.entry.url));
+    expect(urls.has("https://scrvo.com/api/crawl")).toBe(false); // base-sepolia
+    expect(urls.has("https://stableemail.dev/api/inbox/topup")).toBe(false);
+    expect(urls.has("https://api.tools402.dev/v1/_bundles/document-agent/purchase")).toBe(false);
+    expect(urls.has("https://api.vectorway.io/v1/credits/purchase")).toBe(false);
+    expect(urls.has("https://stableemail.dev/api/subdomain/inbox/create")).toBe(false);
+    expect(urls.has("https://api.spider.cloud/crawl")).toBe(false); // estimated
+    expect(urls.has("https://x402.erpc.global/v1/solana-mainnet")).toBe(false); // Solana
+    expect(urls.has("https://api.punkpredictor.xyz/agents/v2/top-delayed")).toBe(true);
+    expect(all.excluded.testnet).toBeGreaterThanOrEqual(5);
+  });
+
+  it("matches templated URLs and flags a price above p90", async () => {
+    const r = await run("https://api.punkpredictor.xyz/agents/v2/top-delayed");
+    expect(r.price_position).toBe("above_market");
+    expect(r.decision).toBe("avoid_for_now");
+    const t = await run("https://api.vaults.fyi/v2/deposit-options/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+    expect(t.match).toMatchObject({ type: "template", matched_urls: ["https://api.vaults.fyi/v2/deposit-options/{address}"] });
+    expect(t.route.price).toEqual({ usd: 0.025, amount_atomic: "25000" });
+  });
+
+  it("gives approximate, testnet and non-per-call prices low confidence and no position for top-ups", async () => {
+    expect((await run("https://api.spider.cloud/search")).route.confidence).toBe("low");
+    const testnet = await run("https://scrvo.com/api/crawl");
+    expect(testnet.route.confidence).toBe("low");
+    expect(testnet.route.confidence_reasons.join(" ")).toContain("testnet");
+    const topup = await run("https://stableemail.dev/api/inbox/topup");
+    expect(topup.route.confidence).toBe("low");
+    expect(topup.price_position).toBe("unknown");
+    expect(topup.decision).toBe("needs_more_history");
+    const del = await run("https://stabletravel.dev/api/flights/orders/cancel");
+    expect(del.route).toMatchObject({ method: "POST", method_observed: "DELETE" });
+  });
+
+  it("resolves the category from the hint, the catalog, inference or the default", async () => {
+    const hinted = await run("https://api.exa.ai/search", "data");
+    expect([hinted.category, hinted.category_source]).toEqual(["data", "hint"]);
+    const sameHost = await run("https://api.exa.ai/answer");
+    expect([sameHost.category, sameHost.category_source]).toEqual(["search", "inferred"]);
+    const byWords = await run("https://tts.unknown-seller.example/v1/speech");
+    expect([byWords.category, byWords.category_source]).toEqual(["media", "inferred"]);
+    expect(byWords.category_evidence.join(" ")).toContain("speech");
+    const none = await run("https://qwerty.example/zxcv");
+    expect([none.category, none.category_source]).toEqual(["uncategorized", "default"]);
+    expect(none.market.comparable_count).toBeGreaterThan(200);
+  });
+
+  it("is honest about an unknown endpoint", async () => {
+    const r = await run("https://unknown-seller.example/v1/weather/forecast?city=Lisbon");
+    expect(r.route).toMatchObject({ price: null, confidence: "unknown", network: null, asset: null });
+    expect(r.match.type).toBe("none");
+    expect(r.price_percentile).toBeNull();
+    expect(r.price_position).toBe("unknown");
+    expect(r.decision).toBe("needs_more_history");
+    expect(r.usage.wash_check).toBe("no_usage_data");
+    expect(r.live_probe.outcome).toBe("disabled");
+  });
+
+  it("returns only fields declared by the response schema", async () => {
+    const stringify = fastJson(BenchmarkResult as object);
+    for (const url of [
+      "https://api.exa.ai/search",
+      "https://unknown-seller.example/x",
+      "https://stableemail.dev/api/inbox/topup",
+    ]) {
+      const r = await run(url);
+      expect(Value.Check(BenchmarkResult, r)).toBe(true);
+      expect(JSON.parse(stringify(r))).toEqual(JSON.parse(JSON.stringify(r)));
+    }
+  });
+
+  it("costs well under a millisecond per call", async () => {
+    const urls = [
+      "https://api.exa.ai/search",
+      "https://api.vaults.fyi/v2/positions/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      "https://unknown-seller.example/v1/weather",
+    ];
+    for (const u of urls) await run(u);
+    const n = 3000;
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await run(urls[i % urls.length] as string);
+    expect((performance.now() - t0) / n).toBeLessThan(0.5);
+  });
+});
+
+/** A small market with usage, to exercise the wash adjustment and alternatives. */
+function usageCatalog(): Catalog {
+  const snap = JSON.parse(readFileSync(defaultSnapshotPath(), "utf8"));
+  const base = (over: Partial<CatalogEntry>): CatalogEntry => ({
+    url: "https://a.example/x",
+    method: "GET",
+    price_usd: 0.01,
+    amount_atomic: "10000",
+    amount_basis: "observed",
+    network: "eip155:8453",
+    asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    pay_to: "0x1111111111111111111111111111111111111111",
+    x402_version: 2,
+    service: "fixture",
+    category: "inference",
+    tags: ["bazaar"],
+    observed_at: "2026-11-20T00:00:00.000Z",
+    calls_30d: null,
+    unique_payers_30d: null,
+    source_url: "http://127.0.0.1/discovery/resources",
+    source_id: "bazaar:fixture",
+    compiled_on: "2026-11-20",
+    ...over,
+  });
+  const entries: CatalogEntry[] = [
+    base({ url: "https://wash.example/v1/chat", price_usd: 0.02, amount_atomic: "20000", calls_30d: 5000, unique_payers_30d: 1 }),
+    base({ url: "https://popular.example/v1/chat", price_usd: 0.01, amount_atomic: "10000", calls_30d: 300, unique_payers_30d: 40 }),
+    base({ url: "https://cheap-wash.example/v1/chat", price_usd: 0.005, amount_atomic: "5000", calls_30d: 9000, unique_payers_30d: 2 }),
+    base({ url: "https://dear.example/v1/chat", price_usd: 0.05, amount_atomic: "50000", calls_30d: 10, unique_payers_30d: 5 }),
+  ];
+  snap.sources.push({
+    id: "bazaar:fixture",
+    kind: "bazaar_discovery",
+    compiled_on: "2026-11-20",
+    method: "fixture listing",
+    origin: "http://127.0.0.1/discovery/resources",
+    entry_count: entries.length,
+  });
+  snap.endpoints.push(...entries);
+  return catalogFromSnapshot(snap, "usage fixture");
+}
+
+describe("usage, wash adjustment and alternatives", () => {
+  const svc = createBenchmarkService(usageCatalog(), { clock });
+
+  it("discounts one-payer usage and points to a better-used endpoint at a lower price", async () => {
+    const r = await svc.benchmark({ endpoint_url: "https://wash.example/v1/chat" }, ctx);
+    expect(r.usage).toMatchObject({ calls_30d: 5000, unique_payers_30d: 1, adjusted_calls_30d: 1, wash_adjusted: true, wash_check: "discounted" });
+    expect(r.usage.note).toContain("1 payer");
+    expect(r.usage.source_url).toBe("http://127.0.0.1/discovery/resources");
+    expect(r.alternatives.map((a) => a.url)).toEqual(["https://popular.example/v1/chat"]);
+    expect(r.alternatives[0]).toMatchObject({ adjusted_calls_30d: 300, price_usd: 0.01, amount_atomic: "10000" });
+    expect(r.decision).toBe("better_alternative_available");
+    expect(r.source_trail[0]).toMatchObject({ kind: "bazaar_listing", observed_at: "2026-11-20T00:00:00.000Z" });
+  });
+
+  it("does not offer the wash-heavy cheaper endpoint or a dearer one as alternatives", async () => {
+    const r = await svc.benchmark({ endpoint_url: "https://popular.example/v1/chat" }, ctx);
+    expect(r.usage.wash_check).toBe("passed");
+    expect(r.alternatives).toEqual([]);
+    expect(r.decision).toBe("worth_testing");
+  });
+});
+
+describe("live probe through the service", () => {
+  let server: Server;
+  let base: string;
+  beforeAll(async () => {
+    server = createServer((_req, res) => {
+      res.writeHead(402, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          x402Version: 1,
+          accepts: [
+            { scheme: "exact", network: "base", maxAmountRequired: "4000", resource: "", description: "", mimeType: "", payTo: "0x7777777777777777777777777777777777777777", maxTimeoutSeconds: 60, asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", outputSchema: {}, extra: {} },
+          ],
+        }),
+      );
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => server.close());
+
+  it("prices an unknown endpoint from its 402 when enabled and allow-listed", async () => {
+    const svc = createBenchmarkService(catalog, { clock, liveProbe: { enabled: true, allowHosts: ["127.0.0.1"] } });
+    const r = await svc.benchmark({ endpoint_url: `${base}/v1/search`, category_hint: "search" }, ctx);
+    expect(r.live_probe).toMatchObject({ attempted: true, outcome: "ok" });
+    expect(r.match.type).toBe("live_probe");
+    expect(r.route).toMatchObject({ price: { usd: 0.004, amount_atomic: "4000" }, network: "eip155:8453", confidence: "high" });
+    expect(r.source_trail).toContainEqual(expect.objectContaining({ kind: "live_probe", observed_at: "2026-11-23T08:00:00.000Z" }));
+    expect(r.price_position).toBe("below_market");
+  });
+
+  it("refuses the same server without the allow-list and stays unknown", async () => {
+    const svc = createBenchmarkService(catalog, { clock, liveProbe: { enabled: true } });
+    const r = await svc.benchmark({ endpoint_url: `${base}/v1/search` }, ctx);
+    expect(r.live_probe).toMatchObject({ attempted: true, outcome: "refused_address" });
+    expect(r.route.confidence).toBe("unknown");
+  });
+
+  it("does not probe when the catalog has the price or the probe is off", async () => {
+    const svc = createBenchmarkService(catalog, { clock, liveProbe: { enabled: true, allowHosts: ["127.0.0.1"] } });
+    expect((await svc.benchmark({ endpoint_url: "https://api.exa.ai/search" }, ctx)).live_probe.outcome).toBe("not_needed");
+    expect((await service.benchmark({ endpoint_url: `${base}/v1/search` }, ctx)).live_probe.outcome).toBe("disabled");
+  });
+});
