@@ -80,7 +80,8 @@ export function classifyIPv4(ip: readonly number[]): AddressClass {
   if (ip[0] === 169 && ip[1] === 254 && ip[2] === 169 && ip[3] === 254) return "metadata";
   if (inV4(ip, [0, 0, 0, 0], 8)) return "unspecified";
   if (inV4(ip, [127, 0, 0, 0], 8)) return "loopback";
-  if (inV4(ip, [10, 0, 0, 0], 8) || inV4(ip, [172, 16, 0, 0], 12) || inV4(ip, [192, 168, 0, 0], 16)) return "private";
+  if (inV4(ip, [10, 0, 0, 0], 8) || inV4(ip, [172, 16, 0, 0], 12) || inV4(ip, [192, 168, 0, 0], 16))
+    return "private";
   if (inV4(ip, [100, 64, 0, 0], 10)) return "cgnat";
   if (inV4(ip, [169, 254, 0, 0], 16)) return "link_local";
   if (inV4(ip, [192, 0, 0, 0], 24)) return "reserved";

@@ -12,7 +12,7 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
-import { BASE_MAINNET, toCaip2, usdcDecimals, atomicToUsd } from "../store/catalog-money.js";
+import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "../store/catalog-money.js";
 import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
 
 export const PROBE_TIMEOUT_MS = 3000;
@@ -85,7 +85,10 @@ interface AcceptLike {
 }
 
 /** Picks the requirement to report: Base USDC first, then any with an atomic amount. */
-export function pickAccept(accepts: readonly AcceptLike[], version: 1 | 2): (AcceptLike & { atomic: string }) | null {
+export function pickAccept(
+  accepts: readonly AcceptLike[],
+  version: 1 | 2,
+): (AcceptLike & { atomic: string }) | null {
   const withAmount = accepts
     .map((a) => {
       const raw = version === 1 ? (a.maxAmountRequired ?? a.amount) : (a.amount ?? a.maxAmountRequired);
@@ -140,9 +143,14 @@ export async function resolveSafely(
     try {
       addresses = await (opts.resolve ?? defaultResolver)(host);
     } catch (err) {
-      return { ok: false, reason: "unresolvable", detail: `cannot resolve ${host}: ${(err as Error).message}` };
+      return {
+        ok: false,
+        reason: "unresolvable",
+        detail: `cannot resolve ${host}: ${(err as Error).message}`,
+      };
     }
-    if (addresses.length === 0) return { ok: false, reason: "unresolvable", detail: `no addresses for ${host}` };
+    if (addresses.length === 0)
+      return { ok: false, reason: "unresolvable", detail: `no addresses for ${host}` };
   }
   if (!allowed) {
     // Every address must be public: a name that also resolves somewhere private is refused.
@@ -175,9 +183,13 @@ export async function probeEndpoint(endpointUrl: string, opts: ProbeOptions = {}
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return fail("unsupported_scheme", url.protocol);
   if (/(^|\/)(:[A-Za-z_]|%7B|\{)/i.test(url.pathname)) {
-    return fail("template_url", "the URL still contains path placeholders; there is nothing concrete to call");
+    return fail(
+      "template_url",
+      "the URL still contains path placeholders; there is nothing concrete to call",
+    );
   }
-  if (url.username !== "" || url.password !== "") return fail("unsupported_scheme", "URLs with credentials are not probed");
+  if (url.username !== "" || url.password !== "")
+    return fail("unsupported_scheme", "URLs with credentials are not probed");
 
   const deadline = Date.now() + timeoutMs;
   const abort = new AbortController();
@@ -266,7 +278,10 @@ function request(
       res.on("end", () => {
         if (settled) return;
         const header = res.headers["payment-required"];
-        const parsed = priceFrom402(Array.isArray(header) ? header[0] : header, Buffer.concat(chunks).toString("utf8"));
+        const parsed = priceFrom402(
+          Array.isArray(header) ? header[0] : header,
+          Buffer.concat(chunks).toString("utf8"),
+        );
         if ("error" in parsed) {
           done(fail("no_price_in_402", parsed.error));
           return;

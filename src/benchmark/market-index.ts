@@ -65,13 +65,21 @@ function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
 }
 
 function makePool(members: readonly IndexedEntry[]): Pool {
-  const excluded: ExclusionCounts = { other_network: 0, testnet: 0, not_per_call: 0, approximate_price: 0, no_price: 0 };
+  const excluded: ExclusionCounts = {
+    other_network: 0,
+    testnet: 0,
+    not_per_call: 0,
+    approximate_price: 0,
+    no_price: 0,
+  };
   const comparables: IndexedEntry[] = [];
   for (const m of members) {
     if (m.comparable) comparables.push(m);
     else excluded[exclusionReason(m.quality)]++;
   }
-  comparables.sort((a, b) => (a.entry.price_usd as number) - (b.entry.price_usd as number) || a.index - b.index);
+  comparables.sort(
+    (a, b) => (a.entry.price_usd as number) - (b.entry.price_usd as number) || a.index - b.index,
+  );
   return { entries: comparables, excluded };
 }
 
@@ -162,10 +170,19 @@ export function resolveCategory(
 ): { category: Category; source: CategorySource; evidence: string[] } {
   if (hint !== undefined) return { category: hint, source: "hint", evidence: ["category_hint"] };
   if (matched !== undefined && matched.category !== "uncategorized") {
-    return { category: matched.category, source: "catalog", evidence: [`catalog entry ${matched.entry.url}`] };
+    return {
+      category: matched.category,
+      source: "catalog",
+      evidence: [`catalog entry ${matched.entry.url}`],
+    };
   }
-  const score = scoreKeywords(input.segments.filter((_, i) => input.kinds[i] === "literal"), 2);
-  const hostWords = words(input.host.replace(/:\d+$/, "")).filter((w) => !["www", "api", "com", "io", "xyz", "dev", "ai", "app"].includes(w));
+  const score = scoreKeywords(
+    input.segments.filter((_, i) => input.kinds[i] === "literal"),
+    2,
+  );
+  const hostWords = words(input.host.replace(/:\d+$/, "")).filter(
+    (w) => !["www", "api", "com", "io", "xyz", "dev", "ai", "app"].includes(w),
+  );
   scoreKeywords(hostWords, 1, score);
   const evidence = score.hits.map((w) => `word "${w}"`);
   const sameHost = index.byHost.get(input.host) ?? [];
@@ -180,6 +197,10 @@ export function resolveCategory(
   }
   const best = bestCategory(score);
   return best === null
-    ? { category: "uncategorized", source: "default", evidence: ["no category evidence in the URL or catalog"] }
+    ? {
+        category: "uncategorized",
+        source: "default",
+        evidence: ["no category evidence in the URL or catalog"],
+      }
     : { category: best, source: "inferred", evidence };
 }

@@ -1,6 +1,6 @@
+import { words } from "../store/catalog-category.js";
 import { BASE_MAINNET, isTestnet } from "../store/catalog-money.js";
 import type { CatalogEntry } from "../store/catalog-schema.js";
-import { words } from "../store/catalog-category.js";
 
 /** Tags the compiled catalog uses for prices that are not exact advertised per-call amounts. */
 export const APPROXIMATION_TAGS: ReadonlySet<string> = new Set([
@@ -13,7 +13,13 @@ export const APPROXIMATION_TAGS: ReadonlySet<string> = new Set([
 ]);
 
 /** Tags marking purchases that are not one API call (bundles, prepaid credit, top-ups). */
-export const NOT_PER_CALL_TAGS: ReadonlySet<string> = new Set(["bundle", "full-bundle", "prepaid", "topup", "credits"]);
+export const NOT_PER_CALL_TAGS: ReadonlySet<string> = new Set([
+  "bundle",
+  "full-bundle",
+  "prepaid",
+  "topup",
+  "credits",
+]);
 
 /** Path words that mark the same kind of purchase when the tags do not. */
 export const NOT_PER_CALL_PATH_WORDS: ReadonlySet<string> = new Set([
@@ -58,12 +64,27 @@ export function priceQuality(entry: CatalogEntry): PriceQuality {
   // An inbox is bought once and then used; the catalog lists its purchase like an endpoint.
   const inboxPurchase = entry.tags.includes("inbox") && pw.includes("create");
   const perCall = npcTags.length === 0 && npcWords.length === 0 && !inboxPurchase;
-  if (!perCall) flags.push(`not a per-call price (${[...npcTags, ...npcWords, ...(inboxPurchase ? ["inbox purchase"] : [])].join(", ")})`);
-  const testnet = isTestnet(entry.network) || entry.tags.some((t) => TESTNET_TAGS.has(t)) || pw.includes("devnet") || pw.includes("testnet");
+  if (!perCall)
+    flags.push(
+      `not a per-call price (${[...npcTags, ...npcWords, ...(inboxPurchase ? ["inbox purchase"] : [])].join(", ")})`,
+    );
+  const testnet =
+    isTestnet(entry.network) ||
+    entry.tags.some((t) => TESTNET_TAGS.has(t)) ||
+    pw.includes("devnet") ||
+    pw.includes("testnet");
   if (testnet) flags.push("testnet");
   const baseMainnet = entry.network === BASE_MAINNET && !testnet;
-  if (!baseMainnet && !testnet) flags.push(entry.network === null ? "network unknown" : `not Base mainnet (${entry.network})`);
-  return { priced, per_call: perCall, approximate: approxTags.length > 0, testnet, base_mainnet: baseMainnet, flags };
+  if (!baseMainnet && !testnet)
+    flags.push(entry.network === null ? "network unknown" : `not Base mainnet (${entry.network})`);
+  return {
+    priced,
+    per_call: perCall,
+    approximate: approxTags.length > 0,
+    testnet,
+    base_mainnet: baseMainnet,
+    flags,
+  };
 }
 
 /** Market comparables: priced, exact, per-call, Base-mainnet entries. */

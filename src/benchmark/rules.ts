@@ -9,7 +9,11 @@ export const MIN_COMPARABLES = 5;
 
 export type Confidence = "high" | "low" | "unknown";
 export type PricePosition = "below_market" | "at_market" | "above_market" | "unknown";
-export type Decision = "worth_testing" | "avoid_for_now" | "better_alternative_available" | "needs_more_history";
+export type Decision =
+  | "worth_testing"
+  | "avoid_for_now"
+  | "better_alternative_available"
+  | "needs_more_history";
 
 export interface MarketFigures {
   comparable_count: number;
@@ -31,7 +35,10 @@ export interface PriceEvidence {
   ambiguous: boolean;
 }
 
-export function confidenceOf(price: PriceEvidence, market: MarketFigures): { confidence: Confidence; reasons: string[] } {
+export function confidenceOf(
+  price: PriceEvidence,
+  market: MarketFigures,
+): { confidence: Confidence; reasons: string[] } {
   if (price.usd === null) return { confidence: "unknown", reasons: ["no observed price for this endpoint"] };
   const reasons: string[] = [];
   if (price.approximate) reasons.push("the observed price is tagged as an approximation");
@@ -47,9 +54,18 @@ export function confidenceOf(price: PriceEvidence, market: MarketFigures): { con
 }
 
 /** Position of a per-call price; unknown without a price, a per-call price or enough comparables. */
-export function pricePosition(price: Pick<PriceEvidence, "usd" | "per_call">, market: MarketFigures): PricePosition {
+export function pricePosition(
+  price: Pick<PriceEvidence, "usd" | "per_call">,
+  market: MarketFigures,
+): PricePosition {
   const usd = price.usd;
-  if (usd === null || !price.per_call || market.comparable_count < MIN_COMPARABLES || market.p25 === null || market.p75 === null) {
+  if (
+    usd === null ||
+    !price.per_call ||
+    market.comparable_count < MIN_COMPARABLES ||
+    market.p25 === null ||
+    market.p75 === null
+  ) {
     return "unknown";
   }
   if (usd < market.p25) return "below_market";
@@ -68,19 +84,25 @@ export function decide(
   if (!price.per_call) {
     return {
       decision: "needs_more_history",
-      reasons: ["the observed price is not a per-call price (bundle, top-up or purchase), so it cannot be placed in a per-call market"],
+      reasons: [
+        "the observed price is not a per-call price (bundle, top-up or purchase), so it cannot be placed in a per-call market",
+      ],
     };
   }
   if (market.comparable_count < MIN_COMPARABLES || market.p75 === null || market.p90 === null) {
     return {
       decision: "needs_more_history",
-      reasons: [`only ${market.comparable_count} comparable endpoints in this market (need ${MIN_COMPARABLES})`],
+      reasons: [
+        `only ${market.comparable_count} comparable endpoints in this market (need ${MIN_COMPARABLES})`,
+      ],
     };
   }
   if (alternativeCount > 0) {
     return {
       decision: "better_alternative_available",
-      reasons: [`${alternativeCount} same-category endpoint(s) at or below this price with stronger wash-adjusted usage`],
+      reasons: [
+        `${alternativeCount} same-category endpoint(s) at or below this price with stronger wash-adjusted usage`,
+      ],
     };
   }
   if (usd > market.p90) {
@@ -92,5 +114,8 @@ export function decide(
       reasons: ["priced above the market's 75th percentile while its usage comes from two payers or fewer"],
     };
   }
-  return { decision: "worth_testing", reasons: ["priced at or below the market's 90th percentile with no better-used cheaper alternative"] };
+  return {
+    decision: "worth_testing",
+    reasons: ["priced at or below the market's 90th percentile with no better-used cheaper alternative"],
+  };
 }

@@ -2,17 +2,30 @@
  * The endpoint price benchmark: match the URL to market data, place its price in the market of
  * comparable endpoints, adjust usage for wash calls, and decide — each figure with its source.
  */
+
+import type { BenchmarkResult } from "../schemas/benchmark-response.js";
 import type { Catalog } from "../store/catalog.js";
 import { isTestnet, usdToAtomicRounded } from "../store/catalog-money.js";
-import type { BenchmarkResult } from "../schemas/benchmark-response.js";
-import { type IndexedEntry, type MarketIndex, buildMarketIndex, matchEntries, resolveCategory } from "./market-index.js";
-import { PROBE_MAX_BYTES, PROBE_TIMEOUT_MS, type ProbeResult, type Resolver, probeEndpoint } from "./live-probe.js";
 import {
+  PROBE_MAX_BYTES,
+  PROBE_TIMEOUT_MS,
+  type ProbeResult,
+  probeEndpoint,
+  type Resolver,
+} from "./live-probe.js";
+import {
+  buildMarketIndex,
+  type IndexedEntry,
+  type MarketIndex,
+  matchEntries,
+  resolveCategory,
+} from "./market-index.js";
+import {
+  confidenceOf,
+  decide,
   type MarketFigures,
   MIN_COMPARABLES,
   type PriceEvidence,
-  confidenceOf,
-  decide,
   pricePosition,
 } from "./rules.js";
 import { percentile, percentileRank, round1, roundUsd } from "./stats.js";
@@ -87,13 +100,17 @@ export function computeBenchmark(
   const primary = match.matches[0];
   const selfSet = new Set(match.matches.map((m) => m.index));
   const cat = resolveCategory(index, norm, input.category_hint, primary);
-  const pool = index.pools.get(cat.category) ?? { entries: [], excluded: { other_network: 0, testnet: 0, not_per_call: 0, approximate_price: 0, no_price: 0 } };
+  const pool = index.pools.get(cat.category) ?? {
+    entries: [],
+    excluded: { other_network: 0, testnet: 0, not_per_call: 0, approximate_price: 0, no_price: 0 },
+  };
   const comparables = pool.entries.filter((e) => !selfSet.has(e.index));
   const prices = comparables.map((e) => e.entry.price_usd as number);
   const market = marketFigures(prices);
 
   const observation = probe.result?.ok === true ? probe.result.observation : undefined;
-  const primaryPriced = primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
+  const primaryPriced =
+    primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
   let evidence: PriceEvidence;
   let price: BenchmarkResult["route"]["price"] = null;
   let network: string | null = null;
@@ -165,10 +182,20 @@ export function computeBenchmark(
     trail.push(t);
   }
   if (observation !== undefined) {
-    trail.push({ source_url: norm.normalized_url, observed_at: observation.observed_at, kind: "live_probe", compiled_on: null });
+    trail.push({
+      source_url: norm.normalized_url,
+      observed_at: observation.observed_at,
+      kind: "live_probe",
+      compiled_on: null,
+    });
   }
   for (const s of catalog.sources) {
-    trail.push({ source_url: s.origin, observed_at: null, kind: "market_snapshot", compiled_on: s.compiled_on });
+    trail.push({
+      source_url: s.origin,
+      observed_at: null,
+      kind: "market_snapshot",
+      compiled_on: s.compiled_on,
+    });
   }
 
   const band =
@@ -217,9 +244,15 @@ export function computeBenchmark(
           ? "all priced per-call Base-mainnet endpoints in the catalog (no category), excluding testnets, bundles/top-ups, approximate prices and the endpoint itself"
           : `priced per-call Base-mainnet ${cat.category} endpoints, excluding testnets, bundles/top-ups, approximate prices and the endpoint itself`,
     },
-    price_percentile: usd === null || !evidence.per_call || prices.length === 0 ? null : round1(percentileRank(prices, usd) as number),
+    price_percentile:
+      usd === null || !evidence.per_call || prices.length === 0
+        ? null
+        : round1(percentileRank(prices, usd) as number),
     price_position: pricePosition(evidence, market),
-    usage: { ...usage, source_url: usage.calls_30d !== null && primary !== undefined ? primary.entry.source_url : null },
+    usage: {
+      ...usage,
+      source_url: usage.calls_30d !== null && primary !== undefined ? primary.entry.source_url : null,
+    },
     decision: decision.decision,
     decision_reasons: decision.reasons,
     alternatives: alternatives.map((a) => ({
@@ -241,7 +274,10 @@ export function computeBenchmark(
   };
 }
 
-export function createBenchmarkService(catalog: Catalog, opts: BenchmarkServiceOptions = {}): BenchmarkService {
+export function createBenchmarkService(
+  catalog: Catalog,
+  opts: BenchmarkServiceOptions = {},
+): BenchmarkService {
   const index = buildMarketIndex(catalog);
   const clock = opts.clock ?? (() => new Date());
   const live = opts.liveProbe;
@@ -250,13 +286,22 @@ export function createBenchmarkService(catalog: Catalog, opts: BenchmarkServiceO
       const norm = normalizeUrl(input.endpoint_url);
       const match = matchEntries(index, norm);
       const primary = match.matches[0];
-      const priced = primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
+      const priced =
+        primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
       let report: LiveProbeReport;
       let result: ProbeResult | undefined;
       if (priced) {
-        report = { attempted: false, outcome: "not_needed", detail: "the catalog has a price for this endpoint" };
+        report = {
+          attempted: false,
+          outcome: "not_needed",
+          detail: "the catalog has a price for this endpoint",
+        };
       } else if (live?.enabled !== true) {
-        report = { attempted: false, outcome: "disabled", detail: "live probing is off (BENCHMARK_LIVE_PROBE=true enables it)" };
+        report = {
+          attempted: false,
+          outcome: "disabled",
+          detail: "live probing is off (BENCHMARK_LIVE_PROBE=true enables it)",
+        };
       } else {
         result = await probeEndpoint(input.endpoint_url, {
           allowHosts: live.allowHosts ?? [],
@@ -266,7 +311,11 @@ export function createBenchmarkService(catalog: Catalog, opts: BenchmarkServiceO
           clock,
         });
         report = result.ok
-          ? { attempted: true, outcome: "ok", detail: `402 answer read (x402 v${result.observation.x402_version})` }
+          ? {
+              attempted: true,
+              outcome: "ok",
+              detail: `402 answer read (x402 v${result.observation.x402_version})`,
+            }
           : { attempted: result.reason !== "template_url", outcome: result.reason, detail: result.detail };
       }
       return computeBenchmark(catalog, index, input, ctx, clock(), { report, result });

@@ -55,9 +55,12 @@ export const RouteDescriptor = Type.Object(
 
 export const BenchmarkMatch = Type.Object(
   {
-    type: Type.Union([Type.Literal("exact"), Type.Literal("template"), Type.Literal("live_probe"), Type.Literal("none")], {
-      description: "How the price was found: same URL, same URL template, a live 402 probe, or not at all",
-    }),
+    type: Type.Union(
+      [Type.Literal("exact"), Type.Literal("template"), Type.Literal("live_probe"), Type.Literal("none")],
+      {
+        description: "How the price was found: same URL, same URL template, a live 402 probe, or not at all",
+      },
+    ),
     matched_count: Type.Integer({ description: "Catalog entries that matched the URL template" }),
     template: Type.String({ description: "host/path template used for matching ({} = an instance segment)" }),
     service: NullableString("Service name of the best match"),
@@ -99,7 +102,12 @@ export const UsageFigures = Type.Object(
     adjusted_calls_30d: NullableInteger("Wash-adjusted calls: at most one per payer when 2 payers or fewer"),
     wash_adjusted: Type.Boolean({ description: "True when the adjustment lowered the call count" }),
     wash_check: Type.Union(
-      [Type.Literal("passed"), Type.Literal("discounted"), Type.Literal("payers_unknown"), Type.Literal("no_usage_data")],
+      [
+        Type.Literal("passed"),
+        Type.Literal("discounted"),
+        Type.Literal("payers_unknown"),
+        Type.Literal("no_usage_data"),
+      ],
       { description: "Outcome of the wash check" },
     ),
     note: Type.String({ description: "The usage figure in words" }),
@@ -139,8 +147,16 @@ export const SourceTrailItem = Type.Object(
     source_url: Type.String({ description: "Page, listing or endpoint the fact was read from" }),
     observed_at: NullableString("When it was observed (ISO 8601 UTC); null for undated observations"),
     kind: Type.Union(
-      [Type.Literal("catalog_entry"), Type.Literal("bazaar_listing"), Type.Literal("live_probe"), Type.Literal("market_snapshot")],
-      { description: "What kind of observation: one catalog entry, a Bazaar listing, a live 402 probe, or the market snapshot" },
+      [
+        Type.Literal("catalog_entry"),
+        Type.Literal("bazaar_listing"),
+        Type.Literal("live_probe"),
+        Type.Literal("market_snapshot"),
+      ],
+      {
+        description:
+          "What kind of observation: one catalog entry, a Bazaar listing, a live 402 probe, or the market snapshot",
+      },
     ),
     compiled_on: NullableString("Date the source was compiled or ingested (YYYY-MM-DD)"),
   },
@@ -159,19 +175,31 @@ export const LiveProbeReport = Type.Object(
 export const BenchmarkResult = Type.Object(
   {
     endpoint_url: Type.String({ description: "The URL as given" }),
-    normalized_url: Type.String({ description: "Normalised URL (lower-case scheme/host, no default port, trailing slash, query)" }),
+    normalized_url: Type.String({
+      description: "Normalised URL (lower-case scheme/host, no default port, trailing slash, query)",
+    }),
     category: BenchmarkCategory,
     category_source: Type.Union(
       [Type.Literal("hint"), Type.Literal("catalog"), Type.Literal("inferred"), Type.Literal("default")],
-      { description: "Where the category came from: the request's hint, the matched catalog entry, inference, or none" },
+      {
+        description:
+          "Where the category came from: the request's hint, the matched catalog entry, inference, or none",
+      },
     ),
-    category_evidence: Type.Array(Type.String(), { description: "Words or facts that decided an inferred category" }),
+    category_evidence: Type.Array(Type.String(), {
+      description: "Words or facts that decided an inferred category",
+    }),
     route: RouteDescriptor,
     match: BenchmarkMatch,
     market: MarketStats,
     price_percentile: NullableNumber("Mid-rank percentile (0–100) of the price among the comparables"),
     price_position: Type.Union(
-      [Type.Literal("below_market"), Type.Literal("at_market"), Type.Literal("above_market"), Type.Literal("unknown")],
+      [
+        Type.Literal("below_market"),
+        Type.Literal("at_market"),
+        Type.Literal("above_market"),
+        Type.Literal("unknown"),
+      ],
       { description: "Below p25, between p25 and p75, above p75, or unknown" },
     ),
     usage: UsageFigures,
@@ -185,13 +213,18 @@ export const BenchmarkResult = Type.Object(
       { description: "What to do about this endpoint" },
     ),
     decision_reasons: Type.Array(Type.String(), { description: "Why" }),
-    alternatives: Type.Array(Alternative, { description: "Better-used endpoints at or below the price (at most 5)" }),
+    alternatives: Type.Array(Alternative, {
+      description: "Better-used endpoints at or below the price (at most 5)",
+    }),
     suggested_test_price_band: Type.Union([TestPriceBand, Type.Null()], {
       description: "Band to test a price in, null when the market is too thin",
     }),
     source_trail: Type.Array(SourceTrailItem, { description: "Observations behind the result" }),
     live_probe: LiveProbeReport,
-    benchmarked_at: Type.String({ format: "date-time", description: "When this benchmark was computed (ISO 8601 UTC)" }),
+    benchmarked_at: Type.String({
+      format: "date-time",
+      description: "When this benchmark was computed (ISO 8601 UTC)",
+    }),
     synthetic: Type.Boolean({ description: "False: built from real public observations" }),
   },
   { ...open, description: "x402 market price benchmark of one endpoint" },

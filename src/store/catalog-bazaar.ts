@@ -38,7 +38,10 @@ export function discoveryUrl(facilitatorUrl: string): string {
 }
 
 /** Reads every page of the listing. Throws on HTTP errors or a body without `items`. */
-export async function fetchBazaarListing(facilitatorUrl: string, opts: BazaarFetchOptions = {}): Promise<BazaarListing> {
+export async function fetchBazaarListing(
+  facilitatorUrl: string,
+  opts: BazaarFetchOptions = {},
+): Promise<BazaarListing> {
   const fetchImpl = opts.fetchImpl ?? fetch;
   const pageSize = opts.pageSize ?? 100;
   const maxPages = opts.maxPages ?? 100;
@@ -115,31 +118,43 @@ export function bazaarItemToEntry(raw: unknown, ctx: IngestContext): ItemOutcome
     typeof item?.resource === "string"
       ? item.resource
       : typeof (item?.resource as { url?: unknown })?.url === "string"
-        ? ((item.resource as { url: string }).url)
+        ? (item.resource as { url: string }).url
         : null;
   if (resource === null || !/^https?:\/\//i.test(resource)) return { skipped: "no http(s) resource URL" };
-  if (item.type !== undefined && item.type !== "http") return { skipped: `resource type ${String(item.type)}` };
+  if (item.type !== undefined && item.type !== "http")
+    return { skipped: `resource type ${String(item.type)}` };
   const version = item.x402Version === 1 ? 1 : item.x402Version === 2 ? 2 : null;
   const accepts = Array.isArray(item.accepts) ? (item.accepts as RawAccept[]) : [];
   const priced = accepts
     .map((a) => {
       // v1 advertises maxAmountRequired, v2 amount; read the field of the item's version first.
       const amount = version === 1 ? (a.maxAmountRequired ?? a.amount) : (a.amount ?? a.maxAmountRequired);
-      return typeof amount === "string" && /^\d+$/.test(amount) ? { a, amount, network: toCaip2(a.network) } : null;
+      return typeof amount === "string" && /^\d+$/.test(amount)
+        ? { a, amount, network: toCaip2(a.network) }
+        : null;
     })
     .filter((x): x is { a: RawAccept; amount: string; network: string | null } => x !== null);
   if (priced.length === 0) return { skipped: "no accepts[] entry with an atomic amount" };
   const chosen =
-    priced.find((p) => p.network === BASE_MAINNET && usdcDecimals(p.network, typeof p.a.asset === "string" ? p.a.asset : null) !== null) ??
+    priced.find(
+      (p) =>
+        p.network === BASE_MAINNET &&
+        usdcDecimals(p.network, typeof p.a.asset === "string" ? p.a.asset : null) !== null,
+    ) ??
     priced.find((p) => p.network === BASE_MAINNET) ??
     (priced[0] as (typeof priced)[number]);
   const asset = typeof chosen.a.asset === "string" ? chosen.a.asset : null;
   const decimals = usdcDecimals(chosen.network, asset);
   const methodRaw =
-    item.extensions?.bazaar?.info?.input?.method ?? chosen.a.outputSchema?.input?.method ?? item.metadata?.method;
-  const method = typeof methodRaw === "string" && METHODS.has(methodRaw.toUpperCase()) ? methodRaw.toUpperCase() : null;
+    item.extensions?.bazaar?.info?.input?.method ??
+    chosen.a.outputSchema?.input?.method ??
+    item.metadata?.method;
+  const method =
+    typeof methodRaw === "string" && METHODS.has(methodRaw.toUpperCase()) ? methodRaw.toUpperCase() : null;
   const metaTags = Array.isArray(item.metadata?.tags)
-    ? (item.metadata.tags as unknown[]).filter((t): t is string => typeof t === "string" && t.length > 0).map((t) => t.toLowerCase())
+    ? (item.metadata.tags as unknown[])
+        .filter((t): t is string => typeof t === "string" && t.length > 0)
+        .map((t) => t.toLowerCase())
     : [];
   const tags = [...new Set([...metaTags, "bazaar", ...(method === null ? ["method-inferred"] : [])])];
   const label = typeof item.metadata?.category === "string" ? item.metadata.category : null;

@@ -1,5 +1,5 @@
-import { type CatalogEntry, type CatalogSnapshot, CATEGORIES, type Category } from "./catalog-schema.js";
 import { usdcDecimals, usdToAtomic } from "./catalog-money.js";
+import { CATEGORIES, type CatalogEntry, type CatalogSnapshot, type Category } from "./catalog-schema.js";
 
 export const COMPILED_CATALOG_SOURCE_ID = "x402-catalog";
 
@@ -67,7 +67,9 @@ function atomicFor(row: CompiledRow): Pick<CatalogEntry, "amount_atomic" | "amou
   const decimals = usdcDecimals(row.network, row.asset);
   if (row.price_usd === null || decimals === null) return { amount_atomic: null, amount_basis: null };
   const atomic = usdToAtomic(row.price_usd, decimals);
-  return atomic === null ? { amount_atomic: null, amount_basis: null } : { amount_atomic: atomic, amount_basis: "derived_from_usd" };
+  return atomic === null
+    ? { amount_atomic: null, amount_basis: null }
+    : { amount_atomic: atomic, amount_basis: "derived_from_usd" };
 }
 
 /**

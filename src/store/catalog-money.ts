@@ -82,7 +82,8 @@ export function usdcDecimals(network: string | null, asset: string | null): numb
 
 /** Plain decimal digits of a finite non-negative JS number (expands exponent notation). */
 export function numberToDecimalString(value: number): string {
-  if (!Number.isFinite(value) || value < 0) throw new RangeError(`not a non-negative finite number: ${value}`);
+  if (!Number.isFinite(value) || value < 0)
+    throw new RangeError(`not a non-negative finite number: ${value}`);
   const text = String(value);
   const m = /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(text);
   if (m === null) throw new RangeError(`unexpected number format: ${text}`);

@@ -32,7 +32,9 @@ export class CatalogValidationError extends Error {
     readonly origin: string,
     readonly problems: readonly string[],
   ) {
-    super(`invalid catalog snapshot ${origin}: ${problems.slice(0, 10).join("; ")}${problems.length > 10 ? ` (+${problems.length - 10} more)` : ""}`);
+    super(
+      `invalid catalog snapshot ${origin}: ${problems.slice(0, 10).join("; ")}${problems.length > 10 ? ` (+${problems.length - 10} more)` : ""}`,
+    );
   }
 }
 
@@ -79,7 +81,8 @@ export function validateSnapshot(value: unknown, origin = "(in memory)"): Catalo
   const problems: string[] = [];
   const ids = new Set(snap.sources.map((s) => s.id));
   snap.endpoints.forEach((e, i) => {
-    if (!ids.has(e.source_id)) problems.push(`endpoints[${i}].source_id (record ${i}, ${e.url}): unknown source "${e.source_id}"`);
+    if (!ids.has(e.source_id))
+      problems.push(`endpoints[${i}].source_id (record ${i}, ${e.url}): unknown source "${e.source_id}"`);
     try {
       new URL(e.url);
     } catch {
@@ -108,7 +111,9 @@ function groupBy<K>(entries: readonly CatalogEntry[], key: (e: CatalogEntry) => 
 /** Builds the in-memory catalog (indexes included) from a validated snapshot. */
 export function catalogFromSnapshot(value: unknown, origin = "(in memory)"): Catalog {
   const snap = validateSnapshot(value, origin);
-  const entries = Object.freeze(snap.endpoints.map((e) => Object.freeze({ ...e, tags: Object.freeze([...e.tags]) as string[] })));
+  const entries = Object.freeze(
+    snap.endpoints.map((e) => Object.freeze({ ...e, tags: Object.freeze([...e.tags]) as string[] })),
+  );
   return Object.freeze({
     schema_version: 1 as const,
     generated_at: snap.generated_at,

@@ -39,12 +39,15 @@ describe("address classification", () => {
     expect(classifyAddress(address)).toBe(expected);
   });
 
-  it.each([["8.8.8.8"], ["172.32.0.1"], ["100.128.0.1"], ["2606:4700:4700::1111"], ["2a00:1450:4001:80b::200e"]])(
-    "%s is public",
-    (address) => {
-      expect(classifyAddress(address)).toBe("public");
-    },
-  );
+  it.each([
+    ["8.8.8.8"],
+    ["172.32.0.1"],
+    ["100.128.0.1"],
+    ["2606:4700:4700::1111"],
+    ["2a00:1450:4001:80b::200e"],
+  ])("%s is public", (address) => {
+    expect(classifyAddress(address)).toBe("public");
+  });
 
   it("rejects malformed literals", () => {
     expect(classifyAddress("1::2::3")).toBe("invalid");

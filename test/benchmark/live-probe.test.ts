@@ -16,7 +16,15 @@ function handler(req: IncomingMessage, res: ServerResponse): void {
         error: "payment required",
         resource: { url: "http://127.0.0.1/v2", description: "probe fixture", mimeType: "application/json" },
         accepts: [
-          { scheme: "exact", network: "eip155:8453", asset: USDC, amount: "12500", payTo: "0x5555555555555555555555555555555555555555", maxTimeoutSeconds: 60, extra: {} },
+          {
+            scheme: "exact",
+            network: "eip155:8453",
+            asset: USDC,
+            amount: "12500",
+            payTo: "0x5555555555555555555555555555555555555555",
+            maxTimeoutSeconds: 60,
+            extra: {},
+          },
         ],
       });
       res.writeHead(402, { "PAYMENT-REQUIRED": header, "content-type": "application/json" }).end("{}");
@@ -29,7 +37,19 @@ function handler(req: IncomingMessage, res: ServerResponse): void {
           x402Version: 1,
           error: "X-PAYMENT header is required",
           accepts: [
-            { scheme: "exact", network: "base", maxAmountRequired: "30000", resource: "http://127.0.0.1/v1", description: "", mimeType: "", payTo: "0x6666666666666666666666666666666666666666", maxTimeoutSeconds: 60, asset: USDC, outputSchema: {}, extra: {} },
+            {
+              scheme: "exact",
+              network: "base",
+              maxAmountRequired: "30000",
+              resource: "http://127.0.0.1/v1",
+              description: "",
+              mimeType: "",
+              payTo: "0x6666666666666666666666666666666666666666",
+              maxTimeoutSeconds: 60,
+              asset: USDC,
+              outputSchema: {},
+              extra: {},
+            },
           ],
         }),
       );
@@ -77,13 +97,23 @@ describe("live probe against local servers (explicit allow-list)", () => {
     const r = await probeEndpoint(`${base}/v2`, { ...allow, clock: () => new Date("2026-11-23T00:00:00Z") });
     expect(r).toMatchObject({
       ok: true,
-      observation: { x402_version: 2, amount_atomic: "12500", usd: 0.0125, network: "eip155:8453", asset: USDC, observed_at: "2026-11-23T00:00:00.000Z" },
+      observation: {
+        x402_version: 2,
+        amount_atomic: "12500",
+        usd: 0.0125,
+        network: "eip155:8453",
+        asset: USDC,
+        observed_at: "2026-11-23T00:00:00.000Z",
+      },
     });
   });
 
   it("reads the v1 body accepts[].maxAmountRequired and maps the network name", async () => {
     const r = await probeEndpoint(`${base}/v1`, allow);
-    expect(r).toMatchObject({ ok: true, observation: { x402_version: 1, amount_atomic: "30000", usd: 0.03, network: "eip155:8453" } });
+    expect(r).toMatchObject({
+      ok: true,
+      observation: { x402_version: 1, amount_atomic: "30000", usd: 0.03, network: "eip155:8453" },
+    });
   });
 
   it("does not follow redirects", async () => {
@@ -95,9 +125,15 @@ describe("live probe against local servers (explicit allow-list)", () => {
 
   it("reports non-402 answers, unreadable 402s and oversized bodies", async () => {
     expect(await probeEndpoint(`${base}/free`, allow)).toMatchObject({ ok: false, reason: "not_402" });
-    expect(await probeEndpoint(`${base}/garbage`, allow)).toMatchObject({ ok: false, reason: "no_price_in_402" });
+    expect(await probeEndpoint(`${base}/garbage`, allow)).toMatchObject({
+      ok: false,
+      reason: "no_price_in_402",
+    });
     expect(await probeEndpoint(`${base}/huge`, allow)).toMatchObject({ ok: false, reason: "too_large" });
-    expect(await probeEndpoint(`${base}/v1`, { ...allow, maxBytes: 100 })).toMatchObject({ ok: false, reason: "too_large" });
+    expect(await probeEndpoint(`${base}/v1`, { ...allow, maxBytes: 100 })).toMatchObject({
+      ok: false,
+      reason: "too_large",
+    });
   });
 
   it("gives up at the deadline", async () => {
@@ -113,7 +149,10 @@ describe("live probe against local servers (explicit allow-list)", () => {
       lookups++;
       return [{ address: "127.0.0.1", family: 4 }];
     };
-    const r = await probeEndpoint(`http://seller.fixture.test:${port}/v2`, { allowHosts: ["seller.fixture.test"], resolve });
+    const r = await probeEndpoint(`http://seller.fixture.test:${port}/v2`, {
+      allowHosts: ["seller.fixture.test"],
+      resolve,
+    });
     expect(r.ok).toBe(true);
     expect(lookups).toBe(1);
     expect(requests.at(-1)?.host).toBe(`seller.fixture.test:${port}`);
@@ -121,8 +160,14 @@ describe("live probe against local servers (explicit allow-list)", () => {
   });
 
   it("skips URLs that still hold placeholders", async () => {
-    expect(await probeEndpoint(`${base}/matches/:id`, allow)).toMatchObject({ ok: false, reason: "template_url" });
-    expect(await probeEndpoint(`${base}/vaults/{address}`, allow)).toMatchObject({ ok: false, reason: "template_url" });
+    expect(await probeEndpoint(`${base}/matches/:id`, allow)).toMatchObject({
+      ok: false,
+      reason: "template_url",
+    });
+    expect(await probeEndpoint(`${base}/vaults/{address}`, allow)).toMatchObject({
+      ok: false,
+      reason: "template_url",
+    });
   });
 });
 
@@ -164,7 +209,9 @@ describe("live probe refusals (nothing is connected)", () => {
       { address: "93.184.215.14", family: 4 },
       { address: "fd00:ec2::254", family: 6 },
     ];
-    expect(await probeEndpoint("https://internal.fixture.test/price", { resolve: onlyPrivate })).toMatchObject({
+    expect(
+      await probeEndpoint("https://internal.fixture.test/price", { resolve: onlyPrivate }),
+    ).toMatchObject({
       ok: false,
       reason: "refused_address",
     });
@@ -177,6 +224,9 @@ describe("live probe refusals (nothing is connected)", () => {
     const none: Resolver = async () => {
       throw new Error("ENOTFOUND");
     };
-    expect(await probeEndpoint("https://nowhere.fixture.test/", { resolve: none })).toMatchObject({ ok: false, reason: "unresolvable" });
+    expect(await probeEndpoint("https://nowhere.fixture.test/", { resolve: none })).toMatchObject({
+      ok: false,
+      reason: "unresolvable",
+    });
   });
 });

@@ -4,11 +4,24 @@ import {
   FULL_AVAILABLE,
   PROVISIONAL_AVAILABLE,
 } from "../../src/benchmark/availability.js";
-import { confidenceOf, decide, type MarketFigures, MIN_COMPARABLES, pricePosition } from "../../src/benchmark/rules.js";
+import {
+  confidenceOf,
+  decide,
+  type MarketFigures,
+  MIN_COMPARABLES,
+  pricePosition,
+} from "../../src/benchmark/rules.js";
 import { percentile, percentileRank } from "../../src/benchmark/stats.js";
-import { washAdjust, WASH_MAX_PAYERS } from "../../src/benchmark/usage.js";
+import { WASH_MAX_PAYERS, washAdjust } from "../../src/benchmark/usage.js";
 
-const market = (n: number): MarketFigures => ({ comparable_count: n, p10: 0.001, p25: 0.005, median: 0.01, p75: 0.05, p90: 0.2 });
+const market = (n: number): MarketFigures => ({
+  comparable_count: n,
+  p10: 0.001,
+  p25: 0.005,
+  median: 0.01,
+  p75: 0.05,
+  p90: 0.2,
+});
 const exact = { usd: 0.01, approximate: false, per_call: true, mainnet_known: true, ambiguous: false };
 const noUsage = washAdjust(null, null);
 
@@ -28,10 +41,22 @@ describe("statistics", () => {
 
 describe("wash adjustment", () => {
   it(`discounts usage from ${WASH_MAX_PAYERS} payers or fewer and counts 3 in full`, () => {
-    expect(washAdjust(400, 2)).toMatchObject({ adjusted_calls_30d: 2, wash_adjusted: true, wash_check: "discounted" });
+    expect(washAdjust(400, 2)).toMatchObject({
+      adjusted_calls_30d: 2,
+      wash_adjusted: true,
+      wash_check: "discounted",
+    });
     expect(washAdjust(400, 1)).toMatchObject({ adjusted_calls_30d: 1, wash_check: "discounted" });
-    expect(washAdjust(1, 1)).toMatchObject({ adjusted_calls_30d: 1, wash_adjusted: false, wash_check: "discounted" });
-    expect(washAdjust(400, 3)).toMatchObject({ adjusted_calls_30d: 400, wash_adjusted: false, wash_check: "passed" });
+    expect(washAdjust(1, 1)).toMatchObject({
+      adjusted_calls_30d: 1,
+      wash_adjusted: false,
+      wash_check: "discounted",
+    });
+    expect(washAdjust(400, 3)).toMatchObject({
+      adjusted_calls_30d: 400,
+      wash_adjusted: false,
+      wash_check: "passed",
+    });
     expect(washAdjust(400, null)).toMatchObject({ adjusted_calls_30d: 400, wash_check: "payers_unknown" });
     expect(washAdjust(null, 5)).toMatchObject({ adjusted_calls_30d: null, wash_check: "no_usage_data" });
     expect(washAdjust(400, 2).note).toContain("2 payers");
@@ -47,7 +72,12 @@ describe("confidence", () => {
     expect(confidenceOf(exact, market(MIN_COMPARABLES - 1)).confidence).toBe("low");
   });
   it("is low for approximate, non-per-call, unknown-network or disputed prices", () => {
-    for (const flaw of [{ approximate: true }, { per_call: false }, { mainnet_known: false }, { ambiguous: true }]) {
+    for (const flaw of [
+      { approximate: true },
+      { per_call: false },
+      { mainnet_known: false },
+      { ambiguous: true },
+    ]) {
       const c = confidenceOf({ ...exact, ...flaw }, market(50));
       expect(c.confidence).toBe("low");
       expect(c.reasons.length).toBe(1);
@@ -97,7 +127,9 @@ describe("decision", () => {
 
 describe("availability label", () => {
   it("reads exactly as specified in the provisional phase", () => {
-    expect(availabilityLabel("provisional", false)).toBe("available through capped provisional x402 metadata");
+    expect(availabilityLabel("provisional", false)).toBe(
+      "available through capped provisional x402 metadata",
+    );
     expect(PROVISIONAL_AVAILABLE).toBe("available through capped provisional x402 metadata");
     expect(availabilityLabel("provisional", true)).toMatch(/cap reached/);
     expect(availabilityLabel("full", false)).toBe(FULL_AVAILABLE);

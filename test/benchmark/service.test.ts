@@ -8,15 +8,22 @@ import { availabilityLabel } from "../../src/benchmark/availability.js";
 import { buildMarketIndex } from "../../src/benchmark/market-index.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { BenchmarkResult } from "../../src/schemas/benchmark-response.js";
-import { type Catalog, catalogFromSnapshot, defaultSnapshotPath, loadCatalog } from "../../src/store/catalog.js";
+import {
+  type Catalog,
+  catalogFromSnapshot,
+  defaultSnapshotPath,
+  loadCatalog,
+} from "../../src/store/catalog.js";
 import type { CatalogEntry } from "../../src/store/catalog-schema.js";
 
 const catalog = loadCatalog();
 const clock = () => new Date("2026-11-23T08:00:00Z");
 const service = createBenchmarkService(catalog, { clock });
 const ctx = { availability: availabilityLabel("provisional", false) };
-const run = (endpoint_url: string, category_hint?: Parameters<typeof service.benchmark>[0]["category_hint"]) =>
-  service.benchmark(category_hint === undefined ? { endpoint_url } : { endpoint_url, category_hint }, ctx);
+const run = (
+  endpoint_url: string,
+  category_hint?: Parameters<typeof service.benchmark>[0]["category_hint"],
+) => service.benchmark(category_hint === undefined ? { endpoint_url } : { endpoint_url, category_hint }, ctx);
 
 describe("benchmark on the shipped catalog", () => {
   it("describes an exactly matched endpoint with its provenance", async () => {
@@ -35,7 +42,10 @@ describe("benchmark on the shipped catalog", () => {
     });
     expect(r.match.type).toBe("exact");
     expect(r.source_trail[0]).toMatchObject({ kind: "catalog_entry", compiled_on: "2026-11-22" });
-    expect(r.source_trail.at(-1)).toMatchObject({ kind: "market_snapshot", source_url: "../shared/data/x402-catalog/catalog.json" });
+    expect(r.source_trail.at(-1)).toMatchObject({
+      kind: "market_snapshot",
+      source_url: "../shared/data/x402-catalog/catalog.json",
+    });
     expect(r.benchmarked_at).toBe("2026-11-23T08:00:00.000Z");
     expect(r.live_probe).toMatchObject({ attempted: false, outcome: "not_needed" });
   });
@@ -46,15 +56,24 @@ describe("benchmark on the shipped catalog", () => {
     const pool = index.pools.get("search")!;
     for (const e of pool.entries) {
       expect(e.entry.network).toBe("eip155:8453");
-      expect(e.entry.tags.some((t) => ["estimated", "default-price", "dynamic", "testnet", "topup", "bundle"].includes(t))).toBe(false);
+      expect(
+        e.entry.tags.some((t) =>
+          ["estimated", "default-price", "dynamic", "testnet", "topup", "bundle"].includes(t),
+        ),
+      ).toBe(false);
     }
-    const prices = pool.entries.filter((e) => e.entry.url !== "https://api.exa.ai/search").map((e) => e.entry.price_usd as number);
+    const prices = pool.entries
+      .filter((e) => e.entry.url !== "https://api.exa.ai/search")
+      .map((e) => e.entry.price_usd as number);
     expect(r.market.comparable_count).toBe(prices.length);
     expect(r.market.excluded.self).toBe(1);
     expect(r.market.excluded.approximate_price).toBeGreaterThan(0); // spider.cloud search is "estimated"
     const sorted = [...prices].sort((a, b) => a - b);
     const mid = (sorted.length - 1) / 2;
-    expect(r.market.median).toBeCloseTo(((sorted[Math.floor(mid)] as number) + (sorted[Math.ceil(mid)] as number)) / 2, 6);
+    expect(r.market.median).toBeCloseTo(
+      ((sorted[Math.floor(mid)] as number) + (sorted[Math.ceil(mid)] as number)) / 2,
+      6,
+    );
     const below = prices.filter((p) => p < 0.007).length;
     const equal = prices.filter((p) => p === 0.007).length;
     expect(r.price_percentile).toBeCloseTo(((below + equal / 2) / prices.length) * 100, 1);
@@ -82,8 +101,13 @@ describe("benchmark on the shipped catalog", () => {
     const r = await run("https://api.punkpredictor.xyz/agents/v2/top-delayed");
     expect(r.price_position).toBe("above_market");
     expect(r.decision).toBe("avoid_for_now");
-    const t = await run("https://api.vaults.fyi/v2/deposit-options/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
-    expect(t.match).toMatchObject({ type: "template", matched_urls: ["https://api.vaults.fyi/v2/deposit-options/{address}"] });
+    const t = await run(
+      "https://api.vaults.fyi/v2/deposit-options/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    );
+    expect(t.match).toMatchObject({
+      type: "template",
+      matched_urls: ["https://api.vaults.fyi/v2/deposit-options/{address}"],
+    });
     expect(t.route.price).toEqual({ usd: 0.025, amount_atomic: "25000" });
   });
 
@@ -176,10 +200,34 @@ function usageCatalog(): Catalog {
     ...over,
   });
   const entries: CatalogEntry[] = [
-    base({ url: "https://wash.example/v1/chat", price_usd: 0.02, amount_atomic: "20000", calls_30d: 5000, unique_payers_30d: 1 }),
-    base({ url: "https://popular.example/v1/chat", price_usd: 0.01, amount_atomic: "10000", calls_30d: 300, unique_payers_30d: 40 }),
-    base({ url: "https://cheap-wash.example/v1/chat", price_usd: 0.005, amount_atomic: "5000", calls_30d: 9000, unique_payers_30d: 2 }),
-    base({ url: "https://dear.example/v1/chat", price_usd: 0.05, amount_atomic: "50000", calls_30d: 10, unique_payers_30d: 5 }),
+    base({
+      url: "https://wash.example/v1/chat",
+      price_usd: 0.02,
+      amount_atomic: "20000",
+      calls_30d: 5000,
+      unique_payers_30d: 1,
+    }),
+    base({
+      url: "https://popular.example/v1/chat",
+      price_usd: 0.01,
+      amount_atomic: "10000",
+      calls_30d: 300,
+      unique_payers_30d: 40,
+    }),
+    base({
+      url: "https://cheap-wash.example/v1/chat",
+      price_usd: 0.005,
+      amount_atomic: "5000",
+      calls_30d: 9000,
+      unique_payers_30d: 2,
+    }),
+    base({
+      url: "https://dear.example/v1/chat",
+      price_usd: 0.05,
+      amount_atomic: "50000",
+      calls_30d: 10,
+      unique_payers_30d: 5,
+    }),
   ];
   snap.sources.push({
     id: "bazaar:fixture",
@@ -198,13 +246,26 @@ describe("usage, wash adjustment and alternatives", () => {
 
   it("discounts one-payer usage and points to a better-used endpoint at a lower price", async () => {
     const r = await svc.benchmark({ endpoint_url: "https://wash.example/v1/chat" }, ctx);
-    expect(r.usage).toMatchObject({ calls_30d: 5000, unique_payers_30d: 1, adjusted_calls_30d: 1, wash_adjusted: true, wash_check: "discounted" });
+    expect(r.usage).toMatchObject({
+      calls_30d: 5000,
+      unique_payers_30d: 1,
+      adjusted_calls_30d: 1,
+      wash_adjusted: true,
+      wash_check: "discounted",
+    });
     expect(r.usage.note).toContain("1 payer");
     expect(r.usage.source_url).toBe("http://127.0.0.1/discovery/resources");
     expect(r.alternatives.map((a) => a.url)).toEqual(["https://popular.example/v1/chat"]);
-    expect(r.alternatives[0]).toMatchObject({ adjusted_calls_30d: 300, price_usd: 0.01, amount_atomic: "10000" });
+    expect(r.alternatives[0]).toMatchObject({
+      adjusted_calls_30d: 300,
+      price_usd: 0.01,
+      amount_atomic: "10000",
+    });
     expect(r.decision).toBe("better_alternative_available");
-    expect(r.source_trail[0]).toMatchObject({ kind: "bazaar_listing", observed_at: "2026-11-20T00:00:00.000Z" });
+    expect(r.source_trail[0]).toMatchObject({
+      kind: "bazaar_listing",
+      observed_at: "2026-11-20T00:00:00.000Z",
+    });
   });
 
   it("does not offer the wash-heavy cheaper endpoint or a dearer one as alternatives", async () => {
@@ -225,7 +286,19 @@ describe("live probe through the service", () => {
         JSON.stringify({
           x402Version: 1,
           accepts: [
-            { scheme: "exact", network: "base", maxAmountRequired: "4000", resource: "", description: "", mimeType: "", payTo: "0x7777777777777777777777777777777777777777", maxTimeoutSeconds: 60, asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", outputSchema: {}, extra: {} },
+            {
+              scheme: "exact",
+              network: "base",
+              maxAmountRequired: "4000",
+              resource: "",
+              description: "",
+              mimeType: "",
+              payTo: "0x7777777777777777777777777777777777777777",
+              maxTimeoutSeconds: 60,
+              asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+              outputSchema: {},
+              extra: {},
+            },
           ],
         }),
       );
@@ -236,12 +309,21 @@ describe("live probe through the service", () => {
   afterAll(() => server.close());
 
   it("prices an unknown endpoint from its 402 when enabled and allow-listed", async () => {
-    const svc = createBenchmarkService(catalog, { clock, liveProbe: { enabled: true, allowHosts: ["127.0.0.1"] } });
+    const svc = createBenchmarkService(catalog, {
+      clock,
+      liveProbe: { enabled: true, allowHosts: ["127.0.0.1"] },
+    });
     const r = await svc.benchmark({ endpoint_url: `${base}/v1/search`, category_hint: "search" }, ctx);
     expect(r.live_probe).toMatchObject({ attempted: true, outcome: "ok" });
     expect(r.match.type).toBe("live_probe");
-    expect(r.route).toMatchObject({ price: { usd: 0.004, amount_atomic: "4000" }, network: "eip155:8453", confidence: "high" });
-    expect(r.source_trail).toContainEqual(expect.objectContaining({ kind: "live_probe", observed_at: "2026-11-23T08:00:00.000Z" }));
+    expect(r.route).toMatchObject({
+      price: { usd: 0.004, amount_atomic: "4000" },
+      network: "eip155:8453",
+      confidence: "high",
+    });
+    expect(r.source_trail).toContainEqual(
+      expect.objectContaining({ kind: "live_probe", observed_at: "2026-11-23T08:00:00.000Z" }),
+    );
     expect(r.price_position).toBe("below_market");
   });
 
@@ -253,8 +335,15 @@ describe("live probe through the service", () => {
   });
 
   it("does not probe when the catalog has the price or the probe is off", async () => {
-    const svc = createBenchmarkService(catalog, { clock, liveProbe: { enabled: true, allowHosts: ["127.0.0.1"] } });
-    expect((await svc.benchmark({ endpoint_url: "https://api.exa.ai/search" }, ctx)).live_probe.outcome).toBe("not_needed");
-    expect((await service.benchmark({ endpoint_url: `${base}/v1/search` }, ctx)).live_probe.outcome).toBe("disabled");
+    const svc = createBenchmarkService(catalog, {
+      clock,
+      liveProbe: { enabled: true, allowHosts: ["127.0.0.1"] },
+    });
+    expect((await svc.benchmark({ endpoint_url: "https://api.exa.ai/search" }, ctx)).live_probe.outcome).toBe(
+      "not_needed",
+    );
+    expect((await service.benchmark({ endpoint_url: `${base}/v1/search` }, ctx)).live_probe.outcome).toBe(
+      "disabled",
+    );
   });
 });

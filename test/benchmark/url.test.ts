@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { loadCatalog } from "../../src/store/catalog.js";
 import { buildMarketIndex, matchEntries } from "../../src/benchmark/market-index.js";
 import { classifySegment, normalizeUrl, templateFit } from "../../src/benchmark/url.js";
+import { loadCatalog } from "../../src/store/catalog.js";
 
 const index = buildMarketIndex(loadCatalog());
 const match = (url: string) => matchEntries(index, normalizeUrl(url));
@@ -11,7 +11,9 @@ describe("normalizeUrl", () => {
     const n = normalizeUrl("HTTPS://API.Exa.AI:443/search/?q=x402#top");
     expect(n.normalized_url).toBe("https://api.exa.ai/search");
     expect(n.match_key).toBe("api.exa.ai/search");
-    expect(normalizeUrl("http://x402.robtex.com:80/asquery").normalized_url).toBe("http://x402.robtex.com/asquery");
+    expect(normalizeUrl("http://x402.robtex.com:80/asquery").normalized_url).toBe(
+      "http://x402.robtex.com/asquery",
+    );
     expect(normalizeUrl("https://x402.robtex.com:8443/asquery").host).toBe("x402.robtex.com:8443");
     expect(normalizeUrl("https://api.ipintel.ai/x402/").normalized_url).toBe("https://api.ipintel.ai/x402");
   });
@@ -65,7 +67,9 @@ describe("matching real catalog URLs", () => {
   it("matches network + address templates and the %7B..%7D spelling", () => {
     const m = match("https://api.vaults.fyi/v2/vaults/%7Bnetwork%7D/%7Baddress%7D/performance");
     expect(m.matches[0]?.entry.url).toBe("https://api.vaults.fyi/v2/vaults/{network}/{address}/performance");
-    const concrete = match("https://api.vaults.fyi/v2/vaults/base/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913");
+    const concrete = match(
+      "https://api.vaults.fyi/v2/vaults/base/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    );
     expect(concrete.matches[0]?.entry.url).toBe("https://api.vaults.fyi/v2/vaults/{network}/{address}");
   });
 
@@ -84,7 +88,9 @@ describe("matching real catalog URLs", () => {
     const m = match(
       "https://solanaindex.top/api/v1/x402/solana/token-balance/So11111111111111111111111111111111111111112/EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v/312345678",
     );
-    expect(m.matches[0]?.entry.url).toBe("https://solanaindex.top/api/v1/x402/solana/token-balance/:address/:token/:slot");
+    expect(m.matches[0]?.entry.url).toBe(
+      "https://solanaindex.top/api/v1/x402/solana/token-balance/:address/:token/:slot",
+    );
     const both = match("https://stabletravel.dev/api/flights/search?origin=LIS");
     expect(both.matches.map((e) => e.entry.method).sort()).toEqual(["GET", "POST"]);
   });

@@ -19,7 +19,9 @@ interface Seen {
 }
 
 /** A facilitator's discovery endpoint on 127.0.0.1 paging through the fixture items. */
-function startFacilitator(opts: { failWith?: number; omitTotal?: boolean } = {}): Promise<{ server: Server; url: string; seen: Seen[] }> {
+function startFacilitator(
+  opts: { failWith?: number; omitTotal?: boolean } = {},
+): Promise<{ server: Server; url: string; seen: Seen[] }> {
   const seen: Seen[] = [];
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? "/", "http://127.0.0.1");
@@ -168,7 +170,11 @@ describe("ingest into a snapshot", () => {
     expect(catalog.generated_at).toBe("2026-11-23T12:00:00.000Z");
     const exa = catalog.entries.filter((e) => e.url === "https://api.exa.ai/search");
     expect(exa.length).toBe(1);
-    expect(exa[0]).toMatchObject({ calls_30d: 1840, unique_payers_30d: 57, source_id: `bazaar:${new URL(fac.url).host}` });
+    expect(exa[0]).toMatchObject({
+      calls_30d: 1840,
+      unique_payers_30d: 57,
+      source_id: `bazaar:${new URL(fac.url).host}`,
+    });
     expect(exa[0]?.tags).toEqual(expect.arrayContaining(["web-search", "neural", "bazaar"]));
     const source = catalog.sourceById.get(`bazaar:${new URL(fac.url).host}`);
     expect(source?.kind).toBe("bazaar_discovery");
@@ -176,7 +182,11 @@ describe("ingest into a snapshot", () => {
     expect(catalog.sourceById.get("x402-catalog")?.entry_count).toBe(308);
 
     // Re-ingesting the same listing is idempotent.
-    const again = await ingestBazaar({ facilitatorUrl: fac.url, snapshotPath: path, now: new Date("2026-11-23T12:00:00Z") });
+    const again = await ingestBazaar({
+      facilitatorUrl: fac.url,
+      snapshotPath: path,
+      now: new Date("2026-11-23T12:00:00Z"),
+    });
     expect(again).toMatchObject({ updated: 4, added: 0, removed_stale: 0, endpoints: 312 });
   });
 
@@ -185,7 +195,9 @@ describe("ingest into a snapshot", () => {
     const path = tempSnapshot();
     const before = readFileSync(path, "utf8");
     try {
-      await expect(ingestBazaar({ facilitatorUrl: down.url, snapshotPath: path })).rejects.toThrow("HTTP 503");
+      await expect(ingestBazaar({ facilitatorUrl: down.url, snapshotPath: path })).rejects.toThrow(
+        "HTTP 503",
+      );
       expect(readFileSync(path, "utf8")).toBe(before);
     } finally {
       down.server.close();

@@ -10,7 +10,13 @@ import {
   validateSnapshot,
 } from "../../src/store/catalog.js";
 import { buildSnapshotFromCompiledCatalog, toIsoUtc } from "../../src/store/catalog-build.js";
-import { atomicToUsd, numberToDecimalString, toCaip2, usdcDecimals, usdToAtomic } from "../../src/store/catalog-money.js";
+import {
+  atomicToUsd,
+  numberToDecimalString,
+  toCaip2,
+  usdcDecimals,
+  usdToAtomic,
+} from "../../src/store/catalog-money.js";
 
 const shared = join(repoRoot(), "..", "shared", "data", "x402-catalog", "catalog.json");
 const snapshotJson = (): Record<string, unknown> & { endpoints: Record<string, unknown>[] } =>
@@ -33,13 +39,16 @@ describe("shipped catalog snapshot", () => {
     expect(catalog.byHost.get("api.vaults.fyi")?.length).toBe(14);
   });
 
-  it.skipIf(!existsSync(shared))("is exactly what scripts/build-catalog.ts builds from ../shared/data/x402-catalog", () => {
-    const rebuilt = buildSnapshotFromCompiledCatalog(
-      JSON.parse(readFileSync(shared, "utf8")),
-      "../shared/data/x402-catalog/catalog.json",
-    );
-    expect(JSON.parse(JSON.stringify(rebuilt))).toEqual(snapshotJson());
-  });
+  it.skipIf(!existsSync(shared))(
+    "is exactly what scripts/build-catalog.ts builds from ../shared/data/x402-catalog",
+    () => {
+      const rebuilt = buildSnapshotFromCompiledCatalog(
+        JSON.parse(readFileSync(shared, "utf8")),
+        "../shared/data/x402-catalog/catalog.json",
+      );
+      expect(JSON.parse(JSON.stringify(rebuilt))).toEqual(snapshotJson());
+    },
+  );
 
   it("keeps every observed fact of the compiled catalog and derives atomic amounts exactly", () => {
     const raw = existsSync(shared) ? JSON.parse(readFileSync(shared, "utf8")) : null;
@@ -48,7 +57,12 @@ describe("shipped catalog snapshot", () => {
       if (raw !== null) {
         const r = raw.endpoints[i];
         expect([e.url, e.method, e.price_usd, e.network, e.pay_to, e.category]).toEqual([
-          r.url, r.method, r.price_usd, r.network, r.pay_to, r.category,
+          r.url,
+          r.method,
+          r.price_usd,
+          r.network,
+          r.pay_to,
+          r.category,
         ]);
         if (r.amount_atomic !== null) expect(e.amount_atomic).toBe(r.amount_atomic);
       }
@@ -75,10 +89,16 @@ describe("snapshot validation", () => {
   it("rejects missing fields, bad atomic strings, unknown sources and stray properties", () => {
     const cases: [(s: ReturnType<typeof snapshotJson>) => void, string][] = [
       [(s) => delete (s.endpoints[3] as Record<string, unknown>).source_url, "endpoints[3]"],
-      [(s) => ((s.endpoints[4] as Record<string, unknown>).amount_atomic = "1.5"), "endpoints[4].amount_atomic"],
+      [
+        (s) => ((s.endpoints[4] as Record<string, unknown>).amount_atomic = "1.5"),
+        "endpoints[4].amount_atomic",
+      ],
       [(s) => ((s.endpoints[5] as Record<string, unknown>).source_id = "nowhere"), "endpoints[5].source_id"],
       [(s) => ((s.endpoints[6] as Record<string, unknown>).surprise = 1), "endpoints[6]"],
-      [(s) => ((s.endpoints[8] as Record<string, unknown>).observed_at = "yesterday"), "endpoints[8].observed_at"],
+      [
+        (s) => ((s.endpoints[8] as Record<string, unknown>).observed_at = "yesterday"),
+        "endpoints[8].observed_at",
+      ],
     ];
     for (const [mutate, expected] of cases) {
       const snap = snapshotJson();
