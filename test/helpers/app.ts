@@ -22,11 +22,11 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real app with real services and snapshots, a fake facilitator gateway and an in-memory ledger. */
+/** The real app with real services and snapshots, a fake facilitator gateway and an in-memory ledger (or LEDGER_PATH). */
 export async function testApp(env: Record<string, string> = {}, clock: () => Date = () => TEST_NOW): Promise<TestApp> {
   const config = parseConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", RATE_LIMIT_MAX: "100000", ...env });
   const gateway = fakeGateway();
-  const ledger = openLedger(":memory:");
+  const ledger = openLedger(env.LEDGER_PATH ?? ":memory:");
   const app = await buildApp({
     config,
     unlocks: createUnlockService(unlockStore, clock),
