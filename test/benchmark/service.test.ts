@@ -160,19 +160,6 @@ describe("benchmark on the shipped catalog", () => {
       expect(JSON.parse(stringify(r))).toEqual(JSON.parse(JSON.stringify(r)));
     }
   });
-
-  it("costs well under a millisecond per call", async () => {
-    const urls = [
-      "https://api.exa.ai/search",
-      "https://api.vaults.fyi/v2/positions/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-      "https://unknown-seller.example/v1/weather",
-    ];
-    for (const u of urls) await run(u);
-    const n = 3000;
-    const t0 = performance.now();
-    for (let i = 0; i < n; i++) await run(urls[i % urls.length] as string);
-    expect((performance.now() - t0) / n).toBeLessThan(0.5);
-  });
 });
 
 /** A small market with usage, to exercise the wash adjustment and alternatives. */
