@@ -18,14 +18,26 @@ export const DEFAULT_SEED = 402;
 /** Past unlocks in the schedules start in 2024; 120 days of pre-window history (the longest backtest) before that. */
 export const DEFAULT_HISTORY_FROM = "2023-09-01";
 
-export function buildShippedSnapshot(compiled: CompiledSchedules, seed: number, historyFrom: string): UnlockSnapshot {
+export function buildShippedSnapshot(
+  compiled: CompiledSchedules,
+  seed: number,
+  historyFrom: string,
+): UnlockSnapshot {
   const asOf = compiled.compiled_on;
   const bench = generateBenchmark(seed, historyFrom, asOf);
   const tokens: TokenRecord[] = compiled.tokens.map((t) => {
     const facts = scheduleFacts(t);
     const placeholder: TokenRecord = {
       ...facts,
-      supply: { circulating: 0, total: null, as_of: asOf, source: "-", source_url: null, synthetic: true, assumptions: [] },
+      supply: {
+        circulating: 0,
+        total: null,
+        as_of: asOf,
+        source: "-",
+        source_url: null,
+        synthetic: true,
+        assumptions: [],
+      },
       market: {
         price_usd: 1,
         adv_30d_usd: null,
@@ -78,7 +90,9 @@ function main(): void {
   );
   const text = `${JSON.stringify(snap)}\n`;
   writeFileAtomic(values.out as string, text);
-  console.log(`wrote ${values.out}: ${snap.tokens.length} tokens, ${(text.length / 1024).toFixed(0)} KiB, as_of ${snap.as_of}`);
+  console.log(
+    `wrote ${values.out}: ${snap.tokens.length} tokens, ${(text.length / 1024).toFixed(0)} KiB, as_of ${snap.as_of}`,
+  );
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

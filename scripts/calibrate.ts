@@ -4,8 +4,8 @@
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildUnlockStore, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import { parseDay } from "../src/store/unlocks-dates.js";
+import { buildUnlockStore, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import { calibrate, formatReport } from "../src/unlocks/calibration.js";
 import { import6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
 import { createUnlockService } from "../src/unlocks/service.js";
@@ -13,7 +13,10 @@ import { createUnlockService } from "../src/unlocks/service.js";
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 
 function main(): void {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { json: { type: "boolean" } } });
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { json: { type: "boolean" } },
+  });
   const dir = positionals[0] ?? `${repoRoot}../shared/data/unlock-history-6mv`;
   const snap = validateUnlockSnapshot(import6mv(read6mvDir(dir)), dir);
   const store = buildUnlockStore(snap);

@@ -43,7 +43,8 @@ async function main(): Promise<void> {
     console.log(`wrote ${values.out}: ${snap.tokens.length} tokens from ${values["from-6mv"]}`);
     return;
   }
-  if (values.schedules !== "keep" && values.schedules !== "defillama") throw new Error("--schedules must be keep or defillama");
+  if (values.schedules !== "keep" && values.schedules !== "defillama")
+    throw new Error("--schedules must be keep or defillama");
   const base = parseUnlockSnapshot(readFileSync(values.base as string, "utf8"), values.base as string);
   const report = await runIngest({
     base,

@@ -5,7 +5,9 @@ const Num = (description: string) => Type.Number({ description });
 const Int = (description: string) => Type.Integer({ description });
 const Str = (description: string) => Type.String({ description });
 const NullableNum = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
-const Level = Type.String({ description: "Risk level: low (<25), medium (25–50), high (50–75), critical (≥75)" });
+const Level = Type.String({
+  description: "Risk level: low (<25), medium (25–50), high (50–75), critical (≥75)",
+});
 
 export const EvidenceRecord = Type.Object(
   {
@@ -14,8 +16,12 @@ export const EvidenceRecord = Type.Object(
     ),
     value: NullableNum("Observed input value in `unit`; null when unknown"),
     unit: Str("Unit of `value`"),
-    weight: Num("Effective weight (magnitude factors, after redistributing unknown inputs) or multiplier (the others)"),
-    contribution: Num("Points added to (or removed from) risk_score; contributions sum to risk_score within 0.5"),
+    weight: Num(
+      "Effective weight (magnitude factors, after redistributing unknown inputs) or multiplier (the others)",
+    ),
+    contribution: Num(
+      "Points added to (or removed from) risk_score; contributions sum to risk_score within 0.5",
+    ),
     source_url: Type.Union([Type.String(), Type.Null()], { description: "Where the input comes from" }),
     observed_at: Str("Date (UTC) the input was observed"),
     confidence: Num("Confidence in this input, 0–1"),
@@ -42,21 +48,31 @@ const riskItemFields = {
   risk_score: Num("Modeled sell-pressure risk, 0–100"),
   risk_level: Level,
   token_name: Type.Optional(Str("Token name")),
-  unlock_date: Type.Optional(Str("Unlock date (UTC); for linear streams the first streaming day of the month")),
+  unlock_date: Type.Optional(
+    Str("Unlock date (UTC); for linear streams the first streaming day of the month"),
+  ),
   days_until: Type.Optional(Int("Days from today (UTC) to the unlock; negative when past")),
   amount_tokens: Type.Optional(Num("Tokens released")),
   amount_usd: Type.Optional(Num("USD value of the release at the price in the evidence")),
-  pct_circulating: Type.Optional(NullableNum("Release as % of circulating supply just before it; null if none circulates")),
+  pct_circulating: Type.Optional(
+    NullableNum("Release as % of circulating supply just before it; null if none circulates"),
+  ),
   absorption_ratio: Type.Optional(NullableNum("Release USD value ÷ 30-day average daily volume")),
   recipient_category: Type.Optional(
     Str("Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other"),
   ),
-  unlock_type: Type.Optional(Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)")),
+  unlock_type: Type.Optional(
+    Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)"),
+  ),
   confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
-  recipients: Type.Optional(Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" })),
+  recipients: Type.Optional(
+    Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" }),
+  ),
   model_version: Type.Optional(Str("Risk model version (see docs/risk-model.md)")),
   as_of: Type.Optional(Str("Snapshot date of the market context")),
-  synthetic: Type.Optional(Type.Boolean({ description: "true when built from synthetic (generated) market data" })),
+  synthetic: Type.Optional(
+    Type.Boolean({ description: "true when built from synthetic (generated) market data" }),
+  ),
   evidence: Type.Optional(Type.Array(EvidenceRecord, { description: "Evidence records, one per factor" })),
 };
 
@@ -113,13 +129,21 @@ export const RiskSummary = Type.Object(
     window_end: Type.Optional(Str("Last day (today + windowDays, inclusive)")),
     window_covers: Type.Optional(Str("What the window covers")),
     mean_risk_score: Type.Optional(NullableNum("Mean risk score of the window's events")),
-    next_unlock: Type.Optional(Type.Union([NextUnlock, Type.Null()], { description: "Next unlock from today, in or after the window" })),
+    next_unlock: Type.Optional(
+      Type.Union([NextUnlock, Type.Null()], {
+        description: "Next unlock from today, in or after the window",
+      }),
+    ),
     tokens_unlocking: Type.Optional(Num("Tokens unlocking in the window")),
     usd_unlocking: Type.Optional(Num("USD unlocking in the window")),
-    pct_circulating_unlocking: Type.Optional(NullableNum("Tokens unlocking as % of current circulating supply")),
+    pct_circulating_unlocking: Type.Optional(
+      NullableNum("Tokens unlocking as % of current circulating supply"),
+    ),
     circulating_supply: Type.Optional(Num("Circulating supply as of the snapshot")),
     by_category: Type.Optional(Type.Array(CategoryTotal, { description: "Totals by recipient category" })),
-    top_events: Type.Optional(Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" })),
+    top_events: Type.Optional(
+      Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" }),
+    ),
     model_version: Type.Optional(Str("Risk model version")),
     as_of: Type.Optional(Str("Snapshot date of the market context")),
     synthetic: Type.Optional(Type.Boolean({ description: "true when built from synthetic market data" })),
@@ -169,7 +193,9 @@ export const BacktestResult = Type.Object(
     token: Type.Optional(Str("Token symbol")),
     unlock_event_id: Type.Optional(Str("Event the backtest is for")),
     windowDays: Type.Optional(Int("Window w in days")),
-    reactions: Type.Optional(Type.Array(Reaction, { description: "Non-overlapping past reactions, by date" })),
+    reactions: Type.Optional(
+      Type.Array(Reaction, { description: "Non-overlapping past reactions, by date" }),
+    ),
     basis: Type.Optional(
       Str("Which history was used: event (the event itself), token_history, category_history, or none"),
     ),
@@ -181,13 +207,17 @@ export const BacktestResult = Type.Object(
           unlock_date: Str("Event date"),
           recipient_category: Str("Event's dominant recipient category"),
           unlock_type: Str("Event's release type"),
-          is_past: Type.Boolean({ description: "Whether the event date is on or before the data's last day" }),
+          is_past: Type.Boolean({
+            description: "Whether the event date is on or before the data's last day",
+          }),
         },
         open,
       ),
     ),
     candidates: Type.Optional(Int("Past unlocks with enough price history on the chosen basis")),
-    excluded_overlapping: Type.Optional(Int("Candidates dropped because another kept unlock of the token is closer than w days")),
+    excluded_overlapping: Type.Optional(
+      Int("Candidates dropped because another kept unlock of the token is closer than w days"),
+    ),
     excluded_truncated: Type.Optional(Int("Non-overlapping candidates beyond the 60 most significant")),
     summary: Type.Optional(ReactionSummary),
     method: Type.Optional(Str("How returns are measured")),

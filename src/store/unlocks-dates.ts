@@ -21,7 +21,8 @@ function parseDayUncached(iso: string): number {
   const ms = Date.UTC(y, mo - 1, d);
   const back = new Date(ms);
   // Reject dates such as 2024-02-31 that Date.UTC would silently roll over.
-  if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d) return Number.NaN;
+  if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d)
+    return Number.NaN;
   return ms / MS_PER_DAY;
 }
 

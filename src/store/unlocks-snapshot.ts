@@ -12,6 +12,7 @@ export interface DailySeries {
   readonly close: readonly (number | null)[];
   readonly volume: readonly (number | null)[] | null;
   readonly circulating: readonly (number | null)[] | null;
+  readonly benchmarkClose: readonly (number | null)[] | null;
   readonly source: string;
   readonly sourceUrl: string | null;
   readonly synthetic: boolean;
@@ -32,7 +33,9 @@ export class SnapshotValidationError extends Error {
     readonly source: string,
     readonly problems: readonly string[],
   ) {
-    super(`invalid unlock snapshot ${source}:\n  ${problems.slice(0, 20).join("\n  ")}${problems.length > 20 ? `\n  … and ${problems.length - 20} more` : ""}`);
+    super(
+      `invalid unlock snapshot ${source}:\n  ${problems.slice(0, 20).join("\n  ")}${problems.length > 20 ? `\n  … and ${problems.length - 20} more` : ""}`,
+    );
     this.name = "SnapshotValidationError";
   }
 }
@@ -60,9 +63,17 @@ function seriesProblems(s: PriceSeries, where: string): string[] {
   const problems: string[] = [];
   if (Number.isNaN(parseDay(s.start))) problems.push(`${where}.start: not a calendar date (${s.start})`);
   if (s.volume_usd !== null && s.volume_usd.length !== s.close.length)
-    problems.push(`${where}.volume_usd: length ${s.volume_usd.length} differs from close length ${s.close.length}`);
+    problems.push(
+      `${where}.volume_usd: length ${s.volume_usd.length} differs from close length ${s.close.length}`,
+    );
   if (s.circulating !== undefined && s.circulating.length !== s.close.length)
-    problems.push(`${where}.circulating: length ${s.circulating.length} differs from close length ${s.close.length}`);
+    problems.push(
+      `${where}.circulating: length ${s.circulating.length} differs from close length ${s.close.length}`,
+    );
+  if (s.benchmark_close !== undefined && s.benchmark_close.length !== s.close.length)
+    problems.push(
+      `${where}.benchmark_close: length ${s.benchmark_close.length} differs from close length ${s.close.length}`,
+    );
   return problems;
 }
 
@@ -81,7 +92,8 @@ function tokenProblems(t: TokenRecord, i: number): string[] {
     const end = p.end === null ? Number.NaN : parseDay(p.end);
     if (Number.isNaN(start)) problems.push(`${w}.start: not a calendar date (${p.start})`);
     if (p.end !== null && Number.isNaN(end)) problems.push(`${w}.end: not a calendar date (${p.end})`);
-    if (p.kind === "linear" && !(end > start)) problems.push(`${w}.end: a linear piece needs an end after its start`);
+    if (p.kind === "linear" && !(end > start))
+      problems.push(`${w}.end: a linear piece needs an end after its start`);
     if (p.kind === "step") {
       if (p.steps === null) problems.push(`${w}.steps: a step piece needs a number of steps`);
       if (p.step_days === null) problems.push(`${w}.step_days: a step piece needs step_days`);
@@ -122,6 +134,7 @@ function toDailySeries(s: PriceSeries): DailySeries {
     close: s.close,
     volume: s.volume_usd,
     circulating: s.circulating ?? null,
+    benchmarkClose: s.benchmark_close ?? null,
     source: s.source,
     sourceUrl: s.source_url,
     synthetic: s.synthetic,
@@ -174,7 +187,11 @@ export function loadUnlockStore(path: string = defaultSnapshotPath()): UnlockSto
 }
 
 /** Value of a daily series on `day`, or null outside its range or where missing. */
-export function seriesAt(values: readonly (number | null)[] | null, startDay: number, day: number): number | null {
+export function seriesAt(
+  values: readonly (number | null)[] | null,
+  startDay: number,
+  day: number,
+): number | null {
   if (values === null) return null;
   const i = day - startDay;
   if (i < 0 || i >= values.length) return null;

@@ -1,7 +1,10 @@
 import { type Static, Type } from "typebox";
 
 /** A UTC calendar date, `YYYY-MM-DD`. */
-export const IsoDate = Type.String({ pattern: "^\\d{4}-\\d{2}-\\d{2}$", description: "UTC calendar date YYYY-MM-DD" });
+export const IsoDate = Type.String({
+  pattern: "^\\d{4}-\\d{2}-\\d{2}$",
+  description: "UTC calendar date YYYY-MM-DD",
+});
 
 export const RecipientCategory = Type.Union(
   [
@@ -95,6 +98,8 @@ export const PriceSeries = Type.Object({
   close: Type.Array(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()])),
   volume_usd: Type.Union([Type.Array(Type.Union([Type.Number({ minimum: 0 }), Type.Null()])), Type.Null()]),
   circulating: Type.Optional(Type.Array(Type.Union([Type.Number({ minimum: 0 }), Type.Null()]))),
+  /** Benchmark closes recorded alongside this token (same days); overrides the snapshot benchmark when present. */
+  benchmark_close: Type.Optional(Type.Array(Type.Union([Type.Number({ exclusiveMinimum: 0 }), Type.Null()]))),
   source: Type.String({ minLength: 1 }),
   source_url: Type.Union([Type.String(), Type.Null()]),
   synthetic: Type.Boolean(),

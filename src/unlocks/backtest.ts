@@ -104,7 +104,11 @@ export function computeReaction(
   w: number,
 ): Reaction | null {
   const tok = priceWindow(series, subject.day, w);
-  const bm = priceWindow(benchmark.series, subject.day, w);
+  // A token recorded with its own benchmark column (the 6MV tables) is measured against that column.
+  const bmSeries: DailySeries = series.benchmarkClose
+    ? { ...series, close: series.benchmarkClose }
+    : benchmark.series;
+  const bm = priceWindow(bmSeries, subject.day, w);
   if (tok === null || bm === null) return null;
   const pre = (tok.zero / tok.pre - 1) * 100;
   const post = (tok.post / tok.zero - 1) * 100;
@@ -129,7 +133,7 @@ export function computeReaction(
     abnormal_return_pct: r4(post - bPost),
     max_drawdown_pct: r4(maxDrawdownPct(series, subject.day, w)),
     volume_change_pct: vol === null ? null : r4(vol),
-    synthetic: series.synthetic || benchmark.series.synthetic,
+    synthetic: series.synthetic || bmSeries.synthetic,
   };
 }
 
@@ -137,8 +141,13 @@ export function computeReaction(
  * Keeps unlocks whose windows do not overlap within a token: the most significant first (risk score,
  * then earlier date), dropping any later pick closer than `w` days to one already kept.
  */
-export function selectNonOverlapping<T extends ReactionSubject>(candidates: readonly T[], w: number): { kept: T[]; dropped: number } {
-  const order = [...candidates].sort((a, b) => b.riskScore - a.riskScore || a.day - b.day || a.id.localeCompare(b.id));
+export function selectNonOverlapping<T extends ReactionSubject>(
+  candidates: readonly T[],
+  w: number,
+): { kept: T[]; dropped: number } {
+  const order = [...candidates].sort(
+    (a, b) => b.riskScore - a.riskScore || a.day - b.day || a.id.localeCompare(b.id),
+  );
   const keptDays = new Map<string, number[]>();
   const kept: T[] = [];
   for (const c of order) {

@@ -55,7 +55,11 @@ export function ranks(xs: readonly number[]): number[] {
   let i = 0;
   while (i < idx.length) {
     let j = i;
-    while (j + 1 < idx.length && (idx[j + 1] as readonly [number, number])[0] === (idx[i] as readonly [number, number])[0]) j++;
+    while (
+      j + 1 < idx.length &&
+      (idx[j + 1] as readonly [number, number])[0] === (idx[i] as readonly [number, number])[0]
+    )
+      j++;
     const r = (i + j) / 2 + 1;
     for (let k = i; k <= j; k++) out[(idx[k] as readonly [number, number])[1]] = r;
     i = j + 1;
@@ -157,8 +161,18 @@ export function calibrate(store: UnlockStore, service: UnlockService): Calibrati
     events_measured: measured.length,
     excluded_overlapping: dropped,
     by_size: bySize,
-    by_class: (["private", "public"] as const).map((c) => row(c, measured.filter((s) => s.recipient_class === c))),
-    by_category: categories.map((c) => row(c, measured.filter((s) => s.category === c))),
+    by_class: (["private", "public"] as const).map((c) =>
+      row(
+        c,
+        measured.filter((s) => s.recipient_class === c),
+      ),
+    ),
+    by_category: categories.map((c) =>
+      row(
+        c,
+        measured.filter((s) => s.category === c),
+      ),
+    ),
     spearman_risk_vs_post_abnormal: r2(
       spearman(
         measured.map((s) => s.risk_score),

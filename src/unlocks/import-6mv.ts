@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import type { PriceSeries, RecipientCategory, SchedulePiece, TokenRecord, UnlockSnapshot } from "../store/unlocks-types.js";
+import type {
+  PriceSeries,
+  RecipientCategory,
+  SchedulePiece,
+  TokenRecord,
+  UnlockSnapshot,
+} from "../store/unlocks-types.js";
 
 /** One file of ../shared/data/unlock-history-6mv (see its README). */
 export interface SixMvFile {
@@ -72,7 +78,8 @@ export function piecesFromDaily(
     const oneOff = b > 0 && a <= 2 * b ? 0 : a - streaming;
     const lin = a - oneOff;
     if (lin > 0) linear.set(d, lin);
-    if (oneOff > 0) pieces.push({ ...base, kind: "cliff", start: formatDay(d), end: null, amount_tokens: oneOff });
+    if (oneOff > 0)
+      pieces.push({ ...base, kind: "cliff", start: formatDay(d), end: null, amount_tokens: oneOff });
   }
   let run: { start: number; last: number; rate: number; sum: number } | null = null;
   const flush = () => {
@@ -100,7 +107,10 @@ export function piecesFromDaily(
 }
 
 export function symbolFromId(id: string): string {
-  return id.replace(/[^a-z0-9]/gi, "").toUpperCase().slice(0, 20);
+  return id
+    .replace(/[^a-z0-9]/gi, "")
+    .toUpperCase()
+    .slice(0, 20);
 }
 
 function denseSeries(byDay: Map<number, number | null>): { start: number; values: (number | null)[] } {
@@ -121,6 +131,7 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
   const tokens: TokenRecord[] = [];
   for (const [id, group] of [...byId.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const price = new Map<number, number | null>();
+    const ownEth = new Map<number, number | null>();
     const circ = new Map<number, number | null>();
     const schedules: SchedulePiece[] = [];
     let total: number | null = null;
@@ -131,12 +142,17 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
         lastDay = Math.max(lastDay, d);
         if (row.price_usd !== null && row.price_usd > 0 && !price.get(d)) price.set(d, row.price_usd);
         else if (!price.has(d)) price.set(d, null);
-        if (row.eth_usd !== null && row.eth_usd > 0) eth.set(d, row.eth_usd);
-        if (row.circulating_supply !== null && row.circulating_supply > 0) circ.set(d, row.circulating_supply);
+        if (row.eth_usd !== null && row.eth_usd > 0) {
+          if (!eth.has(d)) eth.set(d, row.eth_usd);
+          if (!ownEth.get(d)) ownEth.set(d, row.eth_usd);
+        }
+        if (row.circulating_supply !== null && row.circulating_supply > 0)
+          circ.set(d, row.circulating_supply);
         else if (!circ.has(d)) circ.set(d, null);
         if (row.total_supply) total = row.total_supply;
         const split =
-          row.unlocked_by_group ?? (row.unlocked_tokens ? { [f.groups.join(" + ")]: row.unlocked_tokens } : {});
+          row.unlocked_by_group ??
+          (row.unlocked_tokens ? { [f.groups.join(" + ")]: row.unlocked_tokens } : {});
         for (const [label, amt] of Object.entries(split)) {
           if (!(amt > 0)) continue;
           const m = perGroup.get(label) ?? new Map<number, number>();
@@ -145,12 +161,21 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
         }
       }
       for (const [label, amounts] of perGroup)
-        schedules.push(...piecesFromDaily(amounts, `${label} (${f.allocation_class})`, categoryFromLabel(label, f.allocation_class)));
+        schedules.push(
+          ...piecesFromDaily(
+            amounts,
+            `${label} (${f.allocation_class})`,
+            categoryFromLabel(label, f.allocation_class),
+          ),
+        );
     }
     const p = denseSeries(price);
     const c = denseSeries(circ);
     // Align circulating to the price series' range.
     const circAligned = p.values.map((_, i) => c.values[p.start + i - c.start] ?? null);
+    // eth_usd disagrees between files for the same date (see data/README.md), so each token keeps the
+    // ETH column of its own table, as the dataset defines it.
+    const ethAligned = p.values.map((_, i) => ownEth.get(p.start + i) ?? null);
     const lastPrice = [...p.values].reverse().find((v) => v !== null) ?? 1;
     const lastCirc = [...circAligned].reverse().find((v) => v !== null) ?? 0;
     const asOf = formatDay(p.start + p.values.length - 1);
@@ -159,6 +184,7 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
       close: p.values,
       volume_usd: null,
       circulating: circAligned,
+      benchmark_close: ethAligned,
       source: SIXMV_SOURCE,
       source_url: SIXMV_URL,
       synthetic: false,
@@ -201,7 +227,8 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
     generated_at: new Date(0).toISOString(),
     as_of: formatDay(lastDay),
     synthetic: false,
-    description: "6th Man Ventures unlock history (real daily prices, supplies and unlocks) for tests and calibration",
+    description:
+      "6th Man Ventures unlock history (real daily prices, supplies and unlocks) for tests and calibration",
     generator: null,
     benchmark: {
       symbol: "ETH",

@@ -41,7 +41,10 @@ export function defillamaSlugFrom(sources: readonly string[]): string | null {
  * Maps a compiled schedule piece into the store: `confirmed` pieces follow an official document;
  * unconfirmed ones are estimates (chart reads, assumptions), i.e. inferred. Dates are good to ±1 day.
  */
-export function toSchedulePiece(p: CompiledScheduleToken["schedules"][number], sourceUrl: string | null): SchedulePiece {
+export function toSchedulePiece(
+  p: CompiledScheduleToken["schedules"][number],
+  sourceUrl: string | null,
+): SchedulePiece {
   return {
     recipient: p.recipient,
     category: p.category,
@@ -58,9 +61,19 @@ export function toSchedulePiece(p: CompiledScheduleToken["schedules"][number], s
 }
 
 /** The token's schedule facts; market, supply and prices are filled in by the caller. */
-export function scheduleFacts(t: CompiledScheduleToken): Pick<
+export function scheduleFacts(
+  t: CompiledScheduleToken,
+): Pick<
   TokenRecord,
-  "symbol" | "name" | "coingecko_id" | "defillama_slug" | "chain" | "max_supply" | "schedules" | "sources" | "notes"
+  | "symbol"
+  | "name"
+  | "coingecko_id"
+  | "defillama_slug"
+  | "chain"
+  | "max_supply"
+  | "schedules"
+  | "sources"
+  | "notes"
 > {
   const url = t.sources[0] ?? null;
   return {

@@ -25,7 +25,13 @@ const ADV_DAYS = 30;
 const MIN_ADV_POINTS = 20;
 
 /** Mean of the series over [from, to], or null when fewer than `minPoints` values are present. */
-export function meanOver(series: DailySeries, values: readonly (number | null)[] | null, from: number, to: number, minPoints: number): number | null {
+export function meanOver(
+  series: DailySeries,
+  values: readonly (number | null)[] | null,
+  from: number,
+  to: number,
+  minPoints: number,
+): number | null {
   if (values === null) return null;
   let sum = 0;
   let n = 0;
@@ -67,7 +73,9 @@ export function marketContextFor(store: UnlockStore, token: TokenRecord, day: nu
       advObservedAt = formatDay(day - 1);
       advSource = series.source;
     } else {
-      assumptions.push("no volume history before this past unlock: the snapshot's current 30-day ADV is used");
+      assumptions.push(
+        "no volume history before this past unlock: the snapshot's current 30-day ADV is used",
+      );
     }
   } else if (day < store.asOfDay) {
     assumptions.push("no price history on the unlock date: valued at the snapshot's current price");
@@ -86,7 +94,9 @@ export function marketContextFor(store: UnlockStore, token: TokenRecord, day: nu
   } else {
     const asOfNext = store.asOfDay + 1;
     const projected =
-      token.supply.circulating + scheduledReleasedBefore(token, day) - scheduledReleasedBefore(token, asOfNext);
+      token.supply.circulating +
+      scheduledReleasedBefore(token, day) -
+      scheduledReleasedBefore(token, asOfNext);
     circulatingBefore = projected > 0 ? projected : null;
     circulatingObservedAt = token.supply.as_of;
     circulatingSource = token.supply.source;
@@ -95,7 +105,8 @@ export function marketContextFor(store: UnlockStore, token: TokenRecord, day: nu
         `circulating supply before the unlock = ${token.supply.as_of} circulating supply ${day > asOfNext ? "plus" : "minus"} scheduled releases in between (no inflation, burns or unscheduled transfers)`,
       );
     }
-    if (circulatingBefore === null) assumptions.push("nothing circulates before this unlock: size scored as saturated");
+    if (circulatingBefore === null)
+      assumptions.push("nothing circulates before this unlock: size scored as saturated");
   }
   return {
     priceUsd,

@@ -5,7 +5,11 @@ import type { UnlockType } from "./events.js";
 export const MODEL_VERSION = "unlock-risk-1.0.0";
 
 /** Magnitude weights (sum to 1). Unknown liquidity inputs hand their weight to the known ones pro rata. */
-export const MAGNITUDE_WEIGHTS = { unlock_size: 0.45, absorption_ratio: 0.4, order_book_depth: 0.15 } as const;
+export const MAGNITUDE_WEIGHTS = {
+  unlock_size: 0.45,
+  absorption_ratio: 0.4,
+  order_book_depth: 0.15,
+} as const;
 
 /** Saturation points: the input at which a magnitude sub-score reaches 1. */
 export const SATURATION = { pctCirculating: 10, absorptionRatio: 5, depthRatio: 50 } as const;
@@ -154,7 +158,13 @@ export function scoreRisk(inputs: RiskInputs): RiskResult {
   const score = round(raw, 1);
   const unrounded: FactorScore[] = [
     { factor: "unlock_size", subscore: sSize, weight: wSize, contribution: 100 * wSize * sSize, known: true },
-    { factor: "absorption_ratio", subscore: sAbs, weight: wAbs, contribution: 100 * wAbs * sAbs, known: absKnown },
+    {
+      factor: "absorption_ratio",
+      subscore: sAbs,
+      weight: wAbs,
+      contribution: 100 * wAbs * sAbs,
+      known: absKnown,
+    },
     {
       factor: "order_book_depth",
       subscore: sDepth,
@@ -162,8 +172,20 @@ export function scoreRisk(inputs: RiskInputs): RiskResult {
       contribution: 100 * wDepth * sDepth,
       known: depthKnown,
     },
-    { factor: "recipient_category", subscore: c, weight: c, contribution: 100 * magnitude * (c - 1), known: true },
-    { factor: "unlock_type", subscore: t, weight: t, contribution: 100 * magnitude * c * (t - 1), known: true },
+    {
+      factor: "recipient_category",
+      subscore: c,
+      weight: c,
+      contribution: 100 * magnitude * (c - 1),
+      known: true,
+    },
+    {
+      factor: "unlock_type",
+      subscore: t,
+      weight: t,
+      contribution: 100 * magnitude * c * (t - 1),
+      known: true,
+    },
     {
       factor: "source_confidence",
       subscore: conf,

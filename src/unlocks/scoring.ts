@@ -49,7 +49,10 @@ export function eventConfidence(event: UnlockEvent): number {
   return event.amount > 0 ? sum / event.amount : 0;
 }
 
-function shares<K extends string>(event: UnlockEvent, key: (c: UnlockEvent["components"][number]) => K): Share<K>[] {
+function shares<K extends string>(
+  event: UnlockEvent,
+  key: (c: UnlockEvent["components"][number]) => K,
+): Share<K>[] {
   const m = new Map<K, number>();
   for (const c of event.components) m.set(key(c), (m.get(key(c)) ?? 0) + c.amount);
   return [...m.entries()].map(([k, a]) => ({ key: k, share: event.amount > 0 ? a / event.amount : 0 }));
@@ -72,7 +75,9 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
   const risk = scoreRisk({ pctCirculating, absorptionRatio, depthRatio, categories, types, confidence });
   const f = (name: FactorName) => risk.factors.find((x) => x.factor === name)!;
   const scheduleUrl = event.components[0]?.sourceUrl ?? token.sources[0] ?? null;
-  const syntheticNote = ctx.synthetic ? ["market figures are SYNTHETIC (seeded generator), for demonstration only"] : [];
+  const syntheticNote = ctx.synthetic
+    ? ["market figures are SYNTHETIC (seeded generator), for demonstration only"]
+    : [];
   const mkt = marketConfidence(ctx);
 
   const evidence: EvidenceRecord[] = [
@@ -155,9 +160,21 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
       observed_at: store.snapshot.as_of,
       confidence: r4(confidence),
       assumptions: event.components.map(
-        (c) => `${c.recipient}: ${c.sourceType} (${SOURCE_CONFIDENCE[c.sourceType]}), timing ${c.timingPrecision} (${TIMING_CONFIDENCE[c.timingPrecision]})`,
+        (c) =>
+          `${c.recipient}: ${c.sourceType} (${SOURCE_CONFIDENCE[c.sourceType]}), timing ${c.timingPrecision} (${TIMING_CONFIDENCE[c.timingPrecision]})`,
       ),
     },
   ];
-  return { event, token, context: ctx, amountUsd, pctCirculating, absorptionRatio, depthRatio, confidence, risk, evidence };
+  return {
+    event,
+    token,
+    context: ctx,
+    amountUsd,
+    pctCirculating,
+    absorptionRatio,
+    depthRatio,
+    confidence,
+    risk,
+    evidence,
+  };
 }

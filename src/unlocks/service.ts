@@ -108,7 +108,12 @@ export interface BacktestResult {
   basis: BacktestBasis;
   basis_description: string;
   benchmark: string;
-  event: { unlock_date: string; recipient_category: RecipientCategory; unlock_type: string; is_past: boolean };
+  event: {
+    unlock_date: string;
+    recipient_category: RecipientCategory;
+    unlock_type: string;
+    is_past: boolean;
+  };
   candidates: number;
   excluded_overlapping: number;
   excluded_truncated: number;
@@ -256,7 +261,8 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
     const list = byToken.get(token.toLowerCase());
     if (!list) throw new UnlockLookupError("unknown_token");
     const p = byId.get(id);
-    if (!p || p.scored.token.symbol.toLowerCase() !== token.toLowerCase()) throw new UnlockLookupError("unknown_event");
+    if (!p || p.scored.token.symbol.toLowerCase() !== token.toLowerCase())
+      throw new UnlockLookupError("unknown_event");
     return p;
   }
 
@@ -297,7 +303,8 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
   function score(token: string, id: string, includeEvidence: boolean): RiskItem {
     const p = find(token, id);
     const item = withDays(p, today());
-    if (includeEvidence) item.evidence = p.scored.evidence.map((e) => ({ ...e, assumptions: [...e.assumptions] }));
+    if (includeEvidence)
+      item.evidence = p.scored.evidence.map((e) => ({ ...e, assumptions: [...e.assumptions] }));
     return item;
   }
 
@@ -336,7 +343,9 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
         "scheduled unlocks from today through today + windowDays (inclusive, UTC), scored with the snapshot's market context",
       eventCount: inWindow.length,
       mean_risk_score:
-        inWindow.length === 0 ? null : round(inWindow.reduce((s, p) => s + p.base.risk_score, 0) / inWindow.length, 2),
+        inWindow.length === 0
+          ? null
+          : round(inWindow.reduce((s, p) => s + p.base.risk_score, 0) / inWindow.length, 2),
       next_unlock:
         next === null
           ? null
@@ -412,7 +421,8 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
       {
         basis: "category_history",
         description: `past discrete unlocks of recipient category '${e.recipientCategory}' across all tokens`,
-        candidates: () => (discreteByCategory.get(e.recipientCategory) ?? []).filter((p) => p.scored.event.day < e.day),
+        candidates: () =>
+          (discreteByCategory.get(e.recipientCategory) ?? []).filter((p) => p.scored.event.day < e.day),
       },
     ];
     let chosen: { basis: BacktestBasis; description: string; result: ReturnType<typeof reactionsFor> } = {

@@ -56,7 +56,12 @@ export interface BenchmarkPath {
   readonly series: PriceSeries;
 }
 
-export function generateBenchmark(seed: number, start: string, asOf: string, startPrice = 2000): BenchmarkPath {
+export function generateBenchmark(
+  seed: number,
+  start: string,
+  asOf: string,
+  startPrice = 2000,
+): BenchmarkPath {
   const rand = prng(subSeed(seed, "benchmark"));
   const startDay = parseDay(start);
   const n = parseDay(asOf) - startDay + 1;
@@ -128,7 +133,8 @@ export function generateTokenMarket(
     const price = Math.exp((logp[i] as number) + shift);
     close.push(sig(price));
     const circ = Math.max(syntheticCirculating(token, startDay + i + 1, floatShare), 1);
-    const v = price * circ * turnover * Math.exp(0.4 * normal(rand) - 0.08) * (1 + 5 * Math.abs(rets[i] as number));
+    const v =
+      price * circ * turnover * Math.exp(0.4 * normal(rand) - 0.08) * (1 + 5 * Math.abs(rets[i] as number));
     volume.push(sig(v, 4));
   }
   const last30 = volume.slice(-30);

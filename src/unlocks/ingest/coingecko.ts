@@ -39,7 +39,10 @@ export async function fetchMarkets(c: CgClient, ids: readonly string[]): Promise
   const out = new Map<string, CgMarket>();
   for (let i = 0; i < ids.length; i += 100) {
     const batch = ids.slice(i, i + 100);
-    const url = joinUrl(c.base, `coins/markets?vs_currency=usd&ids=${batch.map(encodeURIComponent).join(",")}&per_page=250`);
+    const url = joinUrl(
+      c.base,
+      `coins/markets?vs_currency=usd&ids=${batch.map(encodeURIComponent).join(",")}&per_page=250`,
+    );
     const rows = (await getJson(c.fetchImpl, url, headers(c))) as CgMarket[];
     for (const r of rows) out.set(r.id, r);
   }
@@ -83,8 +86,16 @@ export function chartToSeries(
   };
 }
 
-export async function fetchDailySeries(c: CgClient, id: string, days: number, lastDay: number): Promise<PriceSeries | null> {
-  const url = joinUrl(c.base, `coins/${encodeURIComponent(id)}/market_chart?vs_currency=usd&days=${days}&interval=daily`);
+export async function fetchDailySeries(
+  c: CgClient,
+  id: string,
+  days: number,
+  lastDay: number,
+): Promise<PriceSeries | null> {
+  const url = joinUrl(
+    c.base,
+    `coins/${encodeURIComponent(id)}/market_chart?vs_currency=usd&days=${days}&interval=daily`,
+  );
   const chart = (await getJson(c.fetchImpl, url, headers(c))) as {
     prices: [number, number][];
     total_volumes?: [number, number][];

@@ -72,7 +72,10 @@ export function piecesFromUnlockEvents(events: readonly DlUnlockEvent[], sourceU
     source_url: sourceUrl,
   };
   const pieces: SchedulePiece[] = [];
-  const open = new Map<string, { start: number; end: number; ratePerDay: number; category: RecipientCategory }>();
+  const open = new Map<
+    string,
+    { start: number; end: number; ratePerDay: number; category: RecipientCategory }
+  >();
   const close = (recipient: string, at: number) => {
     const s = open.get(recipient);
     if (!s) return;

@@ -1,5 +1,8 @@
 /** Minimal JSON GET with a timeout; adapters take `fetchImpl` so tests can point them at a local server. */
-export type FetchLike = (url: string, init?: { headers?: Record<string, string>; signal?: AbortSignal }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init?: { headers?: Record<string, string>; signal?: AbortSignal },
+) => Promise<{
   ok: boolean;
   status: number;
   json(): Promise<unknown>;
@@ -23,7 +26,10 @@ export async function getJson(
   headers: Record<string, string> = {},
   timeoutMs = 30_000,
 ): Promise<unknown> {
-  const res = await fetchImpl(url, { headers: { accept: "application/json", ...headers }, signal: AbortSignal.timeout(timeoutMs) });
+  const res = await fetchImpl(url, {
+    headers: { accept: "application/json", ...headers },
+    signal: AbortSignal.timeout(timeoutMs),
+  });
   if (!res.ok) throw new HttpError(url, res.status, (await res.text()).slice(0, 200));
   return res.json();
 }

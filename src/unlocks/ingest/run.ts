@@ -52,7 +52,9 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   const kept: string[] = [];
   const wanted = opts.onlySymbols?.map((s) => s.toLowerCase());
   const selected = opts.base.tokens.filter((t) => !wanted || wanted.includes(t.symbol.toLowerCase()));
-  const bar = opts.progress ? new SingleBar({ format: "ingest [{bar}] {value}/{total} {token}", hideCursor: true }) : null;
+  const bar = opts.progress
+    ? new SingleBar({ format: "ingest [{bar}] {value}/{total} {token}", hideCursor: true })
+    : null;
   bar?.start(selected.length * 2 + 2, 0, { token: "" });
 
   const ids = selected.map((t) => t.coingecko_id).filter((x): x is string => !!x);
@@ -67,7 +69,12 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   let benchmark = opts.base.benchmark;
   try {
     const s = await fetchDailySeries(cg, opts.benchmarkId, opts.historyDays, lastCompleteDay);
-    if (s) benchmark = { symbol: benchmark.symbol, name: benchmark.name.replace(/ \(synthetic path\)$/, ""), prices: s };
+    if (s)
+      benchmark = {
+        symbol: benchmark.symbol,
+        name: benchmark.name.replace(/ \(synthetic path\)$/, ""),
+        prices: s,
+      };
     else warnings.push(`benchmark ${opts.benchmarkId}: empty price history, previous kept`);
   } catch (err) {
     warnings.push(`benchmark ${opts.benchmarkId}: ${(err as Error).message}; previous kept`);
@@ -86,7 +93,11 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
       try {
         const em = await fetchEmission(fetchImpl, opts.defillamaBase, t.defillama_slug);
         if (em.pieces.length > 0) {
-          t = { ...t, schedules: em.pieces, sources: [...new Set([`https://defillama.com/unlocks/${t.defillama_slug}`, ...em.sources])] };
+          t = {
+            ...t,
+            schedules: em.pieces,
+            sources: [...new Set([`https://defillama.com/unlocks/${t.defillama_slug}`, ...em.sources])],
+          };
           schedulesUpdated.push(t.symbol);
         } else warnings.push(`${t.symbol}: DefiLlama returned no unlock events; schedules kept`);
       } catch (err) {
@@ -96,11 +107,13 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
     bar?.increment(1, { token: t.symbol });
     const m = t.coingecko_id ? markets.get(t.coingecko_id) : undefined;
     try {
-      if (!t.coingecko_id || !m || !(m.current_price && m.current_price > 0)) throw new Error("no market data");
+      if (!t.coingecko_id || !m || !(m.current_price && m.current_price > 0))
+        throw new Error("no market data");
       const series = await fetchDailySeries(cg, t.coingecko_id, opts.historyDays, lastCompleteDay);
       const depth = opts.depth ? await fetchDepth(cg, t.coingecko_id).catch(() => null) : null;
       const vols = series?.volume_usd?.slice(-30).filter((v): v is number => v !== null) ?? [];
-      const adv = vols.length >= 20 ? vols.reduce((a, b) => a + b, 0) / vols.length : (m.total_volume ?? null);
+      const adv =
+        vols.length >= 20 ? vols.reduce((a, b) => a + b, 0) / vols.length : (m.total_volume ?? null);
       const url = `https://www.coingecko.com/en/coins/${t.coingecko_id}`;
       t = {
         ...t,
@@ -128,7 +141,9 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
       marketsUpdated.push(t.symbol);
     } catch (err) {
       kept.push(t.symbol);
-      warnings.push(`${t.symbol}: prices ${(err as Error).message}; previous market data kept${t.market.synthetic ? " (synthetic)" : ""}`);
+      warnings.push(
+        `${t.symbol}: prices ${(err as Error).message}; previous market data kept${t.market.synthetic ? " (synthetic)" : ""}`,
+      );
     }
     bar?.increment(1, { token: t.symbol });
     tokens.push(t);
@@ -136,7 +151,8 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   bar?.stop();
 
   const synthetic =
-    benchmark.prices.synthetic || tokens.some((t) => t.market.synthetic || t.supply.synthetic || t.prices?.synthetic === true);
+    benchmark.prices.synthetic ||
+    tokens.some((t) => t.market.synthetic || t.supply.synthetic || t.prices?.synthetic === true);
   const snapshot: UnlockSnapshot = {
     ...opts.base,
     generated_at: now.toISOString(),
@@ -151,7 +167,8 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   };
   // Validate before writing: a bad refresh must never replace a good snapshot.
   validateUnlockSnapshot(snapshot, "(ingested)");
-  if (parseDay(snapshot.as_of) < parseDay(opts.base.as_of)) warnings.push("clock is earlier than the base snapshot's as_of");
+  if (parseDay(snapshot.as_of) < parseDay(opts.base.as_of))
+    warnings.push("clock is earlier than the base snapshot's as_of");
   writeFileAtomic(opts.out, `${JSON.stringify(snapshot)}\n`);
   return { out: opts.out, asOf, tokens: tokens.length, schedulesUpdated, marketsUpdated, kept, warnings };
 }

@@ -1,0 +1,133 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { buildUnlockStore, validateUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
+import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";
+import { calibrate, spearman } from "../../src/unlocks/calibration.js";
+import { import6mv, piecesFromDaily, read6mvDir, type SixMvFile } from "../../src/unlocks/import-6mv.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
+
+const DIR = new URL("../../../shared/data/unlock-history-6mv/", import.meta.url);
+const snap = validateUnlockSnapshot(import6mv(read6mvDir(DIR.pathname)), "6mv");
+const store = buildUnlockStore(snap);
+const svc = createUnlockService(store, () => new Date("2023-05-01T00:00:00Z"));
+
+/** Straight from the raw file: price and ETH price on a date. */
+function raw(file: string): Map<string, { p: number; e: number }> {
+  const f = JSON.parse(readFileSync(new URL(file, DIR), "utf8")) as SixMvFile;
+  return new Map(f.days.map((d) => [d.date, { p: d.price_usd as number, e: d.eth_usd as number }]));
+}
+const shift = (date: string, days: number): string =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+
+describe("backtest arithmetic on real 6MV events", () => {
+  const cases = [
+    { file: "looksrare.private.json", token: "LOOKSRARE", date: "2022-12-11", w: 14 },
+    { file: "bitdao.private.json", token: "BITDAO", date: "2022-03-15", w: 7 },
+    { file: "nym.private.json", token: "NYM", date: "2022-08-02", w: 30 },
+    { file: "aptos.public.json", token: "APTOS", date: "2023-01-11", w: 14 },
+  ];
+  for (const c of cases) {
+    it(`${c.token} ${c.date} ±${c.w}d matches an independent computation`, () => {
+      const days = raw(c.file);
+      const at = (k: number) => days.get(shift(c.date, k))!;
+      const pre = (at(0).p / at(-c.w).p - 1) * 100;
+      const post = (at(c.w).p / at(0).p - 1) * 100;
+      const ethPost = (at(c.w).e / at(0).e - 1) * 100;
+      const ethPre = (at(0).e / at(-c.w).e - 1) * 100;
+      let peak = 0;
+      let dd = 0;
+      for (let k = 0; k <= c.w; k++) {
+        peak = Math.max(peak, at(k).p);
+        dd = Math.min(dd, (at(k).p / peak - 1) * 100);
+      }
+      const id = `unlock_${c.token.toLowerCase()}_${c.date.replaceAll("-", "_")}`;
+      const b = svc.backtest(c.token, id, c.w);
+      expect(b.basis).toBe("event");
+      expect(b.synthetic).toBe(false);
+      expect(b.reactions).toHaveLength(1);
+      const r = b.reactions[0]!;
+      expect(r.unlock_date).toBe(c.date);
+      expect(r.benchmark).toBe("ETH");
+      expect(r.pre_return_pct).toBeCloseTo(pre, 3);
+      expect(r.post_return_pct).toBeCloseTo(post, 3);
+      expect(r.abnormal_return_pct).toBeCloseTo(post - ethPost, 3);
+      expect(r.pre_abnormal_return_pct).toBeCloseTo(pre - ethPre, 3);
+      expect(r.max_drawdown_pct).toBeCloseTo(dd, 3);
+      expect(r.volume_change_pct).toBeNull();
+      expect(b.summary.mean_abnormal_return_pct).toBeCloseTo(post - ethPost, 3);
+    });
+  }
+
+  it("does not double-count unlocks closer together than the window", () => {
+    // LOOKSRARE unlocks on 2022-12-11 and 2022-12-12: a 2023-04 event's token history keeps one of them.
+    const later = svc.events().find((s) => s.event.symbol === "LOOKSRARE" && s.event.date === "2023-03-12")!;
+    const b = svc.backtest("LOOKSRARE", later.event.id, 14);
+    expect(b.basis).toBe("event");
+    const hist = svc.backtest("NYM", "unlock_nym_2023_04_13", 30);
+    expect(hist.basis).toBe("token_history");
+    const dates = hist.reactions.map((r) => Date.parse(r.unlock_date) / 86_400_000).sort((a, b) => a - b);
+    for (let i = 1; i < dates.length; i++) expect(dates[i]! - dates[i - 1]!).toBeGreaterThanOrEqual(30);
+    expect(hist.excluded_overlapping).toBeGreaterThan(0);
+  });
+});
+
+describe("backtest fallback hierarchy", () => {
+  it("falls back to the category across tokens, then to none", () => {
+    // A copy of the 6MV store plus a token whose only unlock is after the data ends.
+    const extra: UnlockSnapshot = structuredClone(snap);
+    const tmpl = extra.tokens.find((t) => t.symbol === "LOOKSRARE")!;
+    extra.tokens.push({
+      ...structuredClone(tmpl),
+      symbol: "FRESH",
+      prices: null,
+      schedules: [{ ...tmpl.schedules[0]!, kind: "cliff", category: "team", start: "2023-12-01", end: null }],
+    });
+    extra.tokens.push({
+      ...structuredClone(tmpl),
+      symbol: "LONELY",
+      prices: null,
+      schedules: [
+        { ...tmpl.schedules[0]!, kind: "cliff", category: "airdrop", start: "2023-12-01", end: null },
+      ],
+    });
+    const s = createUnlockService(
+      buildUnlockStore(validateUnlockSnapshot(extra)),
+      () => new Date("2023-05-01T00:00:00Z"),
+    );
+    const b = s.backtest("FRESH", "unlock_fresh_2023_12_01", 14);
+    expect(b.basis).toBe("category_history");
+    expect(b.reactions.length).toBeGreaterThan(0);
+    expect(b.reactions.every((r) => r.recipient_category === "team" && r.token !== "FRESH")).toBe(true);
+    const none = s.backtest("LONELY", "unlock_lonely_2023_12_01", 14);
+    expect(none.basis).toBe("none");
+    expect(none.reactions).toEqual([]);
+    expect(none.summary.sample_size).toBe(0);
+  });
+});
+
+describe("6MV importer and calibration", () => {
+  it("splits a daily series into a linear stream and a one-off release", () => {
+    const days = new Map<number, number>();
+    for (let d = 100; d < 130; d++) days.set(d, 10);
+    days.set(115, 510);
+    const pieces = piecesFromDaily(days, "Team", "team");
+    const cliffs = pieces.filter((p) => p.kind === "cliff");
+    expect(cliffs).toHaveLength(1);
+    expect(cliffs[0]!.amount_tokens).toBe(500);
+    expect(pieces.reduce((s, p) => s + p.amount_tokens, 0)).toBe(30 * 10 + 500);
+  });
+
+  it("spearman on known data", () => {
+    expect(spearman([1, 2, 3, 4], [10, 20, 30, 40])).toBeCloseTo(1, 12);
+    expect(spearman([1, 2, 3, 4], [4, 3, 2, 1])).toBeCloseTo(-1, 12);
+    expect(spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])).toBeCloseTo(0.8, 12);
+  });
+
+  it("calibration buckets partition the measured events", () => {
+    const r = calibrate(store, svc);
+    expect(r.events_measured).toBeGreaterThan(30);
+    expect(r.by_size.reduce((s, x) => s + x.count, 0)).toBe(r.events_measured);
+    expect(r.by_class.reduce((s, x) => s + x.count, 0)).toBe(r.events_measured);
+    expect(r.spearman_risk_vs_post_abnormal).not.toBeNull();
+  });
+});
