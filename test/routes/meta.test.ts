@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TestApp, testApp } from "../helpers/app.js";
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await testApp();
+});
+afterAll(() => t.close());
+
+describe("free routes", () => {
+  it("GET / describes the paid routes with their atomic prices", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/" });
+    expect(res.statusCode).toBe(200);
+    const body = res.json();
+    expect(body).toMatchObject({ network: "eip155:8453", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
+    expect(body.routes).toContainEqual({ route: "POST /v1/unlock/backtest", price_usd: "0.5", amount_atomic: "500000", x402_versions: [2, 1] });
+    expect(body.routes).toContainEqual({ route: "POST /v1/benchmark/endpoint", price_usd: "0.05", amount_atomic: "50000", x402_versions: [2] });
+  });
+
+  it("GET /health and GET /openapi.json", async () => {
+    expect((await t.app.inject({ method: "GET", url: "/health" })).json()).toEqual({ status: "ok" });
+    const doc = (await t.app.inject({ method: "GET", url: "/openapi.json" })).json();
+    expect(doc.openapi).toBe("3.1.0");
+  });
+
+  it("unknown routes are problem+json 404s", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/v2/nothing" });
+    expect(res.statusCode).toBe(404);
+    expect(res.headers["content-type"]).toMatch(/problem\+json/);
+  });
+});
+
+describe("CORS for browser and agent clients", () => {
+  it("preflight allows the payment headers", async () => {
+    const res = await t.app.inject({
+      method: "OPTIONS",
+      url: "/v1/unlock-risk",
+      headers: {
+        origin: "https://agent.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
+      },
+    });
+    expect(res.statusCode).toBe(204);
+    const allowed = String(res.headers["access-control-allow-headers"]).toLowerCase();
+    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"]) expect(allowed).toContain(h);
+  });
+
+  it("responses expose the payment headers", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: { origin: "https://agent.example" } });
+    expect(res.statusCode).toBe(402);
+    const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
+    for (const h of ["payment-required", "payment-response", "x-payment-response"]) expect(exposed).toContain(h);
+  });
+});
