@@ -1,0 +1,285 @@
+import { createHash } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "../../src/app.js";
+import { createBenchmarkService } from "../../src/benchmark/service.js";
+import { type Config, parseConfig } from "../../src/config.js";
+import { createFacilitatorClient, createFacilitatorGateway, type FacilitatorGateway } from "../../src/payments/facilitator.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { loadCatalog } from "../../src/store/catalog.js";
+import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
+import { TEST_NOW, TEST_PAY_TO } from "./app.js";
+import { b64, v2Proof } from "./proofs.js";
+
+/**
+ * How the fake facilitator answers one endpoint. It models a chain faithfully enough for billing checks: a settled
+ * EIP-3009 nonce is a transfer, a nonce can be transferred only once, and verify refuses a nonce already used.
+ */
+export type Behaviour =
+  | "ok" // verify: valid (unless the nonce is used); settle: transfer and succeed
+  | "invalid" // verify: {isValid:false}; settle: {success:false}
+  | "hang" // never answers (the client must time out)
+  | "transfer-then-hang" // settle only: the transfer happens, then no answer (an indeterminate settlement)
+  | "reset" // the socket is destroyed without an answer
+  | "http500" // 500 with a text body
+  | "http503" // 503 with a text body
+  | "malformed" // 200 with a body that is not JSON
+  | "wrong-shape" // 200 with JSON that is not a Verify/SettleResponse
+  | "pending"; // settle only: transfer broadcast, {success:false, errorReason:"settlement_pending", transaction}
+
+export interface FaultFacilitator {
+  url: string;
+  verify: Behaviour;
+  settle: Behaviour;
+  /** Added before every answer (and before hanging), so concurrent requests overlap. */
+  verifyDelayMs: number;
+  settleDelayMs: number;
+  calls: { verify: number; settle: number; supported: number };
+  /** TCP connections accepted since start (or the last resetCounters). */
+  connections: number;
+  /** nonce → transaction: every transfer the "chain" made. One entry per nonce by construction. */
+  transfers: Map<string, string>;
+  /** Authorization headers the facilitator received (CDP JWTs), to check they never reach a log. */
+  authorizations: string[];
+  /** Transfers per payer address (lower case): what each buyer was billed, in transfers. */
+  billedBy(payer: string): number;
+  resetCounters(): void;
+  /** Stops listening and destroys open sockets (hanging requests included); afterwards the port refuses. */
+  close(): Promise<void>;
+}
+
+const NETWORK = "eip155:8453";
+
+interface Authorization {
+  from?: string;
+  nonce?: string;
+}
+
+function authorizationOf(body: unknown): Authorization {
+  const p = (body as { paymentPayload?: { payload?: { authorization?: Authorization } } })?.paymentPayload;
+  return p?.payload?.authorization ?? {};
+}
+
+const txFor = (nonce: string): string => `0x${createHash("sha256").update(`tx:${nonce}`).digest("hex")}`;
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** Listens on 127.0.0.1:`port` (0 = any free port; a fixed port lets a test "restart" a refused facilitator). */
+export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator> {
+  const sockets = new Set<Socket>();
+  const payers = new Map<string, string>(); // nonce → payer
+  const f: FaultFacilitator = {
+    url: "",
+    verify: "ok",
+    settle: "ok",
+    verifyDelayMs: 0,
+    settleDelayMs: 0,
+    calls: { verify: 0, settle: 0, supported: 0 },
+    connections: 0,
+    transfers: new Map(),
+    authorizations: [],
+    billedBy: (payer) => [...payers.entries()].filter(([n, p]) => p === payer.toLowerCase() && f.transfers.has(n)).length,
+    resetCounters: () => {
+      f.calls = { verify: 0, settle: 0, supported: 0 };
+      f.connections = 0;
+    },
+    close: async () => undefined,
+  };
+
+  const json = (res: ServerResponse, status: number, value: unknown) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(value));
+  };
+
+  const transfer = (auth: Authorization): string => {
+    const nonce = auth.nonce ?? "";
+    const existing = f.transfers.get(nonce);
+    if (existing) return existing;
+    const tx = txFor(nonce);
+    f.transfers.set(nonce, tx);
+    payers.set(nonce, (auth.from ?? "").toLowerCase());
+    return tx;
+  };
+
+  /** Faults shared by both endpoints; true when the request was answered (or deliberately left hanging). */
+  function fault(behaviour: Behaviour, res: ServerResponse, req: IncomingMessage): boolean {
+    switch (behaviour) {
+      case "hang":
+        return true;
+      case "reset":
+        req.socket.destroy();
+        return true;
+      case "http500":
+        res.writeHead(500, { "content-type": "text/plain" }).end("internal error");
+        return true;
+      case "http503":
+        res.writeHead(503, { "content-type": "text/plain" }).end("service unavailable");
+        return true;
+      case "malformed":
+        res.writeHead(200, { "content-type": "application/json" }).end("<html>this is not json");
+        return true;
+      case "wrong-shape":
+        json(res, 200, { hello: "world", valid: "yes" });
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?")[0];
+    if (req.headers.authorization) f.authorizations.push(req.headers.authorization);
+    if (req.method === "GET" && path === "/supported") {
+      f.calls.supported += 1;
+      return json(res, 200, {
+        kinds: [
+          { x402Version: 2, scheme: "exact", network: NETWORK },
+          { x402Version: 1, scheme: "exact", network: "base" },
+        ],
+        extensions: [],
+        signers: {},
+      });
+    }
+    if (req.method !== "POST" || (path !== "/verify" && path !== "/settle")) return json(res, 404, { error: "not found" });
+    const text = await readBody(req);
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return json(res, 400, { error: "invalid json" });
+    }
+    const auth = authorizationOf(body);
+    const payer = auth.from;
+    const nonce = auth.nonce ?? "";
+
+    if (path === "/verify") {
+      f.calls.verify += 1;
+      const behaviour = f.verify;
+      if (f.verifyDelayMs > 0) await new Promise((r) => setTimeout(r, f.verifyDelayMs));
+      if (fault(behaviour, res, req)) return;
+      if (behaviour === "invalid") return json(res, 200, { isValid: false, invalidReason: "invalid_exact_evm_payload_signature", payer });
+      if (f.transfers.has(nonce)) return json(res, 200, { isValid: false, invalidReason: "invalid_exact_evm_nonce_already_used", payer });
+      return json(res, 200, { isValid: true, payer });
+    }
+
+    f.calls.settle += 1;
+    const behaviour = f.settle;
+    if (f.settleDelayMs > 0) await new Promise((r) => setTimeout(r, f.settleDelayMs));
+    if (behaviour === "transfer-then-hang") {
+      transfer(auth);
+      return;
+    }
+    if (fault(behaviour, res, req)) return;
+    if (behaviour === "invalid")
+      return json(res, 200, { success: false, errorReason: "insufficient_funds", transaction: "", network: NETWORK, payer });
+    if (behaviour === "pending")
+      return json(res, 200, { success: false, errorReason: "settlement_pending", transaction: transfer(auth), network: NETWORK, payer });
+    if (f.transfers.has(nonce))
+      return json(res, 200, { success: false, errorReason: "invalid_exact_evm_nonce_already_used", transaction: "", network: NETWORK, payer });
+    return json(res, 200, { success: true, transaction: transfer(auth), network: NETWORK, payer });
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  server.on("connection", (socket: Socket) => {
+    f.connections += 1;
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  f.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  let closed: Promise<void> | undefined;
+  f.close = () => {
+    closed ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const s of sockets) s.destroy();
+    });
+    return closed;
+  };
+  return f;
+}
+
+export interface HttpApp {
+  app: FastifyInstance;
+  /** http://127.0.0.1:port of the listening app. */
+  url: string;
+  ledger: Ledger;
+  gateway: FacilitatorGateway;
+  config: Config;
+  close(): Promise<void>;
+}
+
+const unlockStore = loadUnlockStore();
+const catalog = loadCatalog();
+
+/**
+ * The real app with the real HTTP facilitator client and gateway (timeouts, error mapping, circuit breaker), pointed at
+ * `facilitatorUrl`, listening on 127.0.0.1 with a random port. `env` overrides the configuration (strings, as in the
+ * environment).
+ */
+export async function startHttpApp(
+  facilitatorUrl: string,
+  env: Record<string, string> = {},
+  opts: { ledgerPath?: string; logger?: Parameters<typeof buildApp>[0]["logger"] } = {},
+): Promise<HttpApp> {
+  const config = parseConfig({
+    NODE_ENV: "test",
+    LOG_LEVEL: "silent",
+    RATE_LIMIT_MAX: "100000",
+    FACILITATOR_URL: facilitatorUrl,
+    PAY_TO: TEST_PAY_TO,
+    ...env,
+  });
+  const clock = () => TEST_NOW;
+  const fc = config.facilitator;
+  const client = createFacilitatorClient({
+    url: facilitatorUrl,
+    timeoutMs: fc.timeoutMs,
+    ...(fc.kind === "cdp" ? { cdp: { apiKeyId: fc.apiKeyId, apiKeySecret: fc.apiKeySecret } } : {}),
+  });
+  const gateway = createFacilitatorGateway(client, config.circuit);
+  const ledger = openLedger(opts.ledgerPath ?? ":memory:");
+  const app = await buildApp({
+    config,
+    unlocks: createUnlockService(unlockStore, clock),
+    benchmark: createBenchmarkService(catalog, { clock }),
+    ledger,
+    gateway,
+    payTo: TEST_PAY_TO,
+    facilitatorLabel: facilitatorUrl,
+    clock,
+    logger: opts.logger ?? false,
+  });
+  const url = await app.listen({ host: "127.0.0.1", port: 0 });
+  return {
+    app,
+    url,
+    ledger,
+    gateway,
+    config,
+    close: async () => {
+      await app.close();
+      ledger.close();
+    },
+  };
+}
+
+/** The cheapest paid route, used by the reliability tests: GET /v1/unlocks/upcoming (0.02 USD, v1 and v2). */
+export const UPCOMING_PATH = "/v1/unlocks/upcoming?days=30";
+
+/** A fresh, well-formed v2 proof (new nonce) for the upcoming route, base64 as it goes in PAYMENT-SIGNATURE. */
+export function upcomingProof(config: Config, nonce?: string): string {
+  const accepted = requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: config.paymentTimeoutSeconds });
+  return b64(nonce ? v2Proof(accepted, nonce) : v2Proof(accepted));
+}

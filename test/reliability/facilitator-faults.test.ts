@@ -1,0 +1,218 @@
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type Behaviour,
+  type FaultFacilitator,
+  type HttpApp,
+  startFaultFacilitator,
+  startHttpApp,
+  UPCOMING_PATH,
+  upcomingProof,
+} from "../helpers/fault-facilitator.js";
+
+// The real HTTP facilitator client + gateway against a facilitator that misbehaves on purpose, over loopback HTTP.
+const TIMEOUT_MS = 300;
+const PAYER = "0x000000000000000000000000000000000000b0b0";
+
+let fac: FaultFacilitator | undefined;
+let http: HttpApp | undefined;
+
+afterEach(async () => {
+  await http?.close();
+  await fac?.close();
+  http = undefined;
+  fac = undefined;
+});
+
+async function setup(env: Record<string, string> = {}) {
+  fac = await startFaultFacilitator();
+  http = await startHttpApp(fac.url, { FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS), CIRCUIT_FAILURE_THRESHOLD: "1000", ...env });
+  return { fac, http };
+}
+
+const pay = (app: HttpApp, proof: string) => fetch(`${app.url}${UPCOMING_PATH}`, { headers: { "payment-signature": proof } });
+
+/** What a fail-closed answer must look like: 502/503, problem+json, a usable Retry-After, no content, no settlement header. */
+async function expectFailClosed(res: Response): Promise<string> {
+  expect([502, 503]).toContain(res.status);
+  expect(res.headers.get("content-type")).toMatch(/application\/problem\+json/);
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  expect(res.headers.get("payment-response")).toBeNull();
+  const body = (await res.json()) as { type: string; status: number; unlocks?: unknown };
+  expect(body.status).toBe(res.status);
+  expect(body.unlocks).toBeUndefined();
+  return body.type.split("/").pop() as string;
+}
+
+describe("verify faults fail closed, bill nothing, and recover", () => {
+  const cases: [Behaviour, number, string][] = [
+    ["hang", 503, "facilitator-timeout"],
+    ["reset", 503, "facilitator-unreachable"],
+    ["http500", 502, "facilitator-error"],
+    ["http503", 502, "facilitator-error"],
+    ["malformed", 502, "facilitator-bad-response"],
+    ["wrong-shape", 502, "facilitator-bad-response"],
+  ];
+  for (const [behaviour, status, slug] of cases) {
+    it(`${behaviour} → ${status} ${slug}, then the same proof pays once the facilitator is healthy`, async () => {
+      const { fac, http } = await setup();
+      fac.verify = behaviour;
+      const proof = upcomingProof(http.config);
+      const t0 = performance.now();
+      const res = await pay(http, proof);
+      expect(res.status).toBe(status);
+      expect(await expectFailClosed(res)).toBe(slug);
+      expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS + 1500);
+      expect(fac.calls.settle).toBe(0);
+      expect(fac.transfers.size).toBe(0);
+      expect(http.ledger.receipts()).toHaveLength(0);
+
+      fac.verify = "ok";
+      const retry = await pay(http, proof);
+      expect(retry.status).toBe(200);
+      expect(decodePaymentResponseHeader(retry.headers.get("payment-response") as string).success).toBe(true);
+      expect(((await retry.json()) as { unlocks: unknown[] }).unlocks).toBeInstanceOf(Array);
+      expect(fac.transfers.size).toBe(1);
+      expect(http.ledger.receipts().map((r) => r.status)).toEqual(["settled"]);
+    });
+  }
+
+  it("a refused connection → 503 facilitator-unreachable; recovery when it listens again on the same port", async () => {
+    const probe = await startFaultFacilitator();
+    const port = Number(new URL(probe.url).port);
+    await probe.close();
+    http = await startHttpApp(probe.url, { FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS), CIRCUIT_FAILURE_THRESHOLD: "1000" });
+    const proof = upcomingProof(http.config);
+    const res = await pay(http, proof);
+    expect(res.status).toBe(503);
+    expect(await expectFailClosed(res)).toBe("facilitator-unreachable");
+
+    fac = await startFaultFacilitator(port);
+    const retry = await pay(http, proof);
+    expect(retry.status).toBe(200);
+    expect(fac.transfers.size).toBe(1);
+  });
+
+  it("an invalid verdict is a 402 (the buyer's fault), not a 5xx, and nothing settles", async () => {
+    const { fac, http } = await setup();
+    fac.verify = "invalid";
+    const res = await pay(http, upcomingProof(http.config));
+    expect(res.status).toBe(402);
+    expect(res.headers.get("payment-required")).toBeTruthy();
+    expect(fac.calls.settle).toBe(0);
+  });
+});
+
+describe("settle faults withhold the response and never bill twice", () => {
+  const cases: [Behaviour, string][] = [
+    ["hang", "facilitator-timeout"],
+    ["reset", "facilitator-unreachable"],
+    ["http500", "facilitator-error"],
+    ["malformed", "facilitator-bad-response"],
+    ["wrong-shape", "facilitator-bad-response"],
+  ];
+  for (const [behaviour, slug] of cases) {
+    it(`${behaviour}: ${slug}, receipt "unknown", and a retry of the same proof settles exactly once`, async () => {
+      const { fac, http } = await setup();
+      fac.settle = behaviour;
+      const proof = upcomingProof(http.config);
+      const res = await pay(http, proof);
+      expect(await expectFailClosed(res)).toBe(slug);
+      expect(http.ledger.receipts().map((r) => r.status)).toEqual(["unknown"]);
+
+      fac.settle = "ok";
+      const retry = await pay(http, proof);
+      expect(retry.status).toBe(200);
+      expect(fac.transfers.size).toBe(1);
+      expect(fac.billedBy(PAYER)).toBe(1);
+      const again = await pay(http, proof);
+      expect(again.status).toBe(402);
+      expect(fac.transfers.size).toBe(1);
+    });
+  }
+
+  it("a settlement that went through but timed out: no content, no second transfer for that proof", async () => {
+    const { fac, http } = await setup();
+    fac.settle = "transfer-then-hang";
+    const proof = upcomingProof(http.config);
+    const res = await pay(http, proof);
+    expect(await expectFailClosed(res)).toBe("facilitator-timeout");
+    expect(fac.transfers.size).toBe(1); // the buyer's money moved…
+    expect(http.ledger.receipts()[0]?.status).toBe("unknown"); // …and the ledger says the outcome is unknown
+
+    fac.settle = "ok";
+    const retry = await pay(http, proof);
+    // The chain refuses the used authorisation, so the same proof can neither be charged twice nor unlock content.
+    expect(retry.status).toBe(402);
+    expect(retry.headers.get("payment-response")).toBeNull();
+    expect(fac.transfers.size).toBe(1);
+    expect(fac.billedBy(PAYER)).toBe(1);
+  });
+
+  it("a pending settlement delivers once, records the transaction as pending, and the proof is spent", async () => {
+    const { fac, http } = await setup();
+    fac.settle = "pending";
+    const proof = upcomingProof(http.config);
+    const res = await pay(http, proof);
+    expect(res.status).toBe(200);
+    const settlement = decodePaymentResponseHeader(res.headers.get("payment-response") as string);
+    const [tx] = [...fac.transfers.values()];
+    expect(settlement.transaction).toBe(tx);
+    expect(http.ledger.receipts()).toMatchObject([{ status: "pending", transaction: tx }]);
+    expect(fac.calls.settle).toBe(2); // one reconciliation retry with the same payload, no new payload
+    expect(fac.transfers.size).toBe(1);
+
+    const callsBefore = { ...fac.calls };
+    const again = await pay(http, proof);
+    expect(again.status).toBe(402);
+    expect(((await again.json()) as { error: string }).error).toMatch(/payment_already_used/);
+    expect(fac.calls).toEqual(callsBefore);
+  });
+});
+
+describe("circuit breaker", () => {
+  it("after the threshold, requests fail fast without touching the facilitator, then it recovers after the cool-down", async () => {
+    const THRESHOLD = 3;
+    const COOLDOWN_MS = 1500;
+    const { fac, http } = await setup({ CIRCUIT_FAILURE_THRESHOLD: String(THRESHOLD), CIRCUIT_COOLDOWN_MS: String(COOLDOWN_MS) });
+    fac.verify = "hang";
+    for (let i = 0; i < THRESHOLD; i++) {
+      const res = await pay(http, upcomingProof(http.config));
+      expect(res.status).toBe(503);
+      expect(await expectFailClosed(res)).toBe("facilitator-timeout");
+    }
+    expect(fac.calls.verify).toBe(THRESHOLD);
+    // undici may open a spare socket right after an aborted one; let that settle before counting.
+    await new Promise((r) => setTimeout(r, 300));
+    const connections = fac.connections;
+
+    // 20 concurrent requests while open: each answers at once (well under the 300 ms timeout) and none reaches it.
+    const timed = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const t0 = performance.now();
+        const res = await pay(http as HttpApp, upcomingProof((http as HttpApp).config));
+        const ms = performance.now() - t0;
+        return { res, ms, slug: await expectFailClosed(res) };
+      }),
+    );
+    for (const { res, slug } of timed) {
+      expect(res.status).toBe(503);
+      expect(slug).toBe("facilitator-circuit-open");
+    }
+    const slowest = Math.max(...timed.map((t) => t.ms));
+    expect(slowest).toBeLessThan(TIMEOUT_MS / 2);
+    expect(fac.calls.verify).toBe(THRESHOLD);
+    expect(fac.connections).toBe(connections);
+    expect(Number(timed[0]?.res.headers.get("retry-after"))).toBeLessThanOrEqual(Math.ceil(COOLDOWN_MS / 1000));
+
+    // Healthy again; after the cool-down one trial call goes through and closes the circuit.
+    fac.verify = "ok";
+    await new Promise((r) => setTimeout(r, COOLDOWN_MS + 50));
+    const trial = await pay(http, upcomingProof(http.config));
+    expect(trial.status).toBe(200);
+    expect(http.gateway.circuit.openedAt).toBeNull();
+    const next = await pay(http, upcomingProof(http.config));
+    expect(next.status).toBe(200);
+    expect(fac.transfers.size).toBe(2);
+  });
+});
