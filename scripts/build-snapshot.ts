@@ -4,16 +4,18 @@
  *
  *   npm run snapshot [-- --schedules <schedules.json>] [--out <path>] [--seed <n>] [--history-from YYYY-MM-DD]
  */
+
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
+import { repoRoot as rootDir } from "../src/store/paths.js";
 import { validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import type { TokenRecord, UnlockSnapshot } from "../src/store/unlocks-types.js";
 import { type CompiledSchedules, scheduleFacts } from "../src/unlocks/import-schedules.js";
 import { GENERATOR_NAME, generateBenchmark, generateTokenMarket } from "../src/unlocks/synthetic.js";
 
-const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const repoRoot = `${rootDir()}/`;
 export const DEFAULT_SEED = 402;
 /** Past unlocks in the schedules start in 2024; 120 days of pre-window history (the longest backtest) before that. */
 export const DEFAULT_HISTORY_FROM = "2023-09-01";

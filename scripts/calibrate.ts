@@ -2,15 +2,16 @@
  * Calibration report over an unlock-history directory in the 6MV format:
  *   npm run calibrate -- ../shared/data/unlock-history-6mv [--json]
  */
-import { fileURLToPath } from "node:url";
+
 import { parseArgs } from "node:util";
+import { repoRoot as rootDir } from "../src/store/paths.js";
 import { parseDay } from "../src/store/unlocks-dates.js";
 import { buildUnlockStore, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import { calibrate, formatReport } from "../src/unlocks/calibration.js";
 import { import6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 
-const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const repoRoot = `${rootDir()}/`;
 
 function main(): void {
   const { values, positionals } = parseArgs({

@@ -8,17 +8,18 @@
  *
  * Environment: DEFILLAMA_BASE_URL, COINGECKO_BASE_URL, COINGECKO_API_KEY.
  */
+
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
+import { repoRoot as rootDir } from "../src/store/paths.js";
 import { parseUnlockSnapshot, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import { import6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
 import { COINGECKO_DEFAULT_BASE } from "../src/unlocks/ingest/coingecko.js";
 import { DEFILLAMA_DEFAULT_BASE } from "../src/unlocks/ingest/defillama.js";
 import { runIngest } from "../src/unlocks/ingest/run.js";
 
-const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const repoRoot = `${rootDir()}/`;
 const defaultPath = `${repoRoot}data/unlocks.snapshot.json`;
 
 async function main(): Promise<void> {

@@ -1,6 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { Compile } from "typebox/compile";
 import {
   type CatalogEntry,
@@ -9,6 +8,7 @@ import {
   type CatalogSource,
   type Category,
 } from "./catalog-schema.js";
+import { dataPath } from "./paths.js";
 
 export type { CatalogEntry, CatalogSnapshot, CatalogSource, Category } from "./catalog-schema.js";
 
@@ -40,19 +40,8 @@ export class CatalogValidationError extends Error {
 
 const snapshotValidator = Compile(CatalogSnapshotSchema);
 
-/** The repository root: the nearest ancestor of this module holding package.json (works from src/ and dist/). */
-export function repoRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, "package.json"))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error("repository root (package.json) not found above src/store");
-    dir = parent;
-  }
-}
-
 export function defaultSnapshotPath(): string {
-  return join(repoRoot(), "data", "catalog.snapshot.json");
+  return dataPath("catalog.snapshot.json");
 }
 
 /** "/endpoints/12/price_usd" → "endpoints[12].price_usd (record 12, <url>)". */
@@ -137,3 +126,5 @@ export function loadCatalog(path?: string): Catalog {
   }
   return catalogFromSnapshot(parsed, file);
 }
+
+export { repoRoot } from "./paths.js";

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { readFileSync } from "node:fs";
 import { Compile } from "typebox/compile";
+import { dataPath } from "./paths.js";
 import { parseDay } from "./unlocks-dates.js";
 import { type PriceSeries, type TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
 
@@ -165,10 +165,7 @@ export function buildUnlockStore(snapshot: UnlockSnapshot): UnlockStore {
 
 /** The shipped snapshot; found relative to this module so the working directory does not matter. */
 export function defaultSnapshotPath(): string {
-  const candidates = ["../../data/unlocks.snapshot.json", "../../../data/unlocks.snapshot.json"].map((rel) =>
-    fileURLToPath(new URL(rel, import.meta.url)),
-  );
-  return candidates.find((p) => existsSync(p)) ?? (candidates[0] as string);
+  return dataPath("unlocks.snapshot.json");
 }
 
 export function parseUnlockSnapshot(text: string, source: string): UnlockSnapshot {
