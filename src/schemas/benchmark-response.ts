@@ -1,4 +1,5 @@
 import { type Static, Type } from "typebox";
+import { CATEGORIES } from "../store/catalog-schema.js";
 
 /**
  * 200 body of POST /v1/benchmark/endpoint. Every field the benchmark service returns is declared
@@ -11,17 +12,7 @@ const NullableNumber = (description: string) => Type.Union([Type.Number(), Type.
 const NullableString = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 const NullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
 
-export const BenchmarkCategory = Type.Union(
-  [
-    Type.Literal("data"),
-    Type.Literal("search"),
-    Type.Literal("inference"),
-    Type.Literal("media"),
-    Type.Literal("infra"),
-    Type.Literal("uncategorized"),
-  ],
-  { description: "Endpoint category" },
-);
+export const BenchmarkCategory = Type.Enum([...CATEGORIES], { description: "Endpoint category" });
 
 export const BenchmarkPrice = Type.Object(
   {

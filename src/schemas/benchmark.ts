@@ -1,6 +1,5 @@
 import { Type } from "typebox";
-
-export const CATEGORIES = ["data", "search", "inference", "media", "infra", "uncategorized"] as const;
+import { CATEGORIES } from "../store/catalog-schema.js";
 
 export const BenchmarkBody = Type.Object(
   {
@@ -11,7 +10,9 @@ export const BenchmarkBody = Type.Object(
       pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#@]+[^\\s]*$",
       description: "Absolute http(s) URL of the x402 endpoint to benchmark; may contain path placeholders",
     }),
-    category_hint: Type.Optional(Type.Enum([...CATEGORIES], { description: "Category label of the endpoint" })),
+    category_hint: Type.Optional(
+      Type.Enum([...CATEGORIES], { description: "Category label of the endpoint" }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -17,7 +17,11 @@ export const ProblemSchema = Type.Object(
       ),
     ),
   },
-  { $id: "Problem", additionalProperties: true, description: "RFC 9457 problem details (application/problem+json)" },
+  {
+    $id: "Problem",
+    additionalProperties: true,
+    description: "RFC 9457 problem details (application/problem+json)",
+  },
 );
 
 /** Opaque attribution tag (issue 4 point 6): recorded with the paid call, never echoed. */

@@ -4,14 +4,28 @@ import { PpRef } from "./common.js";
 /** Request schemas of the four unlock routes, exactly as the contract states (bounds, defaults, no extra fields). */
 export const UpcomingQuery = Type.Object(
   {
-    days: Type.Integer({ minimum: 1, maximum: 365, default: 30, description: "Forward-looking unlock window in days" }),
-    minRisk: Type.Integer({ minimum: 0, maximum: 100, default: 0, description: "Minimum modelled risk score (0–100)" }),
+    days: Type.Integer({
+      minimum: 1,
+      maximum: 365,
+      default: 30,
+      description: "Forward-looking unlock window in days",
+    }),
+    minRisk: Type.Integer({
+      minimum: 0,
+      maximum: 100,
+      default: 0,
+      description: "Minimum modelled risk score (0–100)",
+    }),
     pp_ref: Type.Optional(PpRef),
   },
   { additionalProperties: false },
 );
 
-const Token = Type.String({ minLength: 1, maxLength: 64, description: "Token symbol (case-insensitive), e.g. ARB" });
+const Token = Type.String({
+  minLength: 1,
+  maxLength: 64,
+  description: "Token symbol (case-insensitive), e.g. ARB",
+});
 const EventId = Type.String({
   minLength: 1,
   maxLength: 128,
@@ -22,7 +36,10 @@ export const UnlockRiskBody = Type.Object(
   {
     token: Token,
     unlock_event_id: EventId,
-    includeEvidence: Type.Boolean({ default: true, description: "Include one evidence record per model factor" }),
+    includeEvidence: Type.Boolean({
+      default: true,
+      description: "Include one evidence record per model factor",
+    }),
   },
   { additionalProperties: false },
 );
@@ -30,7 +47,12 @@ export const UnlockRiskBody = Type.Object(
 export const RiskSummaryBody = Type.Object(
   {
     token: Token,
-    lookbackDays: Type.Integer({ minimum: 1, maximum: 365, default: 90, description: "Window length in days" }),
+    lookbackDays: Type.Integer({
+      minimum: 1,
+      maximum: 365,
+      default: 90,
+      description: "Window length in days",
+    }),
   },
   { additionalProperties: false },
 );
@@ -39,7 +61,12 @@ export const BacktestBody = Type.Object(
   {
     token: Token,
     unlock_event_id: EventId,
-    windowDays: Type.Integer({ minimum: 1, maximum: 120, default: 14, description: "Reaction window in days" }),
+    windowDays: Type.Integer({
+      minimum: 1,
+      maximum: 120,
+      default: 14,
+      description: "Reaction window in days",
+    }),
   },
   { additionalProperties: false },
 );

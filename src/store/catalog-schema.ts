@@ -7,14 +7,7 @@ export type Category = (typeof CATEGORIES)[number];
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) =>
   Type.Union([schema, Type.Null()]);
 
-export const CategorySchema = Type.Union([
-  Type.Literal("data"),
-  Type.Literal("search"),
-  Type.Literal("inference"),
-  Type.Literal("media"),
-  Type.Literal("infra"),
-  Type.Literal("uncategorized"),
-]);
+export const CategorySchema = Type.Enum([...CATEGORIES]);
 
 export const CatalogEntrySchema = Type.Object(
   {

@@ -3,15 +3,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buyerClient, decodeSettlement, fetchPayingV1, payingFetch } from "../../scripts/buyer.js";
 import { parseConfig } from "../../src/config.js";
-import { openLedger } from "../../src/store/ledger.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { start } from "../../src/server.js";
+import { openLedger } from "../../src/store/ledger.js";
 import { b64 } from "../helpers/proofs.js";
 
 /*
@@ -27,7 +28,9 @@ const MAX = 1_000_000n;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "p402-e2e-"));
   ledgerPath = join(dir, "ledger.sqlite");
-  server = await start(parseConfig({ NODE_ENV: "test", PORT: "0", LOG_LEVEL: "silent", LEDGER_PATH: ledgerPath }));
+  server = await start(
+    parseConfig({ NODE_ENV: "test", PORT: "0", LOG_LEVEL: "silent", LEDGER_PATH: ledgerPath }),
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -97,18 +100,25 @@ describe("paying every route with @x402/fetch (x402 v2, PAYMENT-SIGNATURE)", () 
     const b = devnet().buyers[1]!;
     const event = await firstUpcoming();
     const pay = payingFetch(b.privateKey, MAX);
-    const risk = await expectPaid(b.address, PRICES.unlockRisk.amount, () => pay(url("/v1/unlock-risk"), jsonInit(event)));
+    const risk = await expectPaid(b.address, PRICES.unlockRisk.amount, () =>
+      pay(url("/v1/unlock-risk"), jsonInit(event)),
+    );
     expect(risk.body).toMatchObject({ ...event, risk_score: expect.any(Number) });
     await expectPaid(b.address, PRICES.riskSummary.amount, () =>
       pay(url("/v1/token/risk-summary"), jsonInit({ token: event.token, lookbackDays: 30 })),
     );
-    await expectPaid(b.address, PRICES.backtest.amount, () => pay(url("/v1/unlock/backtest"), jsonInit(event)));
+    await expectPaid(b.address, PRICES.backtest.amount, () =>
+      pay(url("/v1/unlock/backtest"), jsonInit(event)),
+    );
   });
 
   it("POST /v1/benchmark/endpoint", async () => {
     const b = devnet().buyers[2]!;
     const { body } = await expectPaid(b.address, PRICES.benchmark.amount, () =>
-      payingFetch(b.privateKey, MAX)(url("/v1/benchmark/endpoint?pp_ref=agent-7"), jsonInit({ endpoint_url: "https://2s.io/api/crypto/token-price" })),
+      payingFetch(b.privateKey, MAX)(
+        url("/v1/benchmark/endpoint?pp_ref=agent-7"),
+        jsonInit({ endpoint_url: "https://2s.io/api/crypto/token-price" }),
+      ),
     );
     expect(body.endpoint_url).toBe("https://2s.io/api/crypto/token-price");
   });
@@ -166,11 +176,21 @@ describe("refused proofs settle nothing", () => {
     const b = devnet().buyers[4]!;
     const init = jsonInit(benchBody);
     const accepted = await required("/v1/benchmark/endpoint", init);
-    const v1 = { ...accepted, maxAmountRequired: accepted.amount, network: "base", resource: url("/v1/benchmark/endpoint"), description: "", mimeType: "application/json" };
+    const v1 = {
+      ...accepted,
+      maxAmountRequired: accepted.amount,
+      network: "base",
+      resource: url("/v1/benchmark/endpoint"),
+      description: "",
+      mimeType: "application/json",
+    };
     const client = buyerClient(b.privateKey, MAX);
     const payload = await client.createPaymentPayload({ x402Version: 1, accepts: [v1] } as never);
     const { text } = await expectNothingMoved(b.address, () =>
-      fetch(url("/v1/benchmark/endpoint"), { ...init, headers: { "content-type": "application/json", "X-PAYMENT": b64(payload) } }),
+      fetch(url("/v1/benchmark/endpoint"), {
+        ...init,
+        headers: { "content-type": "application/json", "X-PAYMENT": b64(payload) },
+      }),
     );
     expect(text).toMatch(/v1/);
   });
@@ -180,19 +200,32 @@ describe("refused proofs settle nothing", () => {
     const accepted = await required("/v1/unlocks/upcoming", { method: "GET" });
     const payload = await signV2(b.privateKey, "/v1/unlocks/upcoming", accepted);
     const sig = String(payload.payload.signature);
-    const tampered = { ...payload, payload: { ...payload.payload, signature: `${sig.slice(0, -6)}${sig.slice(-6) === "000000" ? "111111" : "000000"}` } };
+    const tampered = {
+      ...payload,
+      payload: {
+        ...payload.payload,
+        signature: `${sig.slice(0, -6)}${sig.slice(-6) === "000000" ? "111111" : "000000"}`,
+      },
+    };
     const { res } = await expectNothingMoved(b.address, () =>
       fetch(url("/v1/unlocks/upcoming"), { headers: { "PAYMENT-SIGNATURE": b64(tampered) } }),
     );
-    expect(decodePaymentRequiredHeader(res.headers.get("payment-required")!).error).toMatch(/signature|invalid/i);
+    expect(decodePaymentRequiredHeader(res.headers.get("payment-required")!).error).toMatch(
+      /signature|invalid/i,
+    );
   });
 
   it("a wrong amount and a wrong payTo", async () => {
     const b = devnet().buyers[4]!;
     const accepted = await required("/v1/unlocks/upcoming", { method: "GET" });
-    for (const wrong of [{ ...accepted, amount: "1" }, { ...accepted, payTo: privateKeyToAccount(b.privateKey).address }]) {
+    for (const wrong of [
+      { ...accepted, amount: "1" },
+      { ...accepted, payTo: privateKeyToAccount(b.privateKey).address },
+    ]) {
       const payload = await signV2(b.privateKey, "/v1/unlocks/upcoming", wrong);
-      await expectNothingMoved(b.address, () => fetch(url("/v1/unlocks/upcoming"), { headers: { "PAYMENT-SIGNATURE": b64(payload) } }));
+      await expectNothingMoved(b.address, () =>
+        fetch(url("/v1/unlocks/upcoming"), { headers: { "PAYMENT-SIGNATURE": b64(payload) } }),
+      );
     }
     // Signed for a smaller value but claiming the right requirements: only the facilitator can see this one.
     const cheap = await signV2(b.privateKey, "/v1/unlocks/upcoming", { ...accepted, amount: "1" });
@@ -217,17 +250,13 @@ describe("refused proofs settle nothing", () => {
       nonce: `0x${"ee".repeat(32)}` as `0x${string}`,
     };
     const signature = await account.signTypedData({
-      domain: { name: "USD Coin", version: "2", chainId: 8453, verifyingContract: accepted.asset as `0x${string}` },
-      types: {
-        TransferWithAuthorization: [
-          { name: "from", type: "address" },
-          { name: "to", type: "address" },
-          { name: "value", type: "uint256" },
-          { name: "validAfter", type: "uint256" },
-          { name: "validBefore", type: "uint256" },
-          { name: "nonce", type: "bytes32" },
-        ],
+      domain: {
+        name: "USD Coin",
+        version: "2",
+        chainId: 8453,
+        verifyingContract: accepted.asset as `0x${string}`,
       },
+      types: authorizationTypes,
       primaryType: "TransferWithAuthorization",
       message: authorization,
     });
@@ -236,13 +265,17 @@ describe("refused proofs settle nothing", () => {
       accepted,
       payload: {
         signature,
-        authorization: Object.fromEntries(Object.entries(authorization).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v])),
+        authorization: Object.fromEntries(
+          Object.entries(authorization).map(([k, v]) => [k, typeof v === "bigint" ? v.toString() : v]),
+        ),
       },
     };
     const { res } = await expectNothingMoved(b.address, () =>
       fetch(url("/v1/unlocks/upcoming"), { headers: { "PAYMENT-SIGNATURE": b64(payload) } }),
     );
-    expect(decodePaymentRequiredHeader(res.headers.get("payment-required")!).error).toMatch(/valid_before|expired|before/i);
+    expect(decodePaymentRequiredHeader(res.headers.get("payment-required")!).error).toMatch(
+      /valid_before|expired|before/i,
+    );
   });
 
   it("a proof already used", async () => {
@@ -250,8 +283,12 @@ describe("refused proofs settle nothing", () => {
     const accepted = await required("/v1/unlocks/upcoming", { method: "GET" });
     const payload = await signV2(b.privateKey, "/v1/unlocks/upcoming", accepted);
     const headers = { "PAYMENT-SIGNATURE": b64(payload) };
-    await expectPaid(b.address, PRICES.upcoming.amount, () => fetch(url("/v1/unlocks/upcoming"), { headers }));
-    const { res } = await expectNothingMoved(b.address, () => fetch(url("/v1/unlocks/upcoming"), { headers }));
+    await expectPaid(b.address, PRICES.upcoming.amount, () =>
+      fetch(url("/v1/unlocks/upcoming"), { headers }),
+    );
+    const { res } = await expectNothingMoved(b.address, () =>
+      fetch(url("/v1/unlocks/upcoming"), { headers }),
+    );
     expect(decodePaymentRequiredHeader(res.headers.get("payment-required")!).error).toMatch(/already_used/);
   });
 });
