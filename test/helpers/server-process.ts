@@ -1,0 +1,88 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const READY = /pressure402 is listening on (http:\/\/\S+)/;
+
+export interface ServerProcess {
+  /** Base URL the server printed when it was ready. */
+  url: string;
+  child: ChildProcess;
+  /** Everything the process wrote so far (stdout and stderr, interleaved). */
+  output(): string;
+  /** Resolves with the exit code or signal once the process is gone. */
+  exited: Promise<number | NodeJS.Signals | null>;
+  /** Sends `signal` and waits for the process to exit (SIGKILL after `graceMs`). */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | NodeJS.Signals | null>;
+}
+
+/** A free TCP port on 127.0.0.1 (the server needs a fixed PORT: with PORT=0 the test could not know it in advance). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const address = s.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts `src/server.ts` as a separate Node process (through tsx, as `npm start` does) and waits until it prints that
+ * it is listening. Without FACILITATOR_URL in `env`, the server starts its embedded devnet.
+ */
+export async function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+  const port = env.PORT ?? String(await freePort());
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: "development", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env, PORT: port },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (c: Buffer) => {
+    out += c.toString("utf8");
+  });
+  child.stderr?.on("data", (c: Buffer) => {
+    out += c.toString("utf8");
+  });
+  const exited = new Promise<number | NodeJS.Signals | null>((resolve) => {
+    child.once("exit", (code, signal) => resolve(signal ?? code));
+  });
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start within ${timeoutMs} ms:\n${out.slice(-2000)}`));
+    }, timeoutMs);
+    const check = () => {
+      const m = READY.exec(out);
+      if (!m?.[1]) return;
+      clearTimeout(timer);
+      child.stdout?.off("data", check);
+      resolve(m[1]);
+    };
+    child.stdout?.on("data", check);
+    exited.then((how) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${String(how)}) before listening:\n${out.slice(-2000)}`));
+    });
+  });
+
+  return {
+    url,
+    child,
+    output: () => out,
+    exited,
+    stop: async (signal = "SIGTERM", graceMs = 15_000) => {
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
+      child.kill(signal);
+      const force = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      const how = await exited;
+      clearTimeout(force);
+      return how;
+    },
+  };
+}
