@@ -27,7 +27,12 @@ const PAYER = "0x000000000000000000000000000000000000b0b0";
 const instantGateway: FacilitatorGateway = {
   circuit: closedCircuit(),
   verify: async () => ({ isValid: true, payer: PAYER }),
-  settle: async (_p, r) => ({ success: true, transaction: `0x${randomBytes(32).toString("hex")}`, network: r.network, payer: PAYER }),
+  settle: async (_p, r) => ({
+    success: true,
+    transaction: `0x${randomBytes(32).toString("hex")}`,
+    network: r.network,
+    payer: PAYER,
+  }),
 };
 
 function v2Header(nonce: string): string {
@@ -37,7 +42,14 @@ function v2Header(nonce: string): string {
     accepted,
     payload: {
       signature: `0x${"11".repeat(65)}`,
-      authorization: { from: PAYER, to: PAY_TO, value: accepted.amount, validAfter: "0", validBefore: "9999999999", nonce },
+      authorization: {
+        from: PAYER,
+        to: PAY_TO,
+        value: accepted.amount,
+        validAfter: "0",
+        validBefore: "9999999999",
+        nonce,
+      },
     },
   };
   return Buffer.from(JSON.stringify(proof)).toString("base64");
@@ -51,7 +63,11 @@ interface Result {
   p99: number;
 }
 
-async function measure(name: string, op: (i: number) => Promise<unknown>, check: (v: unknown) => void): Promise<Result> {
+async function measure(
+  name: string,
+  op: (i: number) => Promise<unknown>,
+  check: (v: unknown) => void,
+): Promise<Result> {
   for (let i = 0; i < 200; i++) {
     check(await op(i)); // warm-up, and proof that the op does what its name says
     if (i % 16 === 0) await new Promise((r) => setImmediate(r));
@@ -69,8 +85,15 @@ async function measure(name: string, op: (i: number) => Promise<unknown>, check:
   }
   const elapsed = performance.now() - start;
   times.sort((a, b) => a - b);
-  const at = (p: number) => times[Math.min(times.length - 1, Math.ceil((p / 100) * times.length) - 1)] as number;
-  return { name, ops: times.length, opsPerSec: times.length / (elapsed / 1000), p50: at(50) * 1000, p99: at(99) * 1000 };
+  const at = (p: number) =>
+    times[Math.min(times.length - 1, Math.ceil((p / 100) * times.length) - 1)] as number;
+  return {
+    name,
+    ops: times.length,
+    opsPerSec: times.length / (elapsed / 1000),
+    p50: at(50) * 1000,
+    p99: at(99) * 1000,
+  };
 }
 
 async function main(): Promise<void> {
@@ -79,27 +102,55 @@ async function main(): Promise<void> {
   const unlocks = createUnlockService(loadUnlockStore(), clock);
   const benchmark = createBenchmarkService(loadCatalog(), { clock });
   const ledger = openLedger(":memory:");
-  const app = await buildApp({ config, unlocks, benchmark, ledger, gateway: instantGateway, payTo: PAY_TO, facilitatorLabel: "bench", clock, logger: false });
+  const app = await buildApp({
+    config,
+    unlocks,
+    benchmark,
+    ledger,
+    gateway: instantGateway,
+    payTo: PAY_TO,
+    facilitatorLabel: "bench",
+    clock,
+    logger: false,
+  });
   await app.ready();
 
   const status = (code: number) => (v: unknown) => {
     const got = (v as { statusCode: number }).statusCode;
-    if (got !== code) throw new Error(`expected ${code}, got ${got}: ${(v as { body: string }).body.slice(0, 200)}`);
+    if (got !== code)
+      throw new Error(`expected ${code}, got ${got}: ${(v as { body: string }).body.slice(0, 200)}`);
   };
   const nonces = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
   const results: Result[] = [];
-  results.push(await measure("unpaid 402 (GET /v1/unlocks/upcoming)", () => app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=30" }), status(402)));
+  results.push(
+    await measure(
+      "unpaid 402 (GET /v1/unlocks/upcoming)",
+      () => app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=30" }),
+      status(402),
+    ),
+  );
   results.push(
     await measure(
       "invalid 400 (POST /v1/token/risk-summary)",
-      () => app.inject({ method: "POST", url: "/v1/token/risk-summary", headers: { "content-type": "application/json" }, payload: '{"token":""}' }),
+      () =>
+        app.inject({
+          method: "POST",
+          url: "/v1/token/risk-summary",
+          headers: { "content-type": "application/json" },
+          payload: '{"token":""}',
+        }),
       status(400),
     ),
   );
   results.push(
     await measure(
       "paid 200, instant facilitator (verify+handler+settle+receipt)",
-      (i) => app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=30", headers: { "payment-signature": v2Header(nonces(i)) } }),
+      (i) =>
+        app.inject({
+          method: "GET",
+          url: "/v1/unlocks/upcoming?days=30",
+          headers: { "payment-signature": v2Header(nonces(i)) },
+        }),
       status(200),
     ),
   );
@@ -115,7 +166,11 @@ async function main(): Promise<void> {
   results.push(
     await measure(
       "service: benchmark.benchmark(endpoint_url)",
-      (i) => benchmark.benchmark({ endpoint_url: `https://api.example${i % 50}.com/v1/price/:address` }, { availability: availabilityLabel("provisional", false) }),
+      (i) =>
+        benchmark.benchmark(
+          { endpoint_url: `https://api.example${i % 50}.com/v1/price/:address` },
+          { availability: availabilityLabel("provisional", false) },
+        ),
       (v) => {
         if (typeof v !== "object" || v === null) throw new Error("no benchmark result");
       },

@@ -28,9 +28,26 @@ const MAX_PRICE = 1_000_000n;
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 type Kind = "paid-v2" | "paid-v1" | "unpaid-402" | "invalid-400" | "health-200";
-const EXPECTED: Record<Kind, number> = { "paid-v2": 200, "paid-v1": 200, "unpaid-402": 402, "invalid-400": 400, "health-200": 200 };
+const EXPECTED: Record<Kind, number> = {
+  "paid-v2": 200,
+  "paid-v1": 200,
+  "unpaid-402": 402,
+  "invalid-400": 400,
+  "health-200": 200,
+};
 /** Out of 10 requests: 4 paid v2, 2 paid v1, 2 unpaid, 1 invalid, 1 health. */
-const MIX: Kind[] = ["paid-v2", "unpaid-402", "paid-v2", "paid-v1", "invalid-400", "paid-v2", "unpaid-402", "paid-v1", "health-200", "paid-v2"];
+const MIX: Kind[] = [
+  "paid-v2",
+  "unpaid-402",
+  "paid-v2",
+  "paid-v1",
+  "invalid-400",
+  "paid-v2",
+  "unpaid-402",
+  "paid-v1",
+  "health-200",
+  "paid-v2",
+];
 
 interface Sample {
   kind: Kind;
@@ -91,7 +108,9 @@ function rssMiB(pid: number): number {
 }
 
 const percentile = (sorted: number[], p: number): number =>
-  sorted.length === 0 ? Number.NaN : (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number);
+  sorted.length === 0
+    ? Number.NaN
+    : (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number);
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "soak-"));
@@ -114,12 +133,23 @@ async function main(): Promise<void> {
         res = await (payers[n % 9] as typeof fetch)(`${url}/v1/unlocks/upcoming?days=${days}`);
         settled = res.status === 200 && res.headers.has("payment-response");
       } else if (kind === "paid-v1") {
-        res = (await fetchPayingV1(`${url}/v1/unlocks/upcoming?days=${days}`, {}, buyers[n % 9] as `0x${string}`, MAX_PRICE)).response;
+        res = (
+          await fetchPayingV1(
+            `${url}/v1/unlocks/upcoming?days=${days}`,
+            {},
+            buyers[n % 9] as `0x${string}`,
+            MAX_PRICE,
+          )
+        ).response;
         settled = res.status === 200 && res.headers.has("x-payment-response");
       } else if (kind === "unpaid-402") {
         res = await fetch(`${url}/v1/unlocks/upcoming?days=${days}`);
       } else if (kind === "invalid-400") {
-        res = await fetch(`${url}/v1/token/risk-summary`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"token":""}' });
+        res = await fetch(`${url}/v1/token/risk-summary`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: '{"token":""}',
+        });
       } else {
         res = await fetch(`${url}/health`);
       }
@@ -162,24 +192,31 @@ async function main(): Promise<void> {
   const errors = new Map<string, number>();
   for (const s of samples) {
     byStatus.set(String(s.status), (byStatus.get(String(s.status)) ?? 0) + 1);
-    if (s.status !== EXPECTED[s.kind]) errors.set(`${s.kind} → ${s.status}`, (errors.get(`${s.kind} → ${s.status}`) ?? 0) + 1);
+    if (s.status !== EXPECTED[s.kind])
+      errors.set(`${s.kind} → ${s.status}`, (errors.get(`${s.kind} → ${s.status}`) ?? 0) + 1);
   }
   const settled = samples.filter((s) => s.settled).length;
   const lat = (pred: (s: Sample) => boolean) => {
-    const ms = samples.filter(pred).map((s) => s.ms).sort((a, b) => a - b);
+    const ms = samples
+      .filter(pred)
+      .map((s) => s.ms)
+      .sort((a, b) => a - b);
     return `p50 ${percentile(ms, 50).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms (n=${ms.length})`;
   };
   const settledReceipts = receipts.filter((r) => r.status === "settled").length;
   const lines = [
     "",
     `requests:        ${samples.length} in ${elapsed.toFixed(1)} s (${(samples.length / elapsed).toFixed(1)} req/s)`,
-    `by status:       ${[...byStatus.entries()].sort().map(([k, v]) => `${k}: ${v}`).join(", ")}`,
+    `by status:       ${[...byStatus.entries()]
+      .sort()
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(", ")}`,
     `errors:          ${errors.size === 0 ? "none" : [...errors.entries()].map(([k, v]) => `${k}: ${v}`).join(", ")}`,
     `latency all:     ${lat(() => true)}`,
     `latency paid:    ${lat((s) => s.kind === "paid-v2" || s.kind === "paid-v1")}  (402 + sign + paid retry + settle)`,
     `latency unpaid:  ${lat((s) => s.kind === "unpaid-402" || s.kind === "invalid-400" || s.kind === "health-200")}`,
     `settlements:     ${settled} (${(settled / elapsed).toFixed(2)}/s); ledger: ${settledReceipts} settled receipts of ${receipts.length}`,
-    `server RSS:      ${rssStart.toFixed(1)} → ${rssEnd.toFixed(1)} MiB (drift ${(rssEnd - rssStart >= 0 ? "+" : "")}${(rssEnd - rssStart).toFixed(1)} MiB, ${(((rssEnd - rssStart) / rssStart) * 100).toFixed(1)}%; max ${Math.max(...rssSeries).toFixed(1)} MiB)`,
+    `server RSS:      ${rssStart.toFixed(1)} → ${rssEnd.toFixed(1)} MiB (drift ${rssEnd - rssStart >= 0 ? "+" : ""}${(rssEnd - rssStart).toFixed(1)} MiB, ${(((rssEnd - rssStart) / rssStart) * 100).toFixed(1)}%; max ${Math.max(...rssSeries).toFixed(1)} MiB)`,
     "",
   ];
   process.stdout.write(lines.join("\n"));

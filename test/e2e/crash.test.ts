@@ -31,7 +31,9 @@ interface Received {
 }
 
 describe("crash safety", () => {
-  it("after SIGKILL mid-load and a restart, every settlement a client received has a receipt", { timeout: 90_000 }, async () => {
+  it("after SIGKILL mid-load and a restart, every settlement a client received has a receipt", {
+    timeout: 90_000,
+  }, async () => {
     const started = Date.now();
     const env = { LEDGER_PATH: ledgerPath, LOG_LEVEL: "debug", RATE_LIMIT_MAX: "100000" };
     const first = await startServerProcess(env);
@@ -42,7 +44,9 @@ describe("crash safety", () => {
     let killed = false;
     let calls = 0;
     const spyFetch: typeof fetch = (input, init) => {
-      const sig = new Headers((input instanceof Request ? input.headers : undefined) ?? init?.headers).get("payment-signature");
+      const sig = new Headers((input instanceof Request ? input.headers : undefined) ?? init?.headers).get(
+        "payment-signature",
+      );
       if (sig) proofsSent.push(sig);
       return fetch(input, init);
     };
@@ -61,12 +65,16 @@ describe("crash safety", () => {
             const header = response.headers.get("x-payment-response");
             await response.arrayBuffer();
             if (response.status === 200 && header)
-              received.push({ transaction: JSON.parse(Buffer.from(header, "base64").toString("utf8")).transaction, version: 1 });
+              received.push({
+                transaction: JSON.parse(Buffer.from(header, "base64").toString("utf8")).transaction,
+                version: 1,
+              });
           } else {
             const response = await pay(url);
             const header = response.headers.get("payment-response");
             await response.arrayBuffer();
-            if (response.status === 200 && header) received.push({ transaction: decodePaymentResponseHeader(header).transaction, version: 2 });
+            if (response.status === 200 && header)
+              received.push({ transaction: decodePaymentResponseHeader(header).transaction, version: 2 });
           }
         } catch {
           return; // the server is gone (killed mid-request): this client got nothing for this call
@@ -76,7 +84,8 @@ describe("crash safety", () => {
 
     const workers = Array.from({ length: 18 }, (_, i) => worker(i));
     const deadline = Date.now() + KILL_AFTER_MS;
-    while (received.length < KILL_AFTER_SETTLEMENTS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (received.length < KILL_AFTER_SETTLEMENTS && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     killed = true;
     first.child.kill("SIGKILL");
     expect(await first.exited).toBe("SIGKILL");
@@ -89,7 +98,10 @@ describe("crash safety", () => {
     // Restart on the same ledger file (a fresh devnet chain; the ledger is what must survive).
     const second = await startServerProcess(env);
     servers.push(second);
-    const after = await wrapFetchWithPayment(spyFetch, buyerClient(devnetKey(1).privateKey, MAX_PRICE))(`${second.url}/v1/unlocks/upcoming?days=30`);
+    const after = await wrapFetchWithPayment(
+      spyFetch,
+      buyerClient(devnetKey(1).privateKey, MAX_PRICE),
+    )(`${second.url}/v1/unlocks/upcoming?days=30`);
     expect(after.status).toBe(200);
     const afterTx = decodePaymentResponseHeader(after.headers.get("payment-response") as string).transaction;
 
@@ -102,7 +114,8 @@ describe("crash safety", () => {
     expect(byTx.get(afterTx)?.status).toBe("settled");
     // One receipt per transaction, and each received settlement is for the route's price.
     expect(byTx.size).toBe(receipts.filter((r) => r.transaction).length);
-    for (const r of beforeRestart) expect(byTx.get(r.transaction)).toMatchObject({ amount: "20000", route: "GET /v1/unlocks/upcoming" });
+    for (const r of beforeRestart)
+      expect(byTx.get(r.transaction)).toMatchObject({ amount: "20000", route: "GET /v1/unlocks/upcoming" });
     const orphans = receipts.filter((r) => r.status === "settling").length;
 
     // Graceful stop of the restarted server; neither process logged a proof, a settlement header or a devnet key.

@@ -6,7 +6,13 @@ import { loggerOptions } from "../../src/app.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
-import { type FaultFacilitator, type HttpApp, startFaultFacilitator, startHttpApp, UPCOMING_PATH } from "../helpers/fault-facilitator.js";
+import {
+  type FaultFacilitator,
+  type HttpApp,
+  startFaultFacilitator,
+  startHttpApp,
+  UPCOMING_PATH,
+} from "../helpers/fault-facilitator.js";
 import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 // A paid run at log level "trace" through every payment path, with the log stream captured: no payment proof, no
@@ -15,7 +21,10 @@ import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
 function ed25519Secret(): string {
   const { privateKey } = generateKeyPairSync("ed25519");
   const jwk = privateKey.export({ format: "jwk" });
-  return Buffer.concat([Buffer.from(jwk.d as string, "base64url"), Buffer.from(jwk.x as string, "base64url")]).toString("base64");
+  return Buffer.concat([
+    Buffer.from(jwk.d as string, "base64url"),
+    Buffer.from(jwk.x as string, "base64url"),
+  ]).toString("base64");
 }
 
 const CDP_SECRET = ed25519Secret();
@@ -65,7 +74,11 @@ beforeAll(async () => {
   fac = await startFaultFacilitator();
   http = await startHttpApp(
     fac.url,
-    { CDP_API_KEY_ID: "organizations/test/apiKeys/logs-test", CDP_API_KEY_SECRET: CDP_SECRET, FACILITATOR_TIMEOUT_MS: "300" },
+    {
+      CDP_API_KEY_ID: "organizations/test/apiKeys/logs-test",
+      CDP_API_KEY_SECRET: CDP_SECRET,
+      FACILITATOR_TIMEOUT_MS: "300",
+    },
     { logger: { ...(loggerOptions("trace") as object), stream: capture } },
   );
   expect(http.config.facilitator.kind).toBe("cdp");
@@ -93,15 +106,21 @@ describe("secrets never reach a log", () => {
     fac.settle = "http500";
     expect(await call({ "payment-signature": signedV2() })).toBe(502);
     fac.settle = "ok";
-    const garbage = Buffer.from(`{"x402Version":2,"sig":"${randomBytes(32).toString("hex")}"}`).toString("base64");
+    const garbage = Buffer.from(`{"x402Version":2,"sig":"${randomBytes(32).toString("hex")}"}`).toString(
+      "base64",
+    );
     secrets.push({ label: "malformed PAYMENT-SIGNATURE", value: garbage });
     expect(await call({ "payment-signature": garbage })).toBe(400);
 
     // The CDP credentials were used: one JWT per facilitator call, none of which may be logged either.
     expect(fac.authorizations.length).toBeGreaterThanOrEqual(6);
-    for (const a of fac.authorizations) secrets.push({ label: "facilitator Authorization", value: a.replace(/^Bearer /, "") });
+    for (const a of fac.authorizations)
+      secrets.push({ label: "facilitator Authorization", value: a.replace(/^Bearer /, "") });
     secrets.push({ label: "CDP_API_KEY_SECRET", value: CDP_SECRET });
-    secrets.push({ label: "CDP secret (base64url)", value: Buffer.from(CDP_SECRET, "base64").toString("base64url") });
+    secrets.push({
+      label: "CDP secret (base64url)",
+      value: Buffer.from(CDP_SECRET, "base64").toString("base64url"),
+    });
     secrets.push({ label: "CDP secret (hex)", value: Buffer.from(CDP_SECRET, "base64").toString("hex") });
 
     const log = lines.join("");
@@ -129,13 +148,35 @@ describe("secrets never reach a log", () => {
     const proof = signedV2();
     log.info(
       {
-        req: { headers: { "payment-signature": proof, "x-payment": proof, authorization: "Bearer abc.def.ghi", "user-agent": "ua" } },
-        res: { headers: { "payment-response": "UkVTUE9OU0U=", "x-payment-response": "UkVTUE9OU0U=", "payment-required": "UkVR" } },
+        req: {
+          headers: {
+            "payment-signature": proof,
+            "x-payment": proof,
+            authorization: "Bearer abc.def.ghi",
+            "user-agent": "ua",
+          },
+        },
+        res: {
+          headers: {
+            "payment-response": "UkVTUE9OU0U=",
+            "x-payment-response": "UkVTUE9OU0U=",
+            "payment-required": "UkVR",
+          },
+        },
       },
       "headers logged",
     );
     const entry = JSON.parse(out.join(""));
-    expect(entry.req.headers).toEqual({ "payment-signature": "[redacted]", "x-payment": "[redacted]", authorization: "[redacted]", "user-agent": "ua" });
-    expect(entry.res.headers).toEqual({ "payment-response": "[redacted]", "x-payment-response": "[redacted]", "payment-required": "[redacted]" });
+    expect(entry.req.headers).toEqual({
+      "payment-signature": "[redacted]",
+      "x-payment": "[redacted]",
+      authorization: "[redacted]",
+      "user-agent": "ua",
+    });
+    expect(entry.res.headers).toEqual({
+      "payment-response": "[redacted]",
+      "x-payment-response": "[redacted]",
+      "payment-required": "[redacted]",
+    });
   });
 });

@@ -5,7 +5,11 @@ import type { FastifyInstance } from "fastify";
 import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { type Config, parseConfig } from "../../src/config.js";
-import { createFacilitatorClient, createFacilitatorGateway, type FacilitatorGateway } from "../../src/payments/facilitator.js";
+import {
+  createFacilitatorClient,
+  createFacilitatorGateway,
+  type FacilitatorGateway,
+} from "../../src/payments/facilitator.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { loadCatalog } from "../../src/store/catalog.js";
@@ -86,7 +90,8 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
     connections: 0,
     transfers: new Map(),
     authorizations: [],
-    billedBy: (payer) => [...payers.entries()].filter(([n, p]) => p === payer.toLowerCase() && f.transfers.has(n)).length,
+    billedBy: (payer) =>
+      [...payers.entries()].filter(([n, p]) => p === payer.toLowerCase() && f.transfers.has(n)).length,
     resetCounters: () => {
       f.calls = { verify: 0, settle: 0, supported: 0 };
       f.connections = 0;
@@ -148,7 +153,8 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
         signers: {},
       });
     }
-    if (req.method !== "POST" || (path !== "/verify" && path !== "/settle")) return json(res, 404, { error: "not found" });
+    if (req.method !== "POST" || (path !== "/verify" && path !== "/settle"))
+      return json(res, 404, { error: "not found" });
     const text = await readBody(req);
     let body: unknown;
     try {
@@ -165,8 +171,18 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
       const behaviour = f.verify;
       if (f.verifyDelayMs > 0) await new Promise((r) => setTimeout(r, f.verifyDelayMs));
       if (fault(behaviour, res, req)) return;
-      if (behaviour === "invalid") return json(res, 200, { isValid: false, invalidReason: "invalid_exact_evm_payload_signature", payer });
-      if (f.transfers.has(nonce)) return json(res, 200, { isValid: false, invalidReason: "invalid_exact_evm_nonce_already_used", payer });
+      if (behaviour === "invalid")
+        return json(res, 200, {
+          isValid: false,
+          invalidReason: "invalid_exact_evm_payload_signature",
+          payer,
+        });
+      if (f.transfers.has(nonce))
+        return json(res, 200, {
+          isValid: false,
+          invalidReason: "invalid_exact_evm_nonce_already_used",
+          payer,
+        });
       return json(res, 200, { isValid: true, payer });
     }
 
@@ -179,11 +195,29 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
     }
     if (fault(behaviour, res, req)) return;
     if (behaviour === "invalid")
-      return json(res, 200, { success: false, errorReason: "insufficient_funds", transaction: "", network: NETWORK, payer });
+      return json(res, 200, {
+        success: false,
+        errorReason: "insufficient_funds",
+        transaction: "",
+        network: NETWORK,
+        payer,
+      });
     if (behaviour === "pending")
-      return json(res, 200, { success: false, errorReason: "settlement_pending", transaction: transfer(auth), network: NETWORK, payer });
+      return json(res, 200, {
+        success: false,
+        errorReason: "settlement_pending",
+        transaction: transfer(auth),
+        network: NETWORK,
+        payer,
+      });
     if (f.transfers.has(nonce))
-      return json(res, 200, { success: false, errorReason: "invalid_exact_evm_nonce_already_used", transaction: "", network: NETWORK, payer });
+      return json(res, 200, {
+        success: false,
+        errorReason: "invalid_exact_evm_nonce_already_used",
+        transaction: "",
+        network: NETWORK,
+        payer,
+      });
     return json(res, 200, { success: true, transaction: transfer(auth), network: NETWORK, payer });
   }
 
@@ -280,6 +314,9 @@ export const UPCOMING_PATH = "/v1/unlocks/upcoming?days=30";
 
 /** A fresh, well-formed v2 proof (new nonce) for the upcoming route, base64 as it goes in PAYMENT-SIGNATURE. */
 export function upcomingProof(config: Config, nonce?: string): string {
-  const accepted = requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: config.paymentTimeoutSeconds });
+  const accepted = requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: config.paymentTimeoutSeconds,
+  });
   return b64(nonce ? v2Proof(accepted, nonce) : v2Proof(accepted));
 }

@@ -34,11 +34,21 @@ export async function freePort(): Promise<number> {
  * Starts `src/server.ts` as a separate Node process (through tsx, as `npm start` does) and waits until it prints that
  * it is listening. Without FACILITATOR_URL in `env`, the server starts its embedded devnet.
  */
-export async function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort());
   const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: "development", HOST: "127.0.0.1", LOG_LEVEL: "warn", ...env, PORT: port },
+    env: {
+      ...process.env,
+      NODE_ENV: "development",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      ...env,
+      PORT: port,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

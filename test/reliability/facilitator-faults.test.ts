@@ -26,11 +26,16 @@ afterEach(async () => {
 
 async function setup(env: Record<string, string> = {}) {
   fac = await startFaultFacilitator();
-  http = await startHttpApp(fac.url, { FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS), CIRCUIT_FAILURE_THRESHOLD: "1000", ...env });
+  http = await startHttpApp(fac.url, {
+    FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS),
+    CIRCUIT_FAILURE_THRESHOLD: "1000",
+    ...env,
+  });
   return { fac, http };
 }
 
-const pay = (app: HttpApp, proof: string) => fetch(`${app.url}${UPCOMING_PATH}`, { headers: { "payment-signature": proof } });
+const pay = (app: HttpApp, proof: string) =>
+  fetch(`${app.url}${UPCOMING_PATH}`, { headers: { "payment-signature": proof } });
 
 /** What a fail-closed answer must look like: 502/503, problem+json, a usable Retry-After, no content, no settlement header. */
 async function expectFailClosed(res: Response): Promise<string> {
@@ -81,7 +86,10 @@ describe("verify faults fail closed, bill nothing, and recover", () => {
     const probe = await startFaultFacilitator();
     const port = Number(new URL(probe.url).port);
     await probe.close();
-    http = await startHttpApp(probe.url, { FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS), CIRCUIT_FAILURE_THRESHOLD: "1000" });
+    http = await startHttpApp(probe.url, {
+      FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS),
+      CIRCUIT_FAILURE_THRESHOLD: "1000",
+    });
     const proof = upcomingProof(http.config);
     const res = await pay(http, proof);
     expect(res.status).toBe(503);
@@ -174,7 +182,10 @@ describe("circuit breaker", () => {
   it("after the threshold, requests fail fast without touching the facilitator, then it recovers after the cool-down", async () => {
     const THRESHOLD = 3;
     const COOLDOWN_MS = 1500;
-    const { fac, http } = await setup({ CIRCUIT_FAILURE_THRESHOLD: String(THRESHOLD), CIRCUIT_COOLDOWN_MS: String(COOLDOWN_MS) });
+    const { fac, http } = await setup({
+      CIRCUIT_FAILURE_THRESHOLD: String(THRESHOLD),
+      CIRCUIT_COOLDOWN_MS: String(COOLDOWN_MS),
+    });
     fac.verify = "hang";
     for (let i = 0; i < THRESHOLD; i++) {
       const res = await pay(http, upcomingProof(http.config));
@@ -203,7 +214,9 @@ describe("circuit breaker", () => {
     expect(slowest).toBeLessThan(TIMEOUT_MS / 2);
     expect(fac.calls.verify).toBe(THRESHOLD);
     expect(fac.connections).toBe(connections);
-    expect(Number(timed[0]?.res.headers.get("retry-after"))).toBeLessThanOrEqual(Math.ceil(COOLDOWN_MS / 1000));
+    expect(Number(timed[0]?.res.headers.get("retry-after"))).toBeLessThanOrEqual(
+      Math.ceil(COOLDOWN_MS / 1000),
+    );
 
     // Healthy again; after the cool-down one trial call goes through and closes the circuit.
     fac.verify = "ok";

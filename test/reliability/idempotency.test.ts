@@ -32,14 +32,25 @@ async function setup(env: Record<string, string> = {}, ledgerPath?: string) {
   return { fac, http };
 }
 
-const get = (app: HttpApp, headers: Record<string, string>, path = UPCOMING_PATH) => fetch(`${app.url}${path}`, { headers });
+const get = (app: HttpApp, headers: Record<string, string>, path = UPCOMING_PATH) =>
+  fetch(`${app.url}${path}`, { headers });
 
 async function burst(app: HttpApp, n: number, headers: Record<string, string>) {
   const responses = await Promise.all(Array.from({ length: n }, () => get(app, headers)));
-  return Promise.all(responses.map(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.text() })));
+  return Promise.all(
+    responses.map(async (r) => ({
+      status: r.status,
+      retryAfter: r.headers.get("retry-after"),
+      body: await r.text(),
+    })),
+  );
 }
 
-const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((t, s) => ({ ...t, [s]: (t[s] ?? 0) + 1 }), {});
+function tally(statuses: number[]): Record<number, number> {
+  const t: Record<number, number> = {};
+  for (const s of statuses) t[s] = (t[s] ?? 0) + 1;
+  return t;
+}
 
 describe("one proof buys one response, under 100 concurrent identical requests", () => {
   it("without an Idempotency-Key: one 200, 99 × 409, one verify, one settlement", async () => {
@@ -86,7 +97,9 @@ describe("one proof buys one response, under 100 concurrent identical requests",
   it("100 concurrent requests, each with its own proof, all settle (the lock is per proof, not global)", async () => {
     const { fac, http } = await setup();
     fac.verifyDelayMs = 100;
-    const responses = await Promise.all(Array.from({ length: 100 }, () => get(http, { "payment-signature": upcomingProof(http.config) })));
+    const responses = await Promise.all(
+      Array.from({ length: 100 }, () => get(http, { "payment-signature": upcomingProof(http.config) })),
+    );
     expect(tally(responses.map((r) => r.status))).toEqual({ 200: 100 });
     expect(fac.transfers.size).toBe(100);
     expect(new Set(http.ledger.receipts().map((r) => r.transaction)).size).toBe(100);
@@ -100,7 +113,11 @@ describe("idempotency records", () => {
     expect((await get(http, { "payment-signature": proof, "idempotency-key": "ttl-key" })).status).toBe(200);
     // Within the TTL: the key is bound to that request and proof.
     const otherProof = upcomingProof(http.config);
-    const reused = await get(http, { "payment-signature": otherProof, "idempotency-key": "ttl-key" }, "/v1/unlocks/upcoming?days=7");
+    const reused = await get(
+      http,
+      { "payment-signature": otherProof, "idempotency-key": "ttl-key" },
+      "/v1/unlocks/upcoming?days=7",
+    );
     expect(reused.status).toBe(422);
     const replay = await get(http, { "payment-signature": proof, "idempotency-key": "ttl-key" });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
@@ -114,7 +131,11 @@ describe("idempotency records", () => {
     expect(((await stale.json()) as { error: string }).error).toMatch(/payment_already_used/);
     expect(fac.calls.verify).toBe(0);
     // …and the key can carry a new request and proof.
-    const fresh = await get(http, { "payment-signature": otherProof, "idempotency-key": "ttl-key" }, "/v1/unlocks/upcoming?days=7");
+    const fresh = await get(
+      http,
+      { "payment-signature": otherProof, "idempotency-key": "ttl-key" },
+      "/v1/unlocks/upcoming?days=7",
+    );
     expect(fresh.status).toBe(200);
     expect(fresh.headers.get("idempotent-replayed")).toBeNull();
   });

@@ -99,21 +99,23 @@ describe("graceful shutdown", () => {
 
   /** One GET on its own connection ("Connection: close"), as a client without keep-alive sends it. */
   function oneShotGet(url: string, headers: Record<string, string>) {
-    return new Promise<{ status: number; settlement: string | undefined; body: string }>((resolve, reject) => {
-      const req = request(url, { agent: false, headers }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            settlement: res.headers["payment-response"] as string | undefined,
-            body: Buffer.concat(chunks).toString("utf8"),
-          }),
-        );
-      });
-      req.on("error", reject);
-      req.end();
-    });
+    return new Promise<{ status: number; settlement: string | undefined; body: string }>(
+      (resolve, reject) => {
+        const req = request(url, { agent: false, headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              settlement: res.headers["payment-response"] as string | undefined,
+              body: Buffer.concat(chunks).toString("utf8"),
+            }),
+          );
+        });
+        req.on("error", reject);
+        req.end();
+      },
+    );
   }
 
   async function startSettling(headersFor: (http: HttpApp) => Record<string, string>) {
@@ -131,7 +133,9 @@ describe("graceful shutdown", () => {
 
   it("a paid request in flight finishes and settles before app.close() resolves; new requests are refused", async () => {
     const { http } = await startSettling(() => ({}));
-    const inFlight = oneShotGet(`${http.url}${UPCOMING_PATH}`, { "payment-signature": upcomingProof(http.config) });
+    const inFlight = oneShotGet(`${http.url}${UPCOMING_PATH}`, {
+      "payment-signature": upcomingProof(http.config),
+    });
     await untilSettling(fac as FaultFacilitator);
 
     // What the ledger and the chain hold at the moment close() resolves (the process would exit right after).
@@ -158,14 +162,17 @@ describe("graceful shutdown", () => {
   it("a keep-alive client does not hold app.close() open after its paid answer (no 72 s keepAliveTimeout wait)", async () => {
     const { http } = await startSettling(() => ({}));
     // fetch (undici) keeps the connection alive, as most API clients and agents do.
-    const inFlight = fetch(`${http.url}${UPCOMING_PATH}`, { headers: { "payment-signature": upcomingProof(http.config) } }).then(
-      async (r) => ({ status: r.status, body: await r.text() }),
-    );
+    const inFlight = fetch(`${http.url}${UPCOMING_PATH}`, {
+      headers: { "payment-signature": upcomingProof(http.config) },
+    }).then(async (r) => ({ status: r.status, body: await r.text() }));
     await untilSettling(fac as FaultFacilitator);
     const closing = http.app.close().then(() => "closed" as const);
     const res = await inFlight;
     expect(res.status).toBe(200);
-    const outcome = await Promise.race([closing, new Promise((r) => setTimeout(() => r("still open 2 s after the answer"), 2000))]);
+    const outcome = await Promise.race([
+      closing,
+      new Promise((r) => setTimeout(() => r("still open 2 s after the answer"), 2000)),
+    ]);
     expect(http.ledger.receipts().map((r) => r.status)).toEqual(["settled"]);
     http.ledger.close();
     expect(outcome).toBe("closed");
