@@ -72,8 +72,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(cors, {
     origin: true,
     methods: ["GET", "POST", "OPTIONS"],
-    allowedHeaders: ["Content-Type", "PAYMENT-SIGNATURE", "X-PAYMENT", "Idempotency-Key", "Access-Control-Expose-Headers"],
-    exposedHeaders: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "X-PAYMENT-RESPONSE", "Retry-After", "Idempotent-Replayed"],
+    allowedHeaders: [
+      "Content-Type",
+      "PAYMENT-SIGNATURE",
+      "X-PAYMENT",
+      "Idempotency-Key",
+      "Access-Control-Expose-Headers",
+    ],
+    exposedHeaders: [
+      "PAYMENT-REQUIRED",
+      "PAYMENT-RESPONSE",
+      "X-PAYMENT-RESPONSE",
+      "Retry-After",
+      "Idempotent-Replayed",
+    ],
     maxAge: 600,
   });
   await app.register(rateLimit, {
@@ -82,7 +94,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     timeWindow: config.rateLimit.windowMs,
     enableDraftSpec: true,
     errorResponseBuilder: (_request, context) =>
-      new HttpProblem(429, "rate-limited", `Rate limit of ${context.max} requests per ${context.after} exceeded.`),
+      new HttpProblem(
+        429,
+        "rate-limited",
+        `Rate limit of ${context.max} requests per ${context.after} exceeded.`,
+      ),
   });
   await app.register(underPressure, {
     maxEventLoopDelay: config.maxEventLoopDelayMs,
@@ -91,7 +107,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   await app.register(swagger, {
     // Components are named by their $id ("Problem") instead of def-N.
-    refResolver: { buildLocalReference: (json, _base, _fragment, i) => (typeof json.$id === "string" ? json.$id : `def-${i}`) },
+    refResolver: {
+      buildLocalReference: (json, _base, _fragment, i) =>
+        typeof json.$id === "string" ? json.$id : `def-${i}`,
+    },
     openapi: {
       openapi: "3.1.0",
       info: {
@@ -117,7 +136,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     publicBaseUrl: config.publicBaseUrl,
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
   });
-  await app.register(metaRoutes, { payTo: deps.payTo, facilitator: deps.facilitatorLabel, version: SERVICE_VERSION });
+  await app.register(metaRoutes, {
+    payTo: deps.payTo,
+    facilitator: deps.facilitatorLabel,
+    version: SERVICE_VERSION,
+  });
   await app.register(unlockRoutes, { unlocks: deps.unlocks });
   await app.register(benchmarkRoutes, {
     benchmark: deps.benchmark,
@@ -125,6 +148,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     phase: config.benchmark.phase,
     provisionalCap: config.benchmark.provisionalCap,
     clock,
+  });
+
+  // Registered after the payments hook so it runs once settlement is done: a keep-alive socket of a request still in
+  // flight at close would otherwise hold app.close() open for keepAliveTimeout (72 s), past the grace period.
+  let closing = false;
+  app.addHook("preClose", async () => {
+    closing = true;
+  });
+  app.addHook("onSend", async (_request, reply, payload) => {
+    if (closing) reply.header("Connection", "close");
+    return payload;
   });
   return app;
 }

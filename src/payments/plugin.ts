@@ -52,6 +52,14 @@ declare module "fastify" {
   }
 }
 
+const FAULT_DETAIL: Record<string, string> = {
+  facilitator_timeout: "The payment facilitator did not answer in time.",
+  facilitator_unreachable: "The payment facilitator is unreachable.",
+  facilitator_bad_response: "The payment facilitator answered with malformed data.",
+  facilitator_circuit_open: "The payment facilitator is failing; calls are paused for a short cool-down.",
+  facilitator_error: "The payment facilitator answered with an error.",
+};
+
 const HEADER_V2 = "payment-signature";
 const HEADER_V1 = "x-payment";
 
@@ -68,7 +76,9 @@ function matchesAccepted(accepted: PaymentRequirements, ours: PaymentRequirement
     ["amount", accepted.amount, ours.amount],
     ["payTo", accepted.payTo?.toLowerCase(), ours.payTo.toLowerCase()],
   ];
-  const wrong = checks.filter(([, a, b]) => a !== b).map(([field, a, b]) => `${field} ${String(a)} ≠ ${String(b)}`);
+  const wrong = checks
+    .filter(([, a, b]) => a !== b)
+    .map(([field, a, b]) => `${field} ${String(a)} ≠ ${String(b)}`);
   return wrong.length ? `payment does not match the requirements (${wrong.join(", ")})` : undefined;
 }
 
@@ -86,17 +96,26 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       .code(402)
       .header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(route, terms, url, error)))
       .header("Cache-Control", "no-store");
-    if (route.acceptsV1) return reply.type("application/json").send(paymentRequiredV1(route, terms, url, error));
+    if (route.acceptsV1)
+      return reply.type("application/json").send(paymentRequiredV1(route, terms, url, error));
     const instance = request.url.split("?")[0] ?? request.url;
-    return reply.type(PROBLEM_CONTENT_TYPE).send(problem(402, "payment-required", error, instance, { error }));
+    return reply
+      .type(PROBLEM_CONTENT_TYPE)
+      .send(problem(402, "payment-required", error, instance, { error }));
   }
 
   function fault(request: FastifyRequest, reply: FastifyReply, f: FacilitatorFault) {
-    request.log.warn({ reason: f.reason, status: f.status }, "facilitator fault");
+    // The facilitator's own words stay in the log: they may carry internals a client has no use for.
+    request.log.warn({ reason: f.reason, status: f.status, detail: f.message }, "facilitator fault");
     const instance = request.url.split("?")[0] ?? request.url;
     return sendProblem(
       reply,
-      problem(f.status, f.reason.replace(/_/g, "-"), `Payment could not be processed: ${f.message}. Retry later.`, instance),
+      problem(
+        f.status,
+        f.reason.replace(/_/g, "-"),
+        `${FAULT_DETAIL[f.reason] ?? "The payment facilitator failed."} Nothing was charged; retry later.`,
+        instance,
+      ),
       { "Retry-After": String(f.retryAfterSeconds), "Cache-Control": "no-store" },
     );
   }
@@ -112,19 +131,39 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       const v1 = header(request, HEADER_V1);
       const instance = request.url.split("?")[0] ?? request.url;
       if (v2 !== undefined && v1 !== undefined && route.acceptsV1)
-        return sendProblem(reply, problem(400, "invalid-payment-header", "Send PAYMENT-SIGNATURE or X-PAYMENT, not both.", instance));
+        return sendProblem(
+          reply,
+          problem(400, "invalid-payment-header", "Send PAYMENT-SIGNATURE or X-PAYMENT, not both.", instance),
+        );
       if (v2 === undefined && v1 !== undefined && !route.acceptsV1)
-        return paymentRequired(request, reply, route, "x402 v1 proofs (X-PAYMENT) are not accepted on this route; pay with PAYMENT-SIGNATURE (x402 v2)");
+        return paymentRequired(
+          request,
+          reply,
+          route,
+          "x402 v1 proofs (X-PAYMENT) are not accepted on this route; pay with PAYMENT-SIGNATURE (x402 v2)",
+        );
       const name = v2 !== undefined ? HEADER_V2 : route.acceptsV1 && v1 !== undefined ? HEADER_V1 : undefined;
-      if (!name) return paymentRequired(request, reply, route, "payment required: send an x402 proof in PAYMENT-SIGNATURE");
+      if (!name)
+        return paymentRequired(
+          request,
+          reply,
+          route,
+          "payment required: send an x402 proof in PAYMENT-SIGNATURE",
+        );
 
       const decoded = decodeProof(name, (name === HEADER_V2 ? v2 : v1) as string);
-      if (!decoded.ok) return sendProblem(reply, problem(400, "invalid-payment-header", decoded.detail, instance));
+      if (!decoded.ok)
+        return sendProblem(reply, problem(400, "invalid-payment-header", decoded.detail, instance));
       const proof = decoded.proof;
       if (proof.header !== name)
-        return paymentRequired(request, reply, route, proof.version === 1 && !route.acceptsV1
-          ? "x402 v1 proofs are not accepted on this route; pay with x402 v2"
-          : `${name.toUpperCase()} must carry an x402 v${name === HEADER_V2 ? 2 : 1} payload`);
+        return paymentRequired(
+          request,
+          reply,
+          route,
+          proof.version === 1 && !route.acceptsV1
+            ? "x402 v1 proofs are not accepted on this route; pay with x402 v2"
+            : `${name.toUpperCase()} must carry an x402 v${name === HEADER_V2 ? 2 : 1} payload`,
+        );
 
       let requirements: PaymentRequirements;
       if (proof.version === 2) {
@@ -134,7 +173,12 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       } else {
         const v1Req = requirementsV1(route, terms, resourceUrl(request));
         if (proof.payload.scheme !== "exact" || String(proof.payload.network) !== NETWORK_V1)
-          return paymentRequired(request, reply, route, `unsupported scheme/network ${proof.payload.scheme}/${proof.payload.network}; use exact on ${NETWORK_V1}`);
+          return paymentRequired(
+            request,
+            reply,
+            route,
+            `unsupported scheme/network ${proof.payload.scheme}/${proof.payload.network}; use exact on ${NETWORK_V1}`,
+          );
         requirements = v1Req as unknown as PaymentRequirements;
       }
 
@@ -150,32 +194,98 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       };
 
       if (ctx.idempotencyKey) {
-        const decision = decideIdempotency(ledger.getIdempotency(ctx.idempotencyKey), ctx.requestFingerprint, ctx.proofFingerprint);
-        if (decision.kind === "mismatch") return sendProblem(reply, problem(422, "idempotency-key-reused", decision.detail, instance));
+        const decision = decideIdempotency(
+          ledger.getIdempotency(ctx.idempotencyKey),
+          ctx.requestFingerprint,
+          ctx.proofFingerprint,
+        );
+        if (decision.kind === "mismatch")
+          return sendProblem(reply, problem(422, "idempotency-key-reused", decision.detail, instance));
         if (decision.kind === "in_flight")
-          return sendProblem(reply, problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance), { "Retry-After": "1" });
+          return sendProblem(
+            reply,
+            problem(
+              409,
+              "request-in-progress",
+              "A request with this Idempotency-Key is still running.",
+              instance,
+            ),
+            { "Retry-After": "1" },
+          );
         if (decision.kind === "replay") return replay(reply, decision.response);
       }
 
       if (!ledger.acquireProofLock(ctx.proofFingerprint, lockTtlMs))
-        return sendProblem(reply, problem(409, "payment-in-progress", "This payment proof is already being used by another request.", instance), { "Retry-After": "1" });
-      if (ctx.idempotencyKey && !ledger.startIdempotency(ctx.idempotencyKey, ctx.requestFingerprint, ctx.proofFingerprint, opts.idempotencyTtlMs)) {
+        return sendProblem(
+          reply,
+          problem(
+            409,
+            "payment-in-progress",
+            "This payment proof is already being used by another request.",
+            instance,
+          ),
+          { "Retry-After": "1" },
+        );
+      if (
+        ctx.idempotencyKey &&
+        !ledger.startIdempotency(
+          ctx.idempotencyKey,
+          ctx.requestFingerprint,
+          ctx.proofFingerprint,
+          opts.idempotencyTtlMs,
+        )
+      ) {
         ledger.releaseProofLock(ctx.proofFingerprint);
-        return sendProblem(reply, problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance), { "Retry-After": "1" });
+        return sendProblem(
+          reply,
+          problem(
+            409,
+            "request-in-progress",
+            "A request with this Idempotency-Key is still running.",
+            instance,
+          ),
+          { "Retry-After": "1" },
+        );
       }
 
       const used = ledger.receiptForProof(ctx.proofFingerprint);
       if (used && (used.status === "settled" || used.status === "pending")) {
         release(ctx);
-        return paymentRequired(request, reply, route, "payment_already_used: this proof has already paid for a response");
+        return paymentRequired(
+          request,
+          reply,
+          route,
+          "payment_already_used: this proof has already paid for a response",
+        );
       }
 
       try {
         const verdict = await gateway.verify(proof.payload as PaymentPayload, requirements);
+        if (!verdict.isValid && used && (used.status === "unknown" || used.status === "settling")) {
+          // An earlier settlement of this very proof had no confirmed outcome, and the authorisation no longer
+          // verifies: most likely it was spent by that settlement. A fresh 402 would make a paying client pay again.
+          release(ctx);
+          return sendProblem(
+            reply,
+            problem(
+              409,
+              "settlement-unconfirmed",
+              "An earlier settlement of this payment proof has not been confirmed and the proof no longer verifies. Do not pay again; check the authorization on chain or retry later.",
+              instance,
+              { error: verdict.invalidReason ?? "invalid_payment" },
+            ),
+            { "Retry-After": "30", "Cache-Control": "no-store" },
+          );
+        }
         if (!verdict.isValid) {
           release(ctx);
           const reason = verdict.invalidReason ?? "invalid_payment";
-          return paymentRequired(request, reply, route, verdict.invalidMessage ? `${reason}: ${verdict.invalidMessage}` : reason);
+          return paymentRequired(
+            request,
+            reply,
+            route,
+            verdict.invalidMessage ? `${reason}: ${verdict.invalidMessage}` : reason,
+          );
         }
       } catch (error) {
         release(ctx);
@@ -209,7 +319,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       release(ctx);
       return payload;
     }
-    const body = typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
+    const body =
+      typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
     const receiptId = ledger.beginReceipt({
       route: ctx.route.route,
       requestFingerprint: ctx.requestFingerprint,
@@ -229,22 +340,50 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     } catch (error) {
       // Indeterminate: the facilitator may or may not have settled. The body is withheld; a retry with the same
       // proof re-verifies, and the chain refuses a second use of the same authorisation, so nobody pays twice.
-      ledger.finishReceipt(receiptId, { status: "unknown", error: error instanceof Error ? error.message : String(error) });
+      ledger.finishReceipt(receiptId, {
+        status: "unknown",
+        error: error instanceof Error ? error.message : String(error),
+      });
       release(ctx);
-      const f = error instanceof FacilitatorFault ? error : new FacilitatorFault(502, "facilitator_error", 5, String(error));
+      const f =
+        error instanceof FacilitatorFault
+          ? error
+          : new FacilitatorFault(502, "facilitator_error", 5, String(error));
       request.log.warn({ reason: f.reason }, "settlement fault; response withheld");
       const instance = request.url.split("?")[0] ?? request.url;
-      reply.code(f.status).type(PROBLEM_CONTENT_TYPE).header("Retry-After", String(f.retryAfterSeconds)).header("Cache-Control", "no-store");
-      return JSON.stringify(problem(f.status, f.reason.replace(/_/g, "-"), `Settlement could not be confirmed: ${f.message}. Nothing was delivered; retry later.`, instance));
+      reply
+        .code(f.status)
+        .type(PROBLEM_CONTENT_TYPE)
+        .header("Retry-After", String(f.retryAfterSeconds))
+        .header("Cache-Control", "no-store");
+      return JSON.stringify(
+        problem(
+          f.status,
+          f.reason.replace(/_/g, "-"),
+          `${FAULT_DETAIL[f.reason] ?? "The payment facilitator failed."} The settlement could not be confirmed and nothing was delivered; retry later with the same proof.`,
+          instance,
+        ),
+      );
     }
 
-    const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
+    const pending =
+      !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
     if (!result.success && !pending) {
-      ledger.finishReceipt(receiptId, { status: "failed", payer: result.payer, error: result.errorReason ?? "settlement_failed" });
+      ledger.finishReceipt(receiptId, {
+        status: "failed",
+        payer: result.payer,
+        error: result.errorReason ?? "settlement_failed",
+      });
       release(ctx);
       const reason = `settlement failed: ${result.errorReason ?? "unknown"}${result.errorMessage ? ` (${result.errorMessage})` : ""}`;
       const url = resourceUrl(request);
-      reply.code(402).header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(ctx.route, terms, url, reason))).header("Cache-Control", "no-store");
+      reply
+        .code(402)
+        .header(
+          "PAYMENT-REQUIRED",
+          encodePaymentRequiredHeader(paymentRequiredV2(ctx.route, terms, url, reason)),
+        )
+        .header("Cache-Control", "no-store");
       const instance = request.url.split("?")[0] ?? request.url;
       if (ctx.route.acceptsV1) {
         reply.type("application/json");

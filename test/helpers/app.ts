@@ -24,7 +24,7 @@ export interface TestApp {
 
 /** The real app with real services and snapshots, a fake facilitator gateway and an in-memory ledger (or LEDGER_PATH). */
 export async function testApp(env: Record<string, string> = {}, clock: () => Date = () => TEST_NOW): Promise<TestApp> {
-  const config = parseConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", RATE_LIMIT_MAX: "100000", ...env });
+  const config = parseConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", RATE_LIMIT_MAX: "100000", MAX_EVENT_LOOP_DELAY_MS: "0", ...env });
   const gateway = fakeGateway();
   const ledger = openLedger(env.LEDGER_PATH ?? ":memory:");
   const app = await buildApp({

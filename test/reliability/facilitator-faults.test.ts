@@ -150,8 +150,11 @@ describe("settle faults withhold the response and never bill twice", () => {
 
     fac.settle = "ok";
     const retry = await pay(http, proof);
-    // The chain refuses the used authorisation, so the same proof can neither be charged twice nor unlock content.
-    expect(retry.status).toBe(402);
+    // The chain refuses the used authorisation, so the same proof can neither be charged twice nor unlock content;
+    // and the answer is not a fresh 402, which would make a paying client pay a second time.
+    expect(retry.status).toBe(409);
+    expect(((await retry.json()) as { type: string }).type).toMatch(/settlement-unconfirmed$/);
+    expect(retry.headers.get("payment-required")).toBeNull();
     expect(retry.headers.get("payment-response")).toBeNull();
     expect(fac.transfers.size).toBe(1);
     expect(fac.billedBy(PAYER)).toBe(1);
