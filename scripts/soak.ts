@@ -3,14 +3,15 @@
  * runs mixed paid (x402 v2 and v1, nine buyer keys) and unpaid load for N seconds, and prints errors by status,
  * p50/p99 latency, settlements per second and the server's RSS drift. Loopback only; bounded in time and count.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { devnetKey } from "../src/devnet/constants.js";
+import { freePort } from "../src/devnet/ports.js";
 import { openLedger } from "../src/store/ledger.js";
 import { fetchPayingV1, payingFetch } from "./buyer.js";
 
@@ -54,18 +55,6 @@ interface Sample {
   status: number | "network-error";
   ms: number;
   settled: boolean;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function startServer(ledgerPath: string): Promise<{ url: string; child: ChildProcess }> {

@@ -91,7 +91,8 @@ child.on("error", (err) => { console.error("anvil: " + err.message); process.exi
 
 const LISTENING = /Listening on ([^\s:]+|\[[^\]]+\]):(\d+)/;
 
-async function rpcAnswers(rpcUrl: string): Promise<boolean> {
+/** The chain id a JSON-RPC endpoint reports (hex), or undefined when nothing answers there. */
+export async function rpcChainId(rpcUrl: string): Promise<string | undefined> {
   try {
     const res = await fetch(rpcUrl, {
       method: "POST",
@@ -99,11 +100,11 @@ async function rpcAnswers(rpcUrl: string): Promise<boolean> {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
       signal: AbortSignal.timeout(1000),
     });
-    if (!res.ok) return false;
+    if (!res.ok) return undefined;
     const body = (await res.json()) as { result?: unknown };
-    return typeof body.result === "string";
+    return typeof body.result === "string" ? body.result : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -167,7 +168,7 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilInstance
     if (exitedEarly) break;
     if (announcedPort !== undefined) {
       const rpcUrl = `http://${host.includes(":") ? `[${host}]` : host}:${announcedPort}`;
-      if (await rpcAnswers(rpcUrl)) {
+      if ((await rpcChainId(rpcUrl)) !== undefined) {
         log(`anvil listening on ${rpcUrl} (chain id ${chainId}, pid ${child.pid})`);
         return { rpcUrl, host, port: announcedPort, chainId, stop };
       }

@@ -90,19 +90,37 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${request.url}`;
 
   /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
-  function paymentRequired(request: FastifyRequest, reply: FastifyReply, route: PaidRoute, error: string) {
+  /** Sets the 402 status and headers; returns the body (v1 PaymentRequired on v1-capable routes, else a problem). */
+  function prepare402(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    route: PaidRoute,
+    error: string,
+    slug: string,
+  ): object {
     const url = resourceUrl(request);
     reply
       .code(402)
       .header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(route, terms, url, error)))
       .header("Cache-Control", "no-store");
-    if (route.acceptsV1)
-      return reply.type("application/json").send(paymentRequiredV1(route, terms, url, error));
-    const instance = request.url.split("?")[0] ?? request.url;
-    return reply
-      .type(PROBLEM_CONTENT_TYPE)
-      .send(problem(402, "payment-required", error, instance, { error }));
+    if (route.acceptsV1) {
+      reply.type("application/json");
+      return paymentRequiredV1(route, terms, url, error);
+    }
+    reply.type(PROBLEM_CONTENT_TYPE);
+    return problem(402, slug, error, request.url.split("?")[0] ?? request.url, { error });
   }
+
+  /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
+  const paymentRequired = (request: FastifyRequest, reply: FastifyReply, route: PaidRoute, error: string) =>
+    reply.send(prepare402(request, reply, route, error, "payment-required"));
+
+  const inProgress = (reply: FastifyReply, instance: string) =>
+    sendProblem(
+      reply,
+      problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance),
+      { "Retry-After": "1" },
+    );
 
   function fault(request: FastifyRequest, reply: FastifyReply, f: FacilitatorFault) {
     // The facilitator's own words stay in the log: they may carry internals a client has no use for.
@@ -201,17 +219,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         );
         if (decision.kind === "mismatch")
           return sendProblem(reply, problem(422, "idempotency-key-reused", decision.detail, instance));
-        if (decision.kind === "in_flight")
-          return sendProblem(
-            reply,
-            problem(
-              409,
-              "request-in-progress",
-              "A request with this Idempotency-Key is still running.",
-              instance,
-            ),
-            { "Retry-After": "1" },
-          );
+        if (decision.kind === "in_flight") return inProgress(reply, instance);
         if (decision.kind === "replay") return replay(reply, decision.response);
       }
 
@@ -236,16 +244,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         )
       ) {
         ledger.releaseProofLock(ctx.proofFingerprint);
-        return sendProblem(
-          reply,
-          problem(
-            409,
-            "request-in-progress",
-            "A request with this Idempotency-Key is still running.",
-            instance,
-          ),
-          { "Retry-After": "1" },
-        );
+        return inProgress(reply, instance);
       }
 
       const used = ledger.receiptForProof(ctx.proofFingerprint);
@@ -376,21 +375,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       });
       release(ctx);
       const reason = `settlement failed: ${result.errorReason ?? "unknown"}${result.errorMessage ? ` (${result.errorMessage})` : ""}`;
-      const url = resourceUrl(request);
-      reply
-        .code(402)
-        .header(
-          "PAYMENT-REQUIRED",
-          encodePaymentRequiredHeader(paymentRequiredV2(ctx.route, terms, url, reason)),
-        )
-        .header("Cache-Control", "no-store");
-      const instance = request.url.split("?")[0] ?? request.url;
-      if (ctx.route.acceptsV1) {
-        reply.type("application/json");
-        return JSON.stringify(paymentRequiredV1(ctx.route, terms, url, reason));
-      }
-      reply.type(PROBLEM_CONTENT_TYPE);
-      return JSON.stringify(problem(402, "settlement-failed", reason, instance, { error: reason }));
+      return JSON.stringify(prepare402(request, reply, ctx.route, reason, "settlement-failed"));
     }
 
     // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.

@@ -2,21 +2,9 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { resolveAnvilBinary, startAnvil } from "../../src/devnet/anvil.js";
+import { resolveAnvilBinary, rpcChainId, startAnvil } from "../../src/devnet/anvil.js";
 
-async function chainId(rpcUrl: string): Promise<string | undefined> {
-  try {
-    const res = await fetch(rpcUrl, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(1000),
-    });
-    return ((await res.json()) as { result?: string }).result;
-  } catch {
-    return undefined;
-  }
-}
+const chainId = rpcChainId;
 
 async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

@@ -1,23 +1,12 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { rpcChainId } from "../../src/devnet/anvil.js";
 import { startServerProcess } from "../helpers/server-process.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-async function rpcAnswers(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
-      signal: AbortSignal.timeout(2000),
-    });
-    return ((await res.json()) as { result?: string }).result === "0x2105";
-  } catch {
-    return false;
-  }
-}
+const rpcAnswers = async (url: string) => (await rpcChainId(url)) === "0x2105";
 
 describe("the server process (what `npm start` runs)", () => {
   it("starts the devnet, prints how to pay, answers 402, and stops the chain on SIGTERM", async () => {
@@ -40,7 +29,14 @@ describe("the server process (what `npm start` runs)", () => {
   it("refuses to start in production without a facilitator and payTo, naming both", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
       cwd: ROOT,
-      env: { ...process.env, NODE_ENV: "production", FACILITATOR_URL: "", PAY_TO: "", CDP_API_KEY_ID: "", CDP_API_KEY_SECRET: "" },
+      env: {
+        ...process.env,
+        NODE_ENV: "production",
+        FACILITATOR_URL: "",
+        PAY_TO: "",
+        CDP_API_KEY_ID: "",
+        CDP_API_KEY_SECRET: "",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let err = "";

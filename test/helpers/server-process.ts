@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../src/devnet/ports.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const READY = /pressure402 is listening on (http:\/\/\S+)/;
@@ -15,19 +15,6 @@ export interface ServerProcess {
   exited: Promise<number | NodeJS.Signals | null>;
   /** Sends `signal` and waits for the process to exit (SIGKILL after `graceMs`). */
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | NodeJS.Signals | null>;
-}
-
-/** A free TCP port on 127.0.0.1 (the server needs a fixed PORT: with PORT=0 the test could not know it in advance). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /**
