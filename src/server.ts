@@ -3,7 +3,11 @@ import { buildApp } from "./app.js";
 import { createBenchmarkService } from "./benchmark/service.js";
 import { type Config, ConfigError, parseConfig } from "./config.js";
 import type { Devnet } from "./devnet/index.js";
-import { createFacilitatorClient, createFacilitatorGateway } from "./payments/facilitator.js";
+import {
+  createFacilitatorClient,
+  createFacilitatorGateway,
+  facilitatorTarget,
+} from "./payments/facilitator.js";
 import { formatUsdc } from "./payments/requirements.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
@@ -33,15 +37,16 @@ export async function start(config: Config) {
   }
 }
 
-async function serve(config: Config, facilitatorUrl: string, payTo: `0x${string}` | undefined, devnet: Devnet | undefined) {
+async function serve(
+  config: Config,
+  facilitatorUrl: string,
+  payTo: `0x${string}` | undefined,
+  devnet: Devnet | undefined,
+) {
   if (!payTo) throw new ConfigError("PAY_TO is required when a facilitator is configured");
 
   const facilitator = config.facilitator;
-  const client = createFacilitatorClient({
-    url: facilitatorUrl,
-    timeoutMs: facilitator.timeoutMs,
-    ...(facilitator.kind === "cdp" ? { cdp: { apiKeyId: facilitator.apiKeyId, apiKeySecret: facilitator.apiKeySecret } } : {}),
-  });
+  const client = createFacilitatorClient(facilitatorTarget(facilitator, facilitatorUrl));
   const ledger = openLedger(config.ledgerPath);
   const app = await buildApp({
     config,
@@ -52,7 +57,12 @@ async function serve(config: Config, facilitatorUrl: string, payTo: `0x${string}
     ledger,
     gateway: createFacilitatorGateway(client, config.circuit),
     payTo,
-    facilitatorLabel: facilitator.kind === "cdp" ? `cdp (${facilitatorUrl})` : facilitator.kind === "devnet" ? `devnet (${facilitatorUrl})` : facilitatorUrl,
+    facilitatorLabel:
+      facilitator.kind === "cdp"
+        ? `cdp (${facilitatorUrl})`
+        : facilitator.kind === "devnet"
+          ? `devnet (${facilitatorUrl})`
+          : facilitatorUrl,
   });
 
   const stop = async () => {
@@ -76,14 +86,19 @@ function printDevnetHelp(address: string, devnet: Devnet): void {
     `  BASE_URL=${address} npm run pay -- GET '/v1/unlocks/upcoming?days=30'`,
     `  BASE_URL=${address} npm run pay -- POST /v1/benchmark/endpoint '{"endpoint_url":"https://2s.io/api/crypto/token-price"}'`,
     "",
-    `Prices: ${Object.values(PRICES).map((p) => `${p.route} ${formatUsdc(p.amount)} USD`).join("; ")}`,
+    `Prices: ${Object.values(PRICES)
+      .map((p) => `${p.route} ${formatUsdc(p.amount)} USD`)
+      .join("; ")}`,
     `OpenAPI: ${address}/openapi.json`,
     "",
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-const isMain = import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("/server.ts") || process.argv[1]?.endsWith("/server.js");
+const isMain =
+  import.meta.url === `file://${process.argv[1]}` ||
+  process.argv[1]?.endsWith("/server.ts") ||
+  process.argv[1]?.endsWith("/server.js");
 if (isMain) {
   let config: Config;
   try {
@@ -101,8 +116,13 @@ if (isMain) {
       });
     })
     .catch((err: unknown) => {
-    const message = err instanceof ConfigError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
-    process.stderr.write(`pressure402: failed to start: ${message}\n`);
-    process.exit(1);
-  });
+      const message =
+        err instanceof ConfigError
+          ? err.message
+          : err instanceof Error
+            ? (err.stack ?? err.message)
+            : String(err);
+      process.stderr.write(`pressure402: failed to start: ${message}\n`);
+      process.exit(1);
+    });
 }

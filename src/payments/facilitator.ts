@@ -10,13 +10,32 @@ import {
   VerifyError,
   type VerifyResponse,
 } from "@x402/core/types";
+import type { FacilitatorConfig } from "../config.js";
 import { cdpAuthHeaders } from "./cdp-auth.js";
-import { admit, type CircuitOptions, type CircuitState, closedCircuit, recordFailure, recordSuccess } from "./circuit.js";
+import {
+  admit,
+  type CircuitOptions,
+  type CircuitState,
+  closedCircuit,
+  recordFailure,
+  recordSuccess,
+} from "./circuit.js";
 
 export interface FacilitatorTarget {
   url: string;
   timeoutMs: number;
   cdp?: { apiKeyId: string; apiKeySecret: string };
+}
+
+/** Where and how to reach the configured facilitator (the devnet's is a plain URL known only once it runs). */
+export function facilitatorTarget(config: FacilitatorConfig, url: string): FacilitatorTarget {
+  return {
+    url,
+    timeoutMs: config.timeoutMs,
+    ...(config.kind === "cdp"
+      ? { cdp: { apiKeyId: config.apiKeyId, apiKeySecret: config.apiKeySecret } }
+      : {}),
+  };
 }
 
 export function createFacilitatorClient(target: FacilitatorTarget): FacilitatorClient {
@@ -50,14 +69,29 @@ export interface FacilitatorGateway {
 function classify(error: unknown, operation: string, retryAfterSeconds: number): FacilitatorFault {
   if (error instanceof FacilitatorFault) return error;
   if (error instanceof FacilitatorTimeoutError)
-    return new FacilitatorFault(503, "facilitator_timeout", retryAfterSeconds, `facilitator ${operation} timed out`);
+    return new FacilitatorFault(
+      503,
+      "facilitator_timeout",
+      retryAfterSeconds,
+      `facilitator ${operation} timed out`,
+    );
   if (error instanceof FacilitatorResponseError)
     return new FacilitatorFault(502, "facilitator_bad_response", retryAfterSeconds, error.message);
   const message = error instanceof Error ? error.message : String(error);
   // undici reports refused/reset connections and DNS failures as a TypeError("fetch failed").
   if (error instanceof TypeError)
-    return new FacilitatorFault(503, "facilitator_unreachable", retryAfterSeconds, `facilitator ${operation}: ${message}`);
-  return new FacilitatorFault(502, "facilitator_error", retryAfterSeconds, `facilitator ${operation}: ${message}`);
+    return new FacilitatorFault(
+      503,
+      "facilitator_unreachable",
+      retryAfterSeconds,
+      `facilitator ${operation}: ${message}`,
+    );
+  return new FacilitatorFault(
+    502,
+    "facilitator_error",
+    retryAfterSeconds,
+    `facilitator ${operation}: ${message}`,
+  );
 }
 
 /**
@@ -100,7 +134,12 @@ export function createFacilitatorGateway(
           return await client.verify(payload, requirements);
         } catch (error) {
           if (error instanceof VerifyError)
-            return { isValid: false, invalidReason: error.invalidReason ?? "invalid_payment", invalidMessage: error.invalidMessage, payer: error.payer };
+            return {
+              isValid: false,
+              invalidReason: error.invalidReason ?? "invalid_payment",
+              invalidMessage: error.invalidMessage,
+              payer: error.payer,
+            };
           throw error;
         }
       }),

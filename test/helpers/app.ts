@@ -1,9 +1,10 @@
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../src/app.js";
+import { type AppDeps, buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { type Config, parseConfig } from "../../src/config.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
 import { loadCatalog } from "../../src/store/catalog.js";
+import { type Ledger, openLedger } from "../../src/store/ledger.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { type FakeGateway, fakeGateway } from "./fake-gateway.js";
@@ -22,22 +23,48 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** The real app with real services and snapshots, a fake facilitator gateway and an in-memory ledger (or LEDGER_PATH). */
-export async function testApp(env: Record<string, string> = {}, clock: () => Date = () => TEST_NOW): Promise<TestApp> {
-  const config = parseConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", RATE_LIMIT_MAX: "100000", MAX_EVENT_LOOP_DELAY_MS: "0", ...env });
-  const gateway = fakeGateway();
-  const ledger = openLedger(env.LEDGER_PATH ?? ":memory:");
-  const app = await buildApp({
-    config,
+/** Test configuration: quiet, no rate limit or load shedding in the way, overridable per test (strings, as in env). */
+export const testConfig = (env: Record<string, string> = {}): Config =>
+  parseConfig({
+    NODE_ENV: "test",
+    LOG_LEVEL: "silent",
+    RATE_LIMIT_MAX: "100000",
+    MAX_EVENT_LOOP_DELAY_MS: "0",
+    ...env,
+  });
+
+/** The real app over the shipped snapshots, with the gateway and ledger a test chooses. */
+export function appWith(deps: {
+  config: Config;
+  gateway: FacilitatorGateway;
+  ledger: Ledger;
+  clock?: () => Date;
+  logger?: AppDeps["logger"];
+  facilitatorLabel?: string;
+}): Promise<FastifyInstance> {
+  const clock = deps.clock ?? (() => TEST_NOW);
+  return buildApp({
+    config: deps.config,
     unlocks: createUnlockService(unlockStore, clock),
     benchmark: createBenchmarkService(catalog, { clock }),
-    ledger,
-    gateway,
+    ledger: deps.ledger,
+    gateway: deps.gateway,
     payTo: TEST_PAY_TO,
-    facilitatorLabel: "fake",
+    facilitatorLabel: deps.facilitatorLabel ?? "fake",
     clock,
-    logger: false,
+    logger: deps.logger ?? false,
   });
+}
+
+/** The real app with real services and snapshots, a fake facilitator gateway and an in-memory ledger (or LEDGER_PATH). */
+export async function testApp(
+  env: Record<string, string> = {},
+  clock: () => Date = () => TEST_NOW,
+): Promise<TestApp> {
+  const config = testConfig(env);
+  const gateway = fakeGateway();
+  const ledger = openLedger(env.LEDGER_PATH ?? ":memory:");
+  const app = await appWith({ config, gateway, ledger, clock });
   await app.ready();
   return {
     app,

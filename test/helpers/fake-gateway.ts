@@ -1,6 +1,6 @@
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
-import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
 import { closedCircuit } from "../../src/payments/circuit.js";
+import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
 
 export interface FakeGateway extends FacilitatorGateway {
   calls: { verify: number; settle: number };

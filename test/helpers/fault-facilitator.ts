@@ -2,21 +2,18 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../src/app.js";
-import { createBenchmarkService } from "../../src/benchmark/service.js";
-import { type Config, parseConfig } from "../../src/config.js";
+import type { buildApp } from "../../src/app.js";
+import type { Config } from "../../src/config.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
   type FacilitatorGateway,
+  facilitatorTarget,
 } from "../../src/payments/facilitator.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
-import { loadCatalog } from "../../src/store/catalog.js";
 import { type Ledger, openLedger } from "../../src/store/ledger.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
-import { createUnlockService } from "../../src/unlocks/service.js";
-import { TEST_NOW, TEST_PAY_TO } from "./app.js";
+import { appWith, TEST_PAY_TO, testConfig } from "./app.js";
 import { b64, v2Proof } from "./proofs.js";
 
 /**
@@ -254,9 +251,6 @@ export interface HttpApp {
   close(): Promise<void>;
 }
 
-const unlockStore = loadUnlockStore();
-const catalog = loadCatalog();
-
 /**
  * The real app with the real HTTP facilitator client and gateway (timeouts, error mapping, circuit breaker), pointed at
  * `facilitatorUrl`, listening on 127.0.0.1 with a random port. `env` overrides the configuration (strings, as in the
@@ -267,33 +261,23 @@ export async function startHttpApp(
   env: Record<string, string> = {},
   opts: { ledgerPath?: string; logger?: Parameters<typeof buildApp>[0]["logger"] } = {},
 ): Promise<HttpApp> {
-  const config = parseConfig({
-    NODE_ENV: "test",
-    LOG_LEVEL: "silent",
-    RATE_LIMIT_MAX: "100000",
+  const config = testConfig({
+    MAX_EVENT_LOOP_DELAY_MS: "1000",
     FACILITATOR_URL: facilitatorUrl,
     PAY_TO: TEST_PAY_TO,
     ...env,
   });
-  const clock = () => TEST_NOW;
-  const fc = config.facilitator;
-  const client = createFacilitatorClient({
-    url: facilitatorUrl,
-    timeoutMs: fc.timeoutMs,
-    ...(fc.kind === "cdp" ? { cdp: { apiKeyId: fc.apiKeyId, apiKeySecret: fc.apiKeySecret } } : {}),
-  });
-  const gateway = createFacilitatorGateway(client, config.circuit);
+  const gateway = createFacilitatorGateway(
+    createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl)),
+    config.circuit,
+  );
   const ledger = openLedger(opts.ledgerPath ?? ":memory:");
-  const app = await buildApp({
+  const app = await appWith({
     config,
-    unlocks: createUnlockService(unlockStore, clock),
-    benchmark: createBenchmarkService(catalog, { clock }),
-    ledger,
     gateway,
-    payTo: TEST_PAY_TO,
+    ledger,
+    logger: opts.logger,
     facilitatorLabel: facilitatorUrl,
-    clock,
-    logger: opts.logger ?? false,
   });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return {
