@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { authorizationTypes } from "@x402/evm";
@@ -19,6 +21,7 @@ import { b64 } from "../helpers/proofs.js";
  * The real server on the embedded devnet, over real HTTP, bought with real clients: every paid call must move exactly
  * the route's price from the buyer to payTo on chain, and every refused proof must move nothing.
  */
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 type Started = Awaited<ReturnType<typeof start>>;
 let server: Started;
 let dir: string;
@@ -155,6 +158,41 @@ describe("paying the four unlock routes in x402 v1 mode (registerV1, X-PAYMENT)"
       expect(Object.keys(sent ?? {})).toEqual(["X-PAYMENT"]);
       expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     }
+  });
+});
+
+describe("the buyer CLI (npm run pay)", () => {
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "scripts/pay.ts", ...args],
+        { cwd: ROOT, env: { ...process.env, BASE_URL: server.address, ...env }, timeout: 60_000 },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
+    });
+
+  it("pays a GET, prints status, body and the settlement with its devnet transaction", async () => {
+    const payTo = await devnet().balanceOf(devnet().payTo);
+    const { code, out } = await run(["GET", "/v1/unlocks/upcoming?days=30"], {
+      BUYER_PRIVATE_KEY: devnet().buyers[6]!.privateKey,
+    });
+    expect(code, out).toBe(0);
+    expect(out).toContain("status: 200");
+    expect(out).toMatch(/"transaction": "0x[0-9a-f]{64}"/);
+    expect((await devnet().balanceOf(devnet().payTo)) - payTo).toBe(20000n);
+  });
+
+  it("refuses to pay above MAX_PRICE_USD, and nothing moves", async () => {
+    const payTo = await devnet().balanceOf(devnet().payTo);
+    const { code, out } = await run(["POST", "/v1/unlock/backtest", JSON.stringify(await firstUpcoming())], {
+      BUYER_PRIVATE_KEY: devnet().buyers[6]!.privateKey,
+      MAX_PRICE_USD: "0.25",
+    });
+    expect(code).toBe(1);
+    expect(out).toMatch(/refusing to pay/);
+    expect(await devnet().balanceOf(devnet().payTo)).toBe(payTo + 20000n); // only firstUpcoming's own call
   });
 });
 
