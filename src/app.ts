@@ -55,6 +55,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger: deps.logger ?? loggerOptions(config.logLevel),
     bodyLimit: config.bodyLimit,
+    // Fastify takes a hop count at run time (proxy-addr), though its types omit number.
+    trustProxy: config.trustProxy as boolean | string[],
     requestTimeout: config.requestTimeoutMs,
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",

@@ -12,6 +12,7 @@ export const EnvSchema = Type.Object({
   HOST: Type.String({ default: "127.0.0.1", minLength: 1 }),
   PORT: Type.Integer({ default: 3000, minimum: 0, maximum: 65535 }),
   LOG_LEVEL: Type.Enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], { default: "info" }),
+  TRUST_PROXY: Type.String({ default: "false", pattern: "^(true|false|[0-9]+|[0-9a-fA-F.:/,\\s]+)$" }),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   FACILITATOR_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   FACILITATOR_TIMEOUT_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000 }),
@@ -50,6 +51,8 @@ export interface Config {
   host: string;
   port: number;
   logLevel: Env["LOG_LEVEL"];
+  /** Fastify trustProxy: whether client IPs (rate limiting, logs) come from X-Forwarded-For, and from which hops. */
+  trustProxy: boolean | number | string[];
   publicBaseUrl: string | undefined;
   facilitator: FacilitatorConfig;
   payTo: `0x${string}` | undefined;
@@ -87,10 +90,22 @@ function secret(env: Record<string, string | undefined>, name: string): string |
     try {
       return readFileSync(file, "utf8").trim();
     } catch (err) {
-      throw new ConfigError(`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+      throw new ConfigError(
+        `${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      );
     }
   }
   return direct;
+}
+
+function parseTrustProxy(value: string): boolean | number | string[] {
+  if (value === "true") return true;
+  if (value === "false") return false;
+  if (/^[0-9]+$/.test(value)) return Number(value);
+  return value
+    .split(",")
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 export function parseConfig(source: Record<string, string | undefined> = process.env): Config {
@@ -102,14 +117,20 @@ export function parseConfig(source: Record<string, string | undefined> = process
   // The secret itself is read below (possibly from a file) and never enters the validated record.
   delete raw.CDP_API_KEY_SECRET;
   const notWhole = Object.entries(raw)
-    .filter(([key, value]) => (EnvSchema.properties[key as keyof Env] as { type?: string }).type === "integer" && !/^-?\d+$/.test(String(value)))
+    .filter(
+      ([key, value]) =>
+        (EnvSchema.properties[key as keyof Env] as { type?: string }).type === "integer" &&
+        !/^-?\d+$/.test(String(value)),
+    )
     .map(([key, value]) => `${key}: must be a whole number (got ${JSON.stringify(value)})`);
   if (notWhole.length > 0) throw new ConfigError(`invalid environment: ${notWhole.join("; ")}`);
   const withDefaults = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw)) as Record<string, unknown>;
   const errors = [...Value.Errors(EnvSchema, withDefaults)];
   if (errors.length > 0) {
     const lines = errors.map((e) => {
-      const name = e.instancePath.replace(/^\//, "") || String((e.params as { requiredProperties?: string[] }).requiredProperties ?? "");
+      const name =
+        e.instancePath.replace(/^\//, "") ||
+        String((e.params as { requiredProperties?: string[] }).requiredProperties ?? "");
       return `${name}: ${e.message} (got ${JSON.stringify(source[name] ?? null)})`;
     });
     throw new ConfigError(`invalid environment: ${[...new Set(lines)].join("; ")}`);
@@ -121,7 +142,9 @@ export function parseConfig(source: Record<string, string | undefined> = process
   let facilitator: FacilitatorConfig;
   if (env.CDP_API_KEY_ID || apiKeySecret) {
     if (!env.CDP_API_KEY_ID || !apiKeySecret)
-      throw new ConfigError("CDP_API_KEY_ID and CDP_API_KEY_SECRET (or CDP_API_KEY_SECRET_FILE) must be set together");
+      throw new ConfigError(
+        "CDP_API_KEY_ID and CDP_API_KEY_SECRET (or CDP_API_KEY_SECRET_FILE) must be set together",
+      );
     facilitator = {
       kind: "cdp",
       url: env.FACILITATOR_URL ?? CDP_FACILITATOR_URL,
@@ -137,7 +160,8 @@ export function parseConfig(source: Record<string, string | undefined> = process
 
   if (env.NODE_ENV === "production") {
     const missing: string[] = [];
-    if (facilitator.kind === "devnet") missing.push("FACILITATOR_URL (or CDP_API_KEY_ID + CDP_API_KEY_SECRET)");
+    if (facilitator.kind === "devnet")
+      missing.push("FACILITATOR_URL (or CDP_API_KEY_ID + CDP_API_KEY_SECRET)");
     if (!env.PAY_TO) missing.push("PAY_TO");
     if (missing.length > 0)
       throw new ConfigError(`NODE_ENV=production refuses to start without: ${missing.join(", ")}`);
@@ -148,6 +172,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     host: env.HOST,
     port: env.PORT,
     logLevel: env.LOG_LEVEL,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     facilitator,
     payTo: env.PAY_TO as `0x${string}` | undefined,

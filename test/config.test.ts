@@ -10,8 +10,18 @@ const schemaVars = Object.keys(EnvSchema.properties).sort();
 describe("parseConfig", () => {
   it("defaults to the embedded devnet on 127.0.0.1:3000", () => {
     const c = parseConfig({});
-    expect(c).toMatchObject({ host: "127.0.0.1", port: 3000, env: "development", facilitator: { kind: "devnet" } });
-    expect(c.benchmark).toEqual({ phase: "provisional", provisionalCap: 500, liveProbe: false, probeAllowHosts: [] });
+    expect(c).toMatchObject({
+      host: "127.0.0.1",
+      port: 3000,
+      env: "development",
+      facilitator: { kind: "devnet" },
+    });
+    expect(c.benchmark).toEqual({
+      phase: "provisional",
+      provisionalCap: 500,
+      liveProbe: false,
+      probeAllowHosts: [],
+    });
   });
 
   it.each([
@@ -27,11 +37,30 @@ describe("parseConfig", () => {
     expect(() => parseConfig(env)).toThrow(message);
   });
 
+  it("reads TRUST_PROXY as a flag, a hop count or a list of proxies", () => {
+    expect(parseConfig({}).trustProxy).toBe(false);
+    expect(parseConfig({ TRUST_PROXY: "true" }).trustProxy).toBe(true);
+    expect(parseConfig({ TRUST_PROXY: "2" }).trustProxy).toBe(2);
+    expect(parseConfig({ TRUST_PROXY: "10.0.0.0/8, 127.0.0.1" }).trustProxy).toEqual([
+      "10.0.0.0/8",
+      "127.0.0.1",
+    ]);
+    expect(() => parseConfig({ TRUST_PROXY: "yes please" })).toThrow(/TRUST_PROXY/);
+  });
+
   it("production refuses to start without a facilitator and payTo, saying which is missing", () => {
     expect(() => parseConfig({ NODE_ENV: "production" })).toThrow(/FACILITATOR_URL.*PAY_TO/);
-    expect(() => parseConfig({ NODE_ENV: "production", FACILITATOR_URL: "https://f.example" })).toThrow(/without: PAY_TO$/);
-    expect(() => parseConfig({ NODE_ENV: "production", PAY_TO: `0x${"a".repeat(40)}` })).toThrow(/FACILITATOR_URL/);
-    const ok = parseConfig({ NODE_ENV: "production", FACILITATOR_URL: "https://f.example", PAY_TO: `0x${"a".repeat(40)}` });
+    expect(() => parseConfig({ NODE_ENV: "production", FACILITATOR_URL: "https://f.example" })).toThrow(
+      /without: PAY_TO$/,
+    );
+    expect(() => parseConfig({ NODE_ENV: "production", PAY_TO: `0x${"a".repeat(40)}` })).toThrow(
+      /FACILITATOR_URL/,
+    );
+    const ok = parseConfig({
+      NODE_ENV: "production",
+      FACILITATOR_URL: "https://f.example",
+      PAY_TO: `0x${"a".repeat(40)}`,
+    });
     expect(ok.facilitator).toEqual({ kind: "url", url: "https://f.example", timeoutMs: 10_000 });
   });
 
@@ -40,9 +69,18 @@ describe("parseConfig", () => {
     try {
       writeFileSync(join(dir, "secret"), "  s3cret\n");
       const c = parseConfig({ CDP_API_KEY_ID: "id", CDP_API_KEY_SECRET_FILE: join(dir, "secret") });
-      expect(c.facilitator).toMatchObject({ kind: "cdp", url: CDP_FACILITATOR_URL, apiKeyId: "id", apiKeySecret: "s3cret" });
-      expect(() => parseConfig({ CDP_API_KEY_ID: "id", CDP_API_KEY_SECRET: "a", CDP_API_KEY_SECRET_FILE: "b" })).toThrow(/only one/);
-      expect(() => parseConfig({ CDP_API_KEY_ID: "id", CDP_API_KEY_SECRET_FILE: join(dir, "missing") })).toThrow(/cannot read/);
+      expect(c.facilitator).toMatchObject({
+        kind: "cdp",
+        url: CDP_FACILITATOR_URL,
+        apiKeyId: "id",
+        apiKeySecret: "s3cret",
+      });
+      expect(() =>
+        parseConfig({ CDP_API_KEY_ID: "id", CDP_API_KEY_SECRET: "a", CDP_API_KEY_SECRET_FILE: "b" }),
+      ).toThrow(/only one/);
+      expect(() =>
+        parseConfig({ CDP_API_KEY_ID: "id", CDP_API_KEY_SECRET_FILE: join(dir, "missing") }),
+      ).toThrow(/cannot read/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
