@@ -11,6 +11,7 @@ import { HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
 import payments from "./payments/plugin.js";
+import type { Reconciler } from "./payments/reconcile.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { metaRoutes } from "./routes/meta.js";
 import { unlockRoutes } from "./routes/unlocks.js";
@@ -26,6 +27,8 @@ export interface AppDeps {
   benchmark: BenchmarkService;
   ledger: Ledger;
   gateway: FacilitatorGateway;
+  /** Recovers lost settlements from the chain (optional). */
+  reconciler?: Reconciler | undefined;
   payTo: `0x${string}`;
   /** Human label of the facilitator in use (URL, "cdp" or "devnet"); shown on GET /. */
   facilitatorLabel: string;
@@ -137,6 +140,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds },
     publicBaseUrl: config.publicBaseUrl,
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
+    reconciler: deps.reconciler,
   });
   await app.register(metaRoutes, {
     payTo: deps.payTo,

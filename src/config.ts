@@ -19,6 +19,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_ID: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
   LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
@@ -56,6 +57,8 @@ export interface Config {
   publicBaseUrl: string | undefined;
   facilitator: FacilitatorConfig;
   payTo: `0x${string}` | undefined;
+  /** Base JSON-RPC endpoint for reconciling settlements whose outcome was lost (optional; the devnet sets its own). */
+  chainRpcUrl: string | undefined;
   paymentTimeoutSeconds: number;
   ledgerPath: string;
   idempotencyTtlSeconds: number;
@@ -176,6 +179,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     facilitator,
     payTo: env.PAY_TO as `0x${string}` | undefined,
+    chainRpcUrl: env.CHAIN_RPC_URL,
     paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
     ledgerPath: env.LEDGER_PATH,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,

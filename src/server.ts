@@ -8,6 +8,7 @@ import {
   createFacilitatorGateway,
   facilitatorTarget,
 } from "./payments/facilitator.js";
+import { createChainReconciler } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
@@ -48,6 +49,7 @@ async function serve(
   const facilitator = config.facilitator;
   const client = createFacilitatorClient(facilitatorTarget(facilitator, facilitatorUrl));
   const ledger = openLedger(config.ledgerPath);
+  const rpcUrl = devnet?.rpcUrl ?? config.chainRpcUrl;
   const app = await buildApp({
     config,
     unlocks: createUnlockService(loadUnlockStore(config.unlocksSnapshot)),
@@ -56,6 +58,7 @@ async function serve(
     }),
     ledger,
     gateway: createFacilitatorGateway(client, config.circuit),
+    reconciler: rpcUrl ? createChainReconciler(rpcUrl) : undefined,
     payTo,
     facilitatorLabel:
       facilitator.kind === "cdp"

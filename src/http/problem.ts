@@ -45,10 +45,21 @@ export function problem(
   instance: string,
   extra: Partial<Problem> = {},
 ): Problem {
-  return { type: `${TYPE_BASE}${slug}`, title: TITLES[status] ?? "Error", status, detail, instance, ...extra };
+  return {
+    type: `${TYPE_BASE}${slug}`,
+    title: TITLES[status] ?? "Error",
+    status,
+    detail,
+    instance,
+    ...extra,
+  };
 }
 
-export function sendProblem(reply: FastifyReply, p: Problem, headers: Record<string, string> = {}): FastifyReply {
+export function sendProblem(
+  reply: FastifyReply,
+  p: Problem,
+  headers: Record<string, string> = {},
+): FastifyReply {
   return reply.code(p.status).headers(headers).type(PROBLEM_CONTENT_TYPE).send(p);
 }
 
@@ -117,23 +128,39 @@ export function registerProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpProblem, request: FastifyRequest, reply: FastifyReply) => {
     const instance = request.url.split("?")[0] ?? request.url;
     if (error instanceof HttpProblem) {
-      return sendProblem(reply, problem(error.status, error.slug, error.message, instance, error.extra), error.headers);
+      return sendProblem(
+        reply,
+        problem(error.status, error.slug, error.message, instance, error.extra),
+        error.headers,
+      );
     }
     if (error.validation) {
       const errors = fieldErrors(error.validation as AjvLikeError[], error.validationContext);
       const summary = errors.map((e) => `${e.in} ${e.pointer} ${e.detail}`).join("; ");
-      return sendProblem(reply, problem(400, "invalid-request", `The request is invalid: ${summary}`, instance, { errors }));
+      return sendProblem(
+        reply,
+        problem(400, "invalid-request", `The request is invalid: ${summary}`, instance, { errors }),
+      );
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      const slug = (error.code ?? "client-error").toLowerCase().replace(/^fst_err_/, "").replace(/_/g, "-");
+      const slug = (error.code ?? "client-error")
+        .toLowerCase()
+        .replace(/^fst_err_/, "")
+        .replace(/_/g, "-");
       return sendProblem(reply, problem(status, slug, error.message, instance));
     }
     if (error.code === "FST_UNDER_PRESSURE")
-      return sendProblem(reply, problem(503, "overloaded", "The server is overloaded; retry shortly.", instance));
+      return sendProblem(
+        reply,
+        problem(503, "overloaded", "The server is overloaded; retry shortly.", instance),
+      );
     request.log.error({ err: error }, "unhandled error");
     const safeStatus = status >= 500 && status < 600 ? status : 500;
-    return sendProblem(reply, problem(safeStatus, "internal", "The server failed to answer this request.", instance));
+    return sendProblem(
+      reply,
+      problem(safeStatus, "internal", "The server failed to answer this request.", instance),
+    );
   });
 
   app.setNotFoundHandler((request, reply) => {

@@ -18,16 +18,31 @@ interface PropertySchema {
 }
 
 /** Ajv's number coercion takes "0x10", " 5" and "1e2"; a query integer must be written as one. */
-function textShapeErrors(schema: { properties?: Record<string, PropertySchema> }, value: unknown): ErrorObject[] {
+function textShapeErrors(
+  schema: { properties?: Record<string, PropertySchema> },
+  value: unknown,
+): ErrorObject[] {
   if (!schema.properties || typeof value !== "object" || value === null) return [];
   const errors: ErrorObject[] = [];
   for (const [key, raw] of Object.entries(value)) {
     const type = schema.properties[key]?.type;
     if (typeof raw !== "string") continue;
     if (type === "integer" && !WHOLE.test(raw))
-      errors.push({ keyword: "type", instancePath: `/${key}`, schemaPath: "", params: { type }, message: "must be integer" });
+      errors.push({
+        keyword: "type",
+        instancePath: `/${key}`,
+        schemaPath: "",
+        params: { type },
+        message: "must be integer",
+      });
     if (type === "boolean" && !BOOL.test(raw))
-      errors.push({ keyword: "type", instancePath: `/${key}`, schemaPath: "", params: { type }, message: "must be boolean" });
+      errors.push({
+        keyword: "type",
+        instancePath: `/${key}`,
+        schemaPath: "",
+        params: { type },
+        message: "must be boolean",
+      });
   }
   return errors;
 }

@@ -25,7 +25,8 @@ export function loadCdpKey(secret: string): LoadedKey {
     return { key: createPrivateKey(trimmed.replace(/\\n/g, "\n")), alg: "ES256" };
   }
   const raw = Buffer.from(trimmed, "base64");
-  if (raw.length !== 64) throw new Error("CDP_API_KEY_SECRET: expected an EC PEM key or base64 of a 64-byte Ed25519 key");
+  if (raw.length !== 64)
+    throw new Error("CDP_API_KEY_SECRET: expected an EC PEM key or base64 of a 64-byte Ed25519 key");
   const key = createPrivateKey({
     key: { kty: "OKP", crv: "Ed25519", d: b64url(raw.subarray(0, 32)), x: b64url(raw.subarray(32)) },
     format: "jwk",
@@ -43,7 +44,12 @@ export async function cdpJwt(
 ): Promise<string> {
   const u = new URL(url);
   return new SignJWT({ uris: [`${method} ${u.host}${u.pathname}`] })
-    .setProtectedHeader({ alg: loaded.alg, kid: apiKeyId, typ: "JWT", nonce: randomBytes(16).toString("hex") })
+    .setProtectedHeader({
+      alg: loaded.alg,
+      kid: apiKeyId,
+      typ: "JWT",
+      nonce: randomBytes(16).toString("hex"),
+    })
     .setIssuer("cdp")
     .setSubject(apiKeyId)
     .setNotBefore(nowSeconds)

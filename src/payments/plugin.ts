@@ -6,6 +6,7 @@ import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from "../http/problem.js";
 import type { Ledger, StoredResponse } from "../store/ledger.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { decideIdempotency } from "./idempotency.js";
+import type { Reconciler } from "./reconcile.js";
 import { decodeProof, type Proof, proofFingerprint, requestFingerprint, sha256 } from "./proof.js";
 import {
   NETWORK_V1,
@@ -25,6 +26,8 @@ export interface PaymentsOptions {
   idempotencyTtlMs: number;
   /** How long a proof stays locked if its request never finishes (crash, hung client). */
   lockTtlMs?: number;
+  /** Reads the chain to recover settlements whose outcome was lost; without it they are answered 409. */
+  reconciler?: Reconciler | undefined;
 }
 
 export interface PaidRoute extends RoutePrice {
@@ -41,6 +44,8 @@ interface PaymentContext {
   idempotencyKey: string | undefined;
   ppRef: string | undefined;
   settled: boolean;
+  /** A settlement found on chain for this proof (an earlier attempt whose outcome was lost): deliver, do not settle. */
+  recovered?: { receiptId: string; result: SettleResponse };
 }
 
 declare module "fastify" {
@@ -141,6 +146,30 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   function release(ctx: Pick<PaymentContext, "proofFingerprint" | "idempotencyKey">) {
     ledger.releaseProofLock(ctx.proofFingerprint);
     if (ctx.idempotencyKey) ledger.dropIdempotency(ctx.idempotencyKey);
+  }
+
+  async function recover(request: FastifyRequest, ctx: PaymentContext): Promise<SettleResponse | undefined> {
+    if (!opts.reconciler) return undefined;
+    try {
+      const found = await opts.reconciler.findSettlement(ctx.proof.payload.payload, {
+        asset: ctx.requirements.asset,
+        payTo: terms.payTo,
+        amount: ctx.route.amount,
+      });
+      if (found)
+        request.log.info({ transaction: found.transaction }, "recovered a settlement from the chain");
+      return (
+        found && {
+          success: true,
+          transaction: found.transaction,
+          payer: found.payer,
+          network: ctx.requirements.network,
+        }
+      );
+    } catch (error) {
+      request.log.warn({ err: error }, "chain reconciliation failed");
+      return undefined;
+    }
   }
 
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
@@ -262,7 +291,20 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         const verdict = await gateway.verify(proof.payload as PaymentPayload, requirements);
         if (!verdict.isValid && used && (used.status === "unknown" || used.status === "settling")) {
           // An earlier settlement of this very proof had no confirmed outcome, and the authorisation no longer
-          // verifies: most likely it was spent by that settlement. A fresh 402 would make a paying client pay again.
+          // verifies: most likely that settlement spent it. Look on chain; a fresh 402 would make a paying client
+          // pay again.
+          const recovered =
+            used.requestFingerprint === ctx.requestFingerprint ? await recover(request, ctx) : undefined;
+          if (recovered) {
+            ledger.finishReceipt(used.id, {
+              status: "settled",
+              payer: recovered.payer,
+              transaction: recovered.transaction,
+            });
+            ctx.recovered = { receiptId: used.id, result: recovered };
+            request.payment = ctx;
+            return;
+          }
           release(ctx);
           return sendProblem(
             reply,
@@ -320,22 +362,26 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     }
     const body =
       typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
-    const receiptId = ledger.beginReceipt({
-      route: ctx.route.route,
-      requestFingerprint: ctx.requestFingerprint,
-      proofFingerprint: ctx.proofFingerprint,
-      x402Version: ctx.proof.version,
-      amount: ctx.route.amount,
-      network: ctx.requirements.network,
-      asset: ctx.requirements.asset,
-      payTo: terms.payTo,
-      ppRef: ctx.ppRef,
-      idempotencyKey: ctx.idempotencyKey,
-    });
+    const receiptId =
+      ctx.recovered?.receiptId ??
+      ledger.beginReceipt({
+        route: ctx.route.route,
+        requestFingerprint: ctx.requestFingerprint,
+        proofFingerprint: ctx.proofFingerprint,
+        x402Version: ctx.proof.version,
+        amount: ctx.route.amount,
+        network: ctx.requirements.network,
+        asset: ctx.requirements.asset,
+        payTo: terms.payTo,
+        ppRef: ctx.ppRef,
+        idempotencyKey: ctx.idempotencyKey,
+      });
 
     let result: SettleResponse;
     try {
-      result = await gateway.settle(ctx.proof.payload as PaymentPayload, ctx.requirements);
+      result =
+        ctx.recovered?.result ??
+        (await gateway.settle(ctx.proof.payload as PaymentPayload, ctx.requirements));
     } catch (error) {
       // Indeterminate: the facilitator may or may not have settled. The body is withheld; a retry with the same
       // proof re-verifies, and the chain refuses a second use of the same authorisation, so nobody pays twice.

@@ -34,7 +34,11 @@ export function requirementsV2(price: RoutePrice, terms: PaymentTerms): PaymentR
   };
 }
 
-export function requirementsV1(price: RoutePrice, terms: PaymentTerms, resourceUrl: string): PaymentRequirementsV1 {
+export function requirementsV1(
+  price: RoutePrice,
+  terms: PaymentTerms,
+  resourceUrl: string,
+): PaymentRequirementsV1 {
   return {
     scheme: "exact",
     // @x402/core types v1 networks as CAIP-2, but the v1 wire format uses plain names ("base").

@@ -29,14 +29,37 @@ function assertAbsoluteUrl(value: string): void {
   try {
     url = new URL(value);
   } catch {
-    throw new HttpProblem(400, "invalid-request", "endpoint_url is not an absolute URL.", {}, {
-      errors: [{ in: "body", pointer: "/endpoint_url", detail: "must be an absolute http(s) URL" }],
-    });
+    throw new HttpProblem(
+      400,
+      "invalid-request",
+      "endpoint_url is not an absolute URL.",
+      {},
+      {
+        errors: [{ in: "body", pointer: "/endpoint_url", detail: "must be an absolute http(s) URL" }],
+      },
+    );
   }
-  if ((url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname || url.username || url.password)
-    throw new HttpProblem(400, "invalid-request", "endpoint_url must be an http(s) URL without credentials.", {}, {
-      errors: [{ in: "body", pointer: "/endpoint_url", detail: "must be an absolute http(s) URL without user info" }],
-    });
+  if (
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    !url.hostname ||
+    url.username ||
+    url.password
+  )
+    throw new HttpProblem(
+      400,
+      "invalid-request",
+      "endpoint_url must be an http(s) URL without credentials.",
+      {},
+      {
+        errors: [
+          {
+            in: "body",
+            pointer: "/endpoint_url",
+            detail: "must be an absolute http(s) URL without user info",
+          },
+        ],
+      },
+    );
 }
 
 export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> = async (app, opts) => {
@@ -85,7 +108,10 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
     },
     async (request) =>
       opts.benchmark.benchmark(
-        { endpoint_url: request.body.endpoint_url, ...(request.body.category_hint ? { category_hint: request.body.category_hint } : {}) },
+        {
+          endpoint_url: request.body.endpoint_url,
+          ...(request.body.category_hint ? { category_hint: request.body.category_hint } : {}),
+        },
         { availability: availabilityLabel(opts.phase, false) },
       ),
   );

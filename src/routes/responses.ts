@@ -17,19 +17,30 @@ const problem = (description: string, headers?: Record<string, { type: "string";
   ...(headers ? { headers } : {}),
 });
 
-const retryAfter = { "Retry-After": { type: "string" as const, description: "Seconds to wait before retrying" } };
+const retryAfter = {
+  "Retry-After": { type: "string" as const, description: "Seconds to wait before retrying" },
+};
 
 /** Response headers of a successful paid call. */
 export const PAID_RESPONSE_HEADERS = {
-  "PAYMENT-RESPONSE": { type: "string" as const, description: "x402 v2 SettleResponse, base64 JSON (v2 proofs)" },
-  "X-PAYMENT-RESPONSE": { type: "string" as const, description: "x402 v1 settlement response, base64 JSON (v1 proofs)" },
+  "PAYMENT-RESPONSE": {
+    type: "string" as const,
+    description: "x402 v2 SettleResponse, base64 JSON (v2 proofs)",
+  },
+  "X-PAYMENT-RESPONSE": {
+    type: "string" as const,
+    description: "x402 v1 settlement response, base64 JSON (v1 proofs)",
+  },
 };
 
 /** The 200 of a paid route: the result, with the settlement headers documented. */
 export const paid = <T extends object>(schema: T) => ({ ...schema, headers: PAID_RESPONSE_HEADERS });
 
 const paymentRequiredHeader = {
-  "PAYMENT-REQUIRED": { type: "string" as const, description: "x402 v2 PaymentRequired, base64 (standard alphabet) JSON" },
+  "PAYMENT-REQUIRED": {
+    type: "string" as const,
+    description: "x402 v2 PaymentRequired, base64 (standard alphabet) JSON",
+  },
 };
 
 export const notFoundResponse = problem("Unknown token or unlock event (checked before any payment request)");
@@ -45,12 +56,21 @@ export function paidErrorResponses(price: PaidRoute) {
           description:
             "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON); the body is the v1 form.",
         }
-      : problem("Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON).", paymentRequiredHeader),
+      : problem(
+          "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON).",
+          paymentRequiredHeader,
+        ),
     409: problem("The same payment proof or Idempotency-Key is already in flight", retryAfter),
     413: problem("Body larger than the limit"),
     422: problem("Idempotency-Key reused with a different request or proof"),
     429: problem("Rate limit exceeded (RateLimit headers)", retryAfter),
-    502: problem("The facilitator answered with an error or malformed data; nothing was delivered or charged twice", retryAfter),
-    503: problem("Facilitator unavailable, overloaded server, or (benchmark) provisional daily cap reached", retryAfter),
+    502: problem(
+      "The facilitator answered with an error or malformed data; nothing was delivered or charged twice",
+      retryAfter,
+    ),
+    503: problem(
+      "Facilitator unavailable, overloaded server, or (benchmark) provisional daily cap reached",
+      retryAfter,
+    ),
   };
 }

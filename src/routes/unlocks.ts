@@ -11,17 +11,22 @@ const TAG = "unlocks";
 
 const notFound = (service: UnlockService, token: string, eventId?: string): void => {
   if (eventId === undefined) {
-    if (!service.hasToken(token)) throw new HttpProblem(404, "unknown-token", `No unlock schedule is known for token ${token}.`);
+    if (!service.hasToken(token))
+      throw new HttpProblem(404, "unknown-token", `No unlock schedule is known for token ${token}.`);
     return;
   }
   const found = service.lookupEvent(token, eventId);
-  if (found === "unknown_token") throw new HttpProblem(404, "unknown-token", `No unlock schedule is known for token ${token}.`);
+  if (found === "unknown_token")
+    throw new HttpProblem(404, "unknown-token", `No unlock schedule is known for token ${token}.`);
   if (found === "unknown_event")
     throw new HttpProblem(404, "unknown-unlock-event", `Token ${token} has no unlock event ${eventId}.`);
 };
 
 /** The four unlock-risk routes: schema + price + one service call each. Existence is checked before payment. */
-export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }> = async (app, { unlocks }) => {
+export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }> = async (
+  app,
+  { unlocks },
+) => {
   app.get(
     "/v1/unlocks/upcoming",
     {
@@ -57,7 +62,8 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         app.payments.guard(PRICES.unlockRisk),
       ],
     },
-    async (request) => unlocks.score(request.body.token, request.body.unlock_event_id, request.body.includeEvidence),
+    async (request) =>
+      unlocks.score(request.body.token, request.body.unlock_event_id, request.body.includeEvidence),
   );
 
   app.post(
@@ -70,10 +76,17 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: RiskSummaryBody,
-        response: { 200: paid(RiskSummary), 404: notFoundResponse, ...paidErrorResponses(PRICES.riskSummary) },
+        response: {
+          200: paid(RiskSummary),
+          404: notFoundResponse,
+          ...paidErrorResponses(PRICES.riskSummary),
+        },
         "x-payment-info": paymentInfo(PRICES.riskSummary),
       },
-      preHandler: [async (request) => notFound(unlocks, request.body.token), app.payments.guard(PRICES.riskSummary)],
+      preHandler: [
+        async (request) => notFound(unlocks, request.body.token),
+        app.payments.guard(PRICES.riskSummary),
+      ],
     },
     async (request) => unlocks.summary(request.body.token, request.body.lookbackDays),
   );
@@ -88,7 +101,11 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: BacktestBody,
-        response: { 200: paid(BacktestResult), 404: notFoundResponse, ...paidErrorResponses(PRICES.backtest) },
+        response: {
+          200: paid(BacktestResult),
+          404: notFoundResponse,
+          ...paidErrorResponses(PRICES.backtest),
+        },
         "x-payment-info": paymentInfo(PRICES.backtest),
       },
       preHandler: [
@@ -96,6 +113,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         app.payments.guard(PRICES.backtest),
       ],
     },
-    async (request) => unlocks.backtest(request.body.token, request.body.unlock_event_id, request.body.windowDays),
+    async (request) =>
+      unlocks.backtest(request.body.token, request.body.unlock_event_id, request.body.windowDays),
   );
 };

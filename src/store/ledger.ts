@@ -71,7 +71,13 @@ export interface Ledger {
   countPaidSince(route: string, sinceIso: string): number;
   getIdempotency(key: string, now?: number): IdempotencyRecord | undefined;
   /** Inserts an in-flight record; false when the key is already taken (and not expired). */
-  startIdempotency(key: string, requestFingerprint: string, proofFingerprint: string, ttlMs: number, now?: number): boolean;
+  startIdempotency(
+    key: string,
+    requestFingerprint: string,
+    proofFingerprint: string,
+    ttlMs: number,
+    now?: number,
+  ): boolean;
   completeIdempotency(key: string, response: StoredResponse): void;
   dropIdempotency(key: string): void;
   close(): void;
@@ -174,11 +180,13 @@ export function openLedger(path: string): Ledger {
     receiptByProof: db.prepare(
       "SELECT * FROM receipts WHERE proof_fingerprint = ? AND status != 'failed' ORDER BY created_at DESC LIMIT 1",
     ),
-    insertReceipt: db.prepare(`INSERT INTO receipts (id, route, request_fingerprint, proof_fingerprint, x402_version,
+    insertReceipt:
+      db.prepare(`INSERT INTO receipts (id, route, request_fingerprint, proof_fingerprint, x402_version,
       amount, network, asset, pay_to, status, created_at, pp_ref, idempotency_key)
       VALUES (@id, @route, @request_fingerprint, @proof_fingerprint, @x402_version, @amount, @network, @asset, @pay_to,
       'settling', @created_at, @pp_ref, @idempotency_key)`),
-    finishReceipt: db.prepare(`UPDATE receipts SET status = @status, payer = @payer, "transaction" = @transaction,
+    finishReceipt:
+      db.prepare(`UPDATE receipts SET status = @status, payer = @payer, "transaction" = @transaction,
       error = @error, settled_at = @settled_at, response_digest = @response_digest WHERE id = @id`),
     allReceipts: db.prepare("SELECT * FROM receipts ORDER BY created_at, id"),
     countPaid: db.prepare(
@@ -186,7 +194,8 @@ export function openLedger(path: string): Ledger {
     ),
     purgeIdem: db.prepare("DELETE FROM idempotency WHERE expires_at <= ?"),
     getIdem: db.prepare("SELECT * FROM idempotency WHERE key = ? AND expires_at > ?"),
-    insertIdem: db.prepare(`INSERT OR IGNORE INTO idempotency (key, request_fingerprint, proof_fingerprint, state,
+    insertIdem:
+      db.prepare(`INSERT OR IGNORE INTO idempotency (key, request_fingerprint, proof_fingerprint, state,
       response, created_at, expires_at) VALUES (?, ?, ?, 'in_flight', NULL, ?, ?)`),
     completeIdem: db.prepare("UPDATE idempotency SET state = 'complete', response = ? WHERE key = ?"),
     dropIdem: db.prepare("DELETE FROM idempotency WHERE key = ?"),

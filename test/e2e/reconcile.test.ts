@@ -1,0 +1,151 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buyerClient } from "../../scripts/buyer.js";
+import { parseConfig } from "../../src/config.js";
+import { type Devnet, startDevnet } from "../../src/devnet/index.js";
+import { createChainReconciler } from "../../src/payments/reconcile.js";
+import { start } from "../../src/server.js";
+import { openLedger } from "../../src/store/ledger.js";
+import { b64 } from "../helpers/proofs.js";
+
+/*
+ * A settlement whose answer is lost: the facilitator really settles on the devnet, but its reply never reaches the
+ * server (a proxy swallows it), so the server times out and withholds the body. The buyer has paid. A retry of the
+ * same request with the same proof must deliver the response, recovered from the chain, and bill nothing more.
+ */
+let devnet: Devnet;
+let proxy: Server;
+let proxyUrl: string;
+let loseSettleReplies = true;
+const settledTx: string[] = [];
+const sockets = new Set<Socket>();
+let server: Awaited<ReturnType<typeof start>>;
+let dir: string;
+let ledgerPath: string;
+
+async function forward(req: IncomingMessage, res: ServerResponse) {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const upstream = await fetch(`${devnet.facilitatorUrl}${req.url}`, {
+    method: req.method,
+    headers: { "content-type": "application/json" },
+    ...(req.method === "POST" ? { body: Buffer.concat(chunks) } : {}),
+  });
+  const text = await upstream.text();
+  if (req.url === "/settle") {
+    const tx = (JSON.parse(text) as { transaction?: string }).transaction;
+    if (tx) settledTx.push(tx);
+    if (loseSettleReplies) return; // the settlement happened; its answer is lost
+  }
+  res.writeHead(upstream.status, { "content-type": "application/json" }).end(text);
+}
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  proxy = createServer((req, res) => void forward(req, res));
+  proxy.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  dir = mkdtempSync(join(tmpdir(), "p402-reconcile-"));
+  ledgerPath = join(dir, "ledger.sqlite");
+  server = await start(
+    parseConfig({
+      NODE_ENV: "test",
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      LEDGER_PATH: ledgerPath,
+      FACILITATOR_URL: proxyUrl,
+      FACILITATOR_TIMEOUT_MS: "3000",
+      PAY_TO: devnet.payTo,
+      CHAIN_RPC_URL: devnet.rpcUrl,
+    }),
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => proxy?.close(r));
+  await devnet?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function proofFor(path: string, key: `0x${string}`) {
+  const res = await fetch(`${server.address}${path}`);
+  expect(res.status).toBe(402);
+  const required = decodePaymentRequiredHeader(res.headers.get("payment-required") as string);
+  return b64(await buyerClient(key, 1_000_000n).createPaymentPayload(required));
+}
+
+describe("recovering a settlement whose outcome was lost", () => {
+  it("withholds the body, then delivers it on retry from the chain, billing exactly once", async () => {
+    const buyer = devnet.buyers[0]!;
+    const path = "/v1/unlocks/upcoming?days=30";
+    const proof = await proofFor(path, buyer.privateKey);
+    const before = await devnet.balanceOf(devnet.payTo);
+
+    const lost = await fetch(`${server.address}${path}`, { headers: { "PAYMENT-SIGNATURE": proof } });
+    expect(lost.status).toBe(503);
+    expect(await lost.text()).not.toContain('"unlocks"');
+    expect(settledTx).toHaveLength(1);
+    expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20000n); // the buyer has paid
+
+    // The same proof for another request does not buy that one, and is not asked to pay again.
+    const other = await fetch(`${server.address}/v1/unlocks/upcoming?days=7`, {
+      headers: { "PAYMENT-SIGNATURE": proof },
+    });
+    expect(other.status).toBe(409);
+    expect(other.headers.get("payment-required")).toBeNull();
+
+    loseSettleReplies = false;
+    const retry = await fetch(`${server.address}${path}`, { headers: { "PAYMENT-SIGNATURE": proof } });
+    expect(retry.status).toBe(200);
+    expect(((await retry.json()) as { days: number }).days).toBe(30);
+    const settlement = decodePaymentResponseHeader(retry.headers.get("payment-response") as string);
+    expect(settlement).toMatchObject({ success: true, transaction: settledTx[0] });
+    expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20000n); // and only once
+    expect(settledTx).toHaveLength(1); // no second settlement was attempted
+
+    const again = await fetch(`${server.address}${path}`, { headers: { "PAYMENT-SIGNATURE": proof } });
+    expect(again.status).toBe(402); // one proof, one response
+
+    const ledger = openLedger(ledgerPath);
+    const receipts = ledger.receipts();
+    ledger.close();
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ status: "settled", transaction: settledTx[0], amount: "20000" });
+    expect(receipts[0]?.responseDigest).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("the reconciler only counts a transfer of the full amount to our payTo", async () => {
+    loseSettleReplies = false;
+    const reconciler = createChainReconciler(devnet.rpcUrl);
+    const buyer = devnet.buyers[1]!;
+    const proof = JSON.parse(
+      Buffer.from(await proofFor("/v1/unlocks/upcoming?days=3", buyer.privateKey), "base64").toString(),
+    );
+    const terms = { asset: proof.accepted.asset, payTo: devnet.payTo, amount: "20000" };
+    expect(await reconciler.findSettlement(proof.payload, terms)).toBeUndefined(); // not used yet
+    const paid = await fetch(`${server.address}/v1/unlocks/upcoming?days=3`, {
+      headers: { "PAYMENT-SIGNATURE": b64(proof) },
+    });
+    expect(paid.status).toBe(200);
+    const found = await reconciler.findSettlement(proof.payload, terms);
+    expect(found?.transaction).toBe(
+      decodePaymentResponseHeader(paid.headers.get("payment-response") as string).transaction,
+    );
+    expect(await reconciler.findSettlement(proof.payload, { ...terms, amount: "20001" })).toBeUndefined();
+    expect(
+      await reconciler.findSettlement(proof.payload, { ...terms, payTo: buyer.address }),
+    ).toBeUndefined();
+    expect(await reconciler.findSettlement({ not: "an authorization" }, terms)).toBeUndefined();
+  });
+});
