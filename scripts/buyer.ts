@@ -50,7 +50,10 @@ export async function fetchPayingV1(
   const required = http.getPaymentRequiredResponse(() => null, body);
   const payload = await http.createPaymentPayload(required);
   const paymentHeader = http.encodePaymentSignatureHeader(payload);
-  const response = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...paymentHeader } });
+  const response = await fetch(url, {
+    ...init,
+    headers: { ...(init.headers as Record<string, string>), ...paymentHeader },
+  });
   return { response, paymentHeader };
 }
 

@@ -28,7 +28,10 @@ export async function generateOpenApi(): Promise<string> {
     unlocks: createUnlockService(loadUnlockStore()),
     benchmark: createBenchmarkService(loadCatalog()),
     ledger,
-    gateway: createFacilitatorGateway({ verify: unreachable, settle: unreachable, getSupported: unreachable }, config.circuit),
+    gateway: createFacilitatorGateway(
+      { verify: unreachable, settle: unreachable, getSupported: unreachable },
+      config.circuit,
+    ),
     payTo: "0x0000000000000000000000000000000000000000",
     facilitatorLabel: "none",
     logger: false,

@@ -4,7 +4,13 @@
  * MAX_PRICE_USD (default 0.50; calls priced above it are refused), X402_VERSION=1 to pay with X-PAYMENT (v1).
  */
 import { parseUnits } from "viem";
-import { DEVNET_BUYER_KEY, decodeSettlement, fetchPayingV1, PriceTooHighError, payingFetch } from "./buyer.js";
+import {
+  DEVNET_BUYER_KEY,
+  decodeSettlement,
+  fetchPayingV1,
+  PriceTooHighError,
+  payingFetch,
+} from "./buyer.js";
 
 function usage(): never {
   process.stderr.write("usage: npm run pay -- <GET|POST> <path> [json-body]\n");
@@ -26,7 +32,8 @@ async function main() {
   }
   const base = (process.env.BASE_URL ?? "http://127.0.0.1:3000").replace(/\/+$/, "");
   const key = (process.env.BUYER_PRIVATE_KEY ?? DEVNET_BUYER_KEY) as `0x${string}`;
-  if (!/^0x[0-9a-fA-F]{64}$/.test(key)) throw new Error("BUYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex key");
+  if (!/^0x[0-9a-fA-F]{64}$/.test(key))
+    throw new Error("BUYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex key");
   const maxAtomic = parseUnits(process.env.MAX_PRICE_USD ?? "0.50", 6);
   const url = `${base}${path.startsWith("/") ? path : `/${path}`}`;
   const init: RequestInit = {

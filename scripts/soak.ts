@@ -4,16 +4,15 @@
  * p50/p99 latency, settlements per second and the server's RSS drift. Loopback only; bounded in time and count.
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { devnetKey } from "../src/devnet/constants.js";
-import { freePort } from "../src/devnet/ports.js";
 import { openLedger } from "../src/store/ledger.js";
 import { fetchPayingV1, payingFetch } from "./buyer.js";
+import { startServerProcess } from "./server-process.js";
 
 const { values } = parseArgs({
   options: {
@@ -26,7 +25,7 @@ const SECONDS = Math.min(Math.max(Number(values.seconds) || 30, 1), 3600);
 const CONCURRENCY = Math.min(Math.max(Number(values.concurrency) || 16, 1), 256);
 const MAX_REQUESTS = Math.max(Number(values["max-requests"]) || 2_000_000, 1);
 const MAX_PRICE = 1_000_000n;
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const _ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 type Kind = "paid-v2" | "paid-v1" | "unpaid-402" | "invalid-400" | "health-200";
 const EXPECTED: Record<Kind, number> = {
@@ -57,39 +56,6 @@ interface Sample {
   settled: boolean;
 }
 
-async function startServer(ledgerPath: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      NODE_ENV: "development",
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      LOG_LEVEL: "warn",
-      LEDGER_PATH: ledgerPath,
-      // The soak measures the payment path, not the per-client limiter (one client IP sends everything).
-      RATE_LIMIT_MAX: "100000000",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  let out = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 60 s:\n${out}`)), 60_000);
-    child.stdout?.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /pressure402 is listening on (http:\/\/\S+)/.exec(out);
-      if (m?.[1]) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited (${code}):\n${out}`)));
-  });
-  child.stdout?.resume();
-  return { url, child };
-}
-
 /** Resident set size of a process in MiB (Linux /proc). */
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -105,7 +71,9 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "soak-"));
   const ledgerPath = join(dir, "ledger.sqlite");
   process.stdout.write(`soak: starting the server on the embedded devnet (ledger ${ledgerPath})…\n`);
-  const { url, child } = await startServer(ledgerPath);
+  // The soak measures the payment path, not the per-client limiter (one client IP sends everything).
+  const server = await startServerProcess({ LEDGER_PATH: ledgerPath, RATE_LIMIT_MAX: "100000000" });
+  const { url, child } = server;
   const pid = child.pid as number;
   const buyers = Array.from({ length: 9 }, (_, i) => devnetKey(i + 1).privateKey);
   const payers = buyers.map((k) => payingFetch(k, MAX_PRICE));
@@ -170,8 +138,7 @@ async function main(): Promise<void> {
   clearInterval(sampler);
   const rssEnd = rssMiB(pid);
 
-  child.kill("SIGTERM");
-  await new Promise((r) => child.once("exit", r));
+  await server.stop("SIGTERM");
   const ledger = openLedger(ledgerPath);
   const receipts = ledger.receipts();
   ledger.close();

@@ -7,11 +7,13 @@
  * checked (no second lookup, so DNS rebinding cannot swap it); redirects are never followed; the
  * whole exchange has one deadline and the body a byte cap.
  */
+
 import { lookup as dnsLookup } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import type { RawAccept } from "../store/catalog-bazaar.js";
 import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "../store/catalog-money.js";
 import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
 
@@ -75,14 +77,7 @@ function fail(reason: ProbeFailure, detail: string): ProbeResult {
   return { ok: false, reason, detail };
 }
 
-interface AcceptLike {
-  scheme?: unknown;
-  network?: unknown;
-  amount?: unknown;
-  maxAmountRequired?: unknown;
-  asset?: unknown;
-  payTo?: unknown;
-}
+type AcceptLike = RawAccept;
 
 /** Picks the requirement to report: Base USDC first, then any with an atomic amount. */
 export function pickAccept(

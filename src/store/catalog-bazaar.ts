@@ -73,7 +73,8 @@ export async function fetchBazaarListing(
   }
 }
 
-interface RawAccept {
+/** One `accepts` entry of an x402 402 answer or Bazaar item, v1 or v2, as untrusted input. */
+export interface RawAccept {
   scheme?: unknown;
   network?: unknown;
   amount?: unknown;

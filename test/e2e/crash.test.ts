@@ -5,9 +5,9 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { wrapFetchWithPayment } from "@x402/fetch";
 import { afterAll, describe, expect, it } from "vitest";
 import { buyerClient, fetchPayingV1 } from "../../scripts/buyer.js";
+import { type ServerProcess, startServerProcess } from "../../scripts/server-process.js";
 import { devnetKey } from "../../src/devnet/constants.js";
 import { openLedger } from "../../src/store/ledger.js";
-import { type ServerProcess, startServerProcess } from "../helpers/server-process.js";
 
 // The server as a separate process on the embedded devnet, paid concurrently by 9 buyers (v2 and v1), killed with
 // SIGKILL mid-load, restarted on the same ledger file: every settlement a client received must have its receipt.

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { startServerProcess } from "../../scripts/server-process.js";
 import { rpcChainId } from "../../src/devnet/anvil.js";
-import { startServerProcess } from "../helpers/server-process.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 

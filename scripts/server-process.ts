@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { freePort } from "../../src/devnet/ports.js";
+import { freePort } from "../src/devnet/ports.js";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const READY = /pressure402 is listening on (http:\/\/\S+)/;
 
 export interface ServerProcess {
@@ -18,7 +18,7 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `src/server.ts` as a separate Node process (through tsx, as `npm start` does) and waits until it prints that
+ * Used by the soak and by the process-level tests. Starts `src/server.ts` as a separate Node process (through tsx, as `npm start` does) and waits until it prints that
  * it is listening. Without FACILITATOR_URL in `env`, the server starts its embedded devnet.
  */
 export async function startServerProcess(
