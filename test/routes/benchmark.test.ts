@@ -96,6 +96,24 @@ describe("POST /v1/benchmark/endpoint: the capped provisional phase", () => {
   });
 });
 
+describe("endpoint_url placeholders", () => {
+  it.each([
+    "https://api.vaults.fyi/v2/positions/:address",
+    "https://api.vaults.fyi/v2/positions/{address}",
+    "https://api.vaults.fyi/v2/positions/%7Baddress%7D",
+    "HTTPS://API.Example.com:443/v1/items/{id}?x=1",
+  ])("%s is a valid request (402 when unpaid)", async (endpoint_url) => {
+    const t = await app({});
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/benchmark/endpoint",
+      headers: { "content-type": "application/json" },
+      payload: JSON.stringify({ endpoint_url }),
+    });
+    expect(res.statusCode, res.body).toBe(402);
+  });
+});
+
 describe("pp_ref", () => {
   it("is recorded with the paid call and never echoed", async () => {
     const t = await app({});
