@@ -6,16 +6,15 @@ import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from "../http/problem.js";
 import type { Ledger, StoredResponse } from "../store/ledger.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { decideIdempotency } from "./idempotency.js";
-import type { Reconciler } from "./reconcile.js";
+import { chooseProofHeader, HEADER_V1, HEADER_V2, requirementsFor } from "./matching.js";
 import { decodeProof, type Proof, proofFingerprint, requestFingerprint, sha256 } from "./proof.js";
+import type { Reconciler } from "./reconcile.js";
 import {
   NETWORK_V1,
   type PaymentTerms,
   paymentRequiredV1,
   paymentRequiredV2,
   type RoutePrice,
-  requirementsV1,
-  requirementsV2,
 } from "./requirements.js";
 
 export interface PaymentsOptions {
@@ -65,26 +64,9 @@ const FAULT_DETAIL: Record<string, string> = {
   facilitator_error: "The payment facilitator answered with an error.",
 };
 
-const HEADER_V2 = "payment-signature";
-const HEADER_V1 = "x-payment";
-
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-function matchesAccepted(accepted: PaymentRequirements, ours: PaymentRequirements): string | undefined {
-  const checks: [string, unknown, unknown][] = [
-    ["scheme", accepted.scheme, ours.scheme],
-    ["network", accepted.network, ours.network],
-    ["asset", accepted.asset?.toLowerCase(), ours.asset.toLowerCase()],
-    ["amount", accepted.amount, ours.amount],
-    ["payTo", accepted.payTo?.toLowerCase(), ours.payTo.toLowerCase()],
-  ];
-  const wrong = checks
-    .filter(([, a, b]) => a !== b)
-    .map(([field, a, b]) => `${field} ${String(a)} ≠ ${String(b)}`);
-  return wrong.length ? `payment does not match the requirements (${wrong.join(", ")})` : undefined;
 }
 
 const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) => {
@@ -174,23 +156,25 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
 
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
-      const v2 = header(request, HEADER_V2);
-      const v1 = header(request, HEADER_V1);
       const instance = request.url.split("?")[0] ?? request.url;
-      if (v2 !== undefined && v1 !== undefined && route.acceptsV1)
+      const choice = chooseProofHeader(
+        header(request, HEADER_V2),
+        header(request, HEADER_V1),
+        route.acceptsV1,
+      );
+      if (choice.kind === "both")
         return sendProblem(
           reply,
           problem(400, "invalid-payment-header", "Send PAYMENT-SIGNATURE or X-PAYMENT, not both.", instance),
         );
-      if (v2 === undefined && v1 !== undefined && !route.acceptsV1)
+      if (choice.kind === "v1_not_accepted")
         return paymentRequired(
           request,
           reply,
           route,
           "x402 v1 proofs (X-PAYMENT) are not accepted on this route; pay with PAYMENT-SIGNATURE (x402 v2)",
         );
-      const name = v2 !== undefined ? HEADER_V2 : route.acceptsV1 && v1 !== undefined ? HEADER_V1 : undefined;
-      if (!name)
+      if (choice.kind === "none")
         return paymentRequired(
           request,
           reply,
@@ -198,36 +182,13 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           "payment required: send an x402 proof in PAYMENT-SIGNATURE",
         );
 
-      const decoded = decodeProof(name, (name === HEADER_V2 ? v2 : v1) as string);
+      const decoded = decodeProof(choice.name, choice.value);
       if (!decoded.ok)
         return sendProblem(reply, problem(400, "invalid-payment-header", decoded.detail, instance));
       const proof = decoded.proof;
-      if (proof.header !== name)
-        return paymentRequired(
-          request,
-          reply,
-          route,
-          proof.version === 1 && !route.acceptsV1
-            ? "x402 v1 proofs are not accepted on this route; pay with x402 v2"
-            : `${name.toUpperCase()} must carry an x402 v${name === HEADER_V2 ? 2 : 1} payload`,
-        );
-
-      let requirements: PaymentRequirements;
-      if (proof.version === 2) {
-        requirements = requirementsV2(route, terms);
-        const mismatch = matchesAccepted(proof.payload.accepted, requirements);
-        if (mismatch) return paymentRequired(request, reply, route, mismatch);
-      } else {
-        const v1Req = requirementsV1(route, terms, resourceUrl(request));
-        if (proof.payload.scheme !== "exact" || String(proof.payload.network) !== NETWORK_V1)
-          return paymentRequired(
-            request,
-            reply,
-            route,
-            `unsupported scheme/network ${proof.payload.scheme}/${proof.payload.network}; use exact on ${NETWORK_V1}`,
-          );
-        requirements = v1Req as unknown as PaymentRequirements;
-      }
+      const matched = requirementsFor(proof, choice, route, terms, resourceUrl(request));
+      if (!matched.ok) return paymentRequired(request, reply, route, matched.error);
+      const requirements = matched.requirements;
 
       const ctx: PaymentContext = {
         route,

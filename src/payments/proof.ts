@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
+import { parsePaymentPayload } from "@x402/core/schemas";
 import type { PaymentPayload } from "@x402/core/types";
 import type { PaymentPayloadV1 } from "@x402/core/types/v1";
-import { parsePaymentPayload } from "@x402/core/schemas";
 
 export type Proof =
   | { version: 2; header: "payment-signature"; payload: PaymentPayload }
