@@ -54,7 +54,7 @@ describe("requirementsFor", () => {
   it.each([
     ["amount", { amount: "19999" }, /amount 19999 ≠ 20000/],
     ["payTo", { payTo: "0x00000000000000000000000000000000000000bb" }, /payTo/],
-    ["network", { network: "eip155:84532" }, /network/],
+    ["network", { network: "eip155:84532" as const }, /network/],
     ["asset", { asset: "0x0000000000000000000000000000000000000001" }, /asset/],
     ["scheme", { scheme: "upto" }, /scheme/],
   ])("refuses a v2 proof with another %s", (_f, change, why) => {
