@@ -55,6 +55,9 @@ export function problem(
   };
 }
 
+/** The problem's `instance`: the request path, without the query (which may carry client data). */
+export const problemInstance = (request: FastifyRequest): string => request.url.split("?")[0] ?? request.url;
+
 export function sendProblem(
   reply: FastifyReply,
   p: Problem,
@@ -126,7 +129,7 @@ function dedupe(errors: FieldError[]): FieldError[] {
  */
 export function registerProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpProblem, request: FastifyRequest, reply: FastifyReply) => {
-    const instance = request.url.split("?")[0] ?? request.url;
+    const instance = problemInstance(request);
     if (error instanceof HttpProblem) {
       return sendProblem(
         reply,
@@ -164,7 +167,7 @@ export function registerProblemHandlers(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const instance = request.url.split("?")[0] ?? request.url;
+    const instance = problemInstance(request);
     return sendProblem(reply, problem(404, "not-found", `No route ${request.method} ${instance}.`, instance));
   });
 }

@@ -2,7 +2,7 @@ import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
-import { PROBLEM_CONTENT_TYPE, problem, sendProblem } from "../http/problem.js";
+import { PROBLEM_CONTENT_TYPE, problem, problemInstance, sendProblem } from "../http/problem.js";
 import type { Ledger, StoredResponse } from "../store/ledger.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { decideIdempotency } from "./idempotency.js";
@@ -95,7 +95,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       return paymentRequiredV1(route, terms, url, error);
     }
     reply.type(PROBLEM_CONTENT_TYPE);
-    return problem(402, slug, error, request.url.split("?")[0] ?? request.url, { error });
+    return problem(402, slug, error, problemInstance(request), { error });
   }
 
   /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
@@ -109,21 +109,28 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       { "Retry-After": "1" },
     );
 
-  function fault(request: FastifyRequest, reply: FastifyReply, f: FacilitatorFault) {
-    // The facilitator's own words stay in the log: they may carry internals a client has no use for.
+  /**
+   * Sets a facilitator fault's status and headers on the reply and returns its problem body. The facilitator's own
+   * words stay in the log: they may carry internals a client has no use for.
+   */
+  function prepareFault(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    f: FacilitatorFault,
+    consequence: string,
+  ) {
     request.log.warn({ reason: f.reason, status: f.status, detail: f.message }, "facilitator fault");
-    const instance = request.url.split("?")[0] ?? request.url;
-    return sendProblem(
-      reply,
-      problem(
-        f.status,
-        f.reason.replace(/_/g, "-"),
-        `${FAULT_DETAIL[f.reason] ?? "The payment facilitator failed."} Nothing was charged; retry later.`,
-        instance,
-      ),
-      { "Retry-After": String(f.retryAfterSeconds), "Cache-Control": "no-store" },
-    );
+    reply
+      .code(f.status)
+      .type(PROBLEM_CONTENT_TYPE)
+      .header("Retry-After", String(f.retryAfterSeconds))
+      .header("Cache-Control", "no-store");
+    const detail = `${FAULT_DETAIL[f.reason] ?? "The payment facilitator failed."} ${consequence}`;
+    return problem(f.status, f.reason.replace(/_/g, "-"), detail, problemInstance(request));
   }
+
+  const fault = (request: FastifyRequest, reply: FastifyReply, f: FacilitatorFault) =>
+    reply.send(prepareFault(request, reply, f, "Nothing was charged; retry later."));
 
   function release(ctx: Pick<PaymentContext, "proofFingerprint" | "idempotencyKey">) {
     ledger.releaseProofLock(ctx.proofFingerprint);
@@ -156,7 +163,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
 
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
-      const instance = request.url.split("?")[0] ?? request.url;
+      const instance = problemInstance(request);
       const choice = chooseProofHeader(
         header(request, HEADER_V2),
         header(request, HEADER_V1),
@@ -355,21 +362,9 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         error instanceof FacilitatorFault
           ? error
           : new FacilitatorFault(502, "facilitator_error", 5, String(error));
-      request.log.warn({ reason: f.reason }, "settlement fault; response withheld");
-      const instance = request.url.split("?")[0] ?? request.url;
-      reply
-        .code(f.status)
-        .type(PROBLEM_CONTENT_TYPE)
-        .header("Retry-After", String(f.retryAfterSeconds))
-        .header("Cache-Control", "no-store");
-      return JSON.stringify(
-        problem(
-          f.status,
-          f.reason.replace(/_/g, "-"),
-          `${FAULT_DETAIL[f.reason] ?? "The payment facilitator failed."} The settlement could not be confirmed and nothing was delivered; retry later with the same proof.`,
-          instance,
-        ),
-      );
+      const consequence =
+        "The settlement could not be confirmed and nothing was delivered; retry later with the same proof.";
+      return JSON.stringify(prepareFault(request, reply, f, consequence));
     }
 
     const pending =
