@@ -9,7 +9,7 @@ import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/store/catalog.js";
-import { buildSnapshotFromCompiledCatalog } from "../src/store/catalog-build.js";
+import { buildSnapshotFromCompiledCatalog } from "../src/benchmark/compiled-catalog.js";
 
 function main(): void {
   const { values } = parseArgs({

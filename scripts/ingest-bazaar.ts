@@ -10,7 +10,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { defaultSnapshotPath } from "../src/store/catalog.js";
-import { ingestBazaar } from "../src/store/catalog-bazaar.js";
+import { ingestBazaar } from "../src/benchmark/bazaar.js";
 
 async function main(): Promise<void> {
   const { values } = parseArgs({

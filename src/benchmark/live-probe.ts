@@ -13,8 +13,8 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
-import type { RawAccept } from "../store/catalog-bazaar.js";
-import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "../store/catalog-money.js";
+import type { RawAccept } from "./bazaar.js";
+import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./money.js";
 import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
 
 export const PROBE_TIMEOUT_MS = 3000;

@@ -4,7 +4,7 @@
  * exact key and by host; comparable pools per category sorted by price.
  */
 import type { Catalog } from "../store/catalog.js";
-import { bestCategory, scoreKeywords, words } from "../store/catalog-category.js";
+import { bestCategory, scoreKeywords, words } from "./categories.js";
 import type { CatalogEntry, Category } from "../store/catalog-schema.js";
 import { isComparable, type PriceQuality, priceQuality } from "./price-quality.js";
 import { type NormalizedUrl, normalizeUrl, templateFit } from "./url.js";

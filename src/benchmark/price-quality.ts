@@ -1,5 +1,5 @@
-import { words } from "../store/catalog-category.js";
-import { BASE_MAINNET, isTestnet } from "../store/catalog-money.js";
+import { words } from "./categories.js";
+import { BASE_MAINNET, isTestnet } from "./money.js";
 import type { CatalogEntry } from "../store/catalog-schema.js";
 
 /** Tags the compiled catalog uses for prices that are not exact advertised per-call amounts. */

@@ -5,7 +5,7 @@
 
 import type { BenchmarkResult } from "../schemas/benchmark-response.js";
 import type { Catalog } from "../store/catalog.js";
-import { isTestnet, usdToAtomicRounded } from "../store/catalog-money.js";
+import { isTestnet, usdToAtomicRounded } from "./money.js";
 import {
   PROBE_MAX_BYTES,
   PROBE_TIMEOUT_MS,

@@ -9,14 +9,14 @@ import {
   repoRoot,
   validateSnapshot,
 } from "../../src/store/catalog.js";
-import { buildSnapshotFromCompiledCatalog, toIsoUtc } from "../../src/store/catalog-build.js";
+import { buildSnapshotFromCompiledCatalog, toIsoUtc } from "../../src/benchmark/compiled-catalog.js";
 import {
   atomicToUsd,
   numberToDecimalString,
   toCaip2,
   usdcDecimals,
   usdToAtomic,
-} from "../../src/store/catalog-money.js";
+} from "../../src/benchmark/money.js";
 
 const shared = join(repoRoot(), "..", "shared", "data", "x402-catalog", "catalog.json");
 const snapshotJson = (): Record<string, unknown> & { endpoints: Record<string, unknown>[] } =>

@@ -6,12 +6,12 @@
  * a snapshot.
  */
 import { readFileSync } from "node:fs";
-import { writeFileAtomic } from "./atomic-write.js";
-import { validateSnapshot } from "./catalog.js";
-import { toIsoUtc } from "./catalog-build.js";
-import { categoryFromLabels } from "./catalog-category.js";
-import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./catalog-money.js";
-import type { CatalogEntry, CatalogSnapshot, CatalogSource } from "./catalog-schema.js";
+import { writeFileAtomic } from "../store/atomic-write.js";
+import { validateSnapshot } from "../store/catalog.js";
+import { toIsoUtc } from "./compiled-catalog.js";
+import { categoryFromLabels } from "./categories.js";
+import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./money.js";
+import type { CatalogEntry, CatalogSnapshot, CatalogSource } from "../store/catalog-schema.js";
 
 export interface BazaarFetchOptions {
   fetchImpl?: typeof fetch;

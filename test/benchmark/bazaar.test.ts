@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { catalogFromSnapshot, defaultSnapshotPath, repoRoot } from "../../src/store/catalog.js";
-import { bazaarItemToEntry, fetchBazaarListing, ingestBazaar } from "../../src/store/catalog-bazaar.js";
+import { bazaarItemToEntry, fetchBazaarListing, ingestBazaar } from "../../src/benchmark/bazaar.js";
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), "test", "fixtures", "benchmark", "bazaar-items.json"), "utf8"),

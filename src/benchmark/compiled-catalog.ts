@@ -1,5 +1,10 @@
-import { usdcDecimals, usdToAtomic } from "./catalog-money.js";
-import { CATEGORIES, type CatalogEntry, type CatalogSnapshot, type Category } from "./catalog-schema.js";
+import { usdcDecimals, usdToAtomic } from "./money.js";
+import {
+  CATEGORIES,
+  type CatalogEntry,
+  type CatalogSnapshot,
+  type Category,
+} from "../store/catalog-schema.js";
 
 export const COMPILED_CATALOG_SOURCE_ID = "x402-catalog";
 
