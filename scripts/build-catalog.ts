@@ -1,35 +1,23 @@
 /**
- * Builds data/catalog.snapshot.json from the compiled public catalog
- * (../shared/data/x402-catalog/catalog.json beside the repository, or the path given).
+ * Builds data/catalog.snapshot.json from what the repository ships: the hand-compiled catalog
+ * (data/x402-catalog/catalog.json) and every Bazaar recording in data/bazaar/. Deterministic.
  *
- *   tsx scripts/build-catalog.ts [--source <catalog.json>] [--out <snapshot.json>]
+ *   tsx scripts/build-catalog.ts [--out <snapshot.json>]
  */
-import { readFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/store/catalog.js";
-import { buildSnapshotFromCompiledCatalog } from "../src/benchmark/compiled-catalog.js";
+import { readShippedMarket, writeSnapshot } from "./market-files.js";
 
 function main(): void {
-  const { values } = parseArgs({
-    options: { source: { type: "string" }, out: { type: "string" } },
-  });
-  const root = repoRoot();
-  const source = resolve(values.source ?? join(root, "..", "shared", "data", "x402-catalog", "catalog.json"));
-  const out = resolve(values.out ?? defaultSnapshotPath());
-  // Provenance names the file relative to the repository so the snapshot does not embed a machine path.
-  const origin = relative(root, source).split("\\").join("/");
-  const snapshot = validateSnapshot(
-    buildSnapshotFromCompiledCatalog(JSON.parse(readFileSync(source, "utf8")), origin),
-    source,
-  );
-  writeFileAtomic(out, `${JSON.stringify(snapshot, null, 1)}\n`);
-  const derived = snapshot.endpoints.filter((e) => e.amount_basis === "derived_from_usd").length;
+  const { values } = parseArgs({ options: { out: { type: "string" } } });
+  const snapshot = readShippedMarket();
+  const out = writeSnapshot(snapshot, values.out);
+  const b = snapshot.build;
   console.log(
-    `wrote ${out}: ${snapshot.endpoints.length} endpoints from ${origin} (compiled ${snapshot.sources[0]?.compiled_on}; ` +
-      `${derived} atomic amounts derived exactly from USD prices of known USDC assets)`,
+    `wrote ${out}: ${b.endpoints} endpoints; read ${b.read}, kept ${b.kept}, dropped ${JSON.stringify(b.dropped)}, ` +
+      `${b.duplicates_merged} duplicates merged`,
   );
+  for (const s of snapshot.sources)
+    console.log(`  ${s.id}: read ${s.read}, kept ${s.kept}, in snapshot ${s.entry_count}`);
 }
 
 main();

@@ -1,17 +1,14 @@
 /**
- * Bazaar discovery ingest: reads a facilitator's `GET /discovery/resources` listing (paginated
- * with limit/offset, `pagination.total`), turns v1 items (`accepts[].maxAmountRequired`, v1
- * network names) and v2 items (`accepts[].amount`, CAIP-2 networks) into catalog entries with
- * their 30-day usage (`quality.l30DaysTotalCalls` / `l30DaysUniquePayers`), and merges them into
- * a snapshot.
+ * Bazaar discovery listings: reads a facilitator's `GET /discovery/resources` listing (paginated
+ * with limit/offset, `pagination.total`) and turns its items — v1 (`accepts[].maxAmountRequired`,
+ * v1 network names) and v2 (`accepts[].amount`, CAIP-2 networks) — into catalog entries, or a
+ * named reason to drop them. The shipped recordings and a live ingest go through the same
+ * `bazaarItemToEntry`.
  */
-import { readFileSync } from "node:fs";
-import { writeFileAtomic } from "../store/atomic-write.js";
-import { validateSnapshot } from "../store/catalog.js";
+import { categorize, DESCRIPTION_STOPWORDS, submarketOf, words } from "./categories.js";
 import { toIsoUtc } from "./compiled-catalog.js";
-import { categoryFromLabels } from "./categories.js";
-import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./money.js";
-import type { CatalogEntry, CatalogSnapshot, CatalogSource } from "../store/catalog-schema.js";
+import { atomicToUsd, BASE_MAINNET, isTestnet, toCaip2, usdcDecimals } from "./money.js";
+import type { CatalogEntry } from "../store/catalog-schema.js";
 
 export interface BazaarFetchOptions {
   fetchImpl?: typeof fetch;
@@ -81,6 +78,7 @@ export interface RawAccept {
   maxAmountRequired?: unknown;
   asset?: unknown;
   payTo?: unknown;
+  description?: unknown;
   outputSchema?: { input?: { method?: unknown } };
 }
 
@@ -90,21 +88,34 @@ interface RawItem {
   x402Version?: unknown;
   accepts?: unknown;
   lastUpdated?: unknown;
+  description?: unknown;
   metadata?: { category?: unknown; tags?: unknown; provider?: unknown; name?: unknown; method?: unknown };
   quality?: { l30DaysTotalCalls?: unknown; l30DaysUniquePayers?: unknown };
   extensions?: { bazaar?: { info?: { input?: { method?: unknown } } } };
 }
 
 export interface IngestContext {
+  /** Source id of the recording or live listing the item came from. */
   source_id: string;
-  /** YYYY-MM-DD of the ingest. */
+  /** YYYY-MM-DD the listing was recorded. */
   compiled_on: string;
-  /** ISO time of the ingest, used when an item has no lastUpdated. */
-  ingested_at: string;
+  /** The facilitator's public discovery URL (provenance of every entry). */
   listing_url: string;
 }
 
-export type ItemOutcome = { entry: CatalogEntry } | { skipped: string };
+/** Why a listing item is not in the market; stable keys, counted in the snapshot's build report. */
+export const DROP_REASONS = {
+  not_http_resource: "resource type is not http",
+  invalid_resource_url: "resource is not an absolute http(s) URL",
+  no_atomic_amount: "no accepts[] entry with an atomic amount",
+  testnet_only: "offered on testnets only",
+  unknown_network: "no accepts[] entry on a known mainnet",
+  zero_price: "price is zero",
+  asset_not_usdc: "priced in an asset that is not a known USDC contract (no USD value)",
+} as const;
+export type DropReason = keyof typeof DROP_REASONS;
+
+export type ItemOutcome = { entry: CatalogEntry } | { dropped: DropReason };
 
 function count(v: unknown): number | null {
   return typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : null;
@@ -112,40 +123,64 @@ function count(v: unknown): number | null {
 
 const METHODS = new Set(["GET", "POST", "PUT", "PATCH", "DELETE"]);
 
-/** One listing item → one catalog entry (the Base USDC requirement when offered), or why not. */
-export function bazaarItemToEntry(raw: unknown, ctx: IngestContext): ItemOutcome {
-  const item = raw as RawItem;
-  const resource =
+function resourceUrl(item: RawItem): URL | null {
+  const raw =
     typeof item?.resource === "string"
       ? item.resource
       : typeof (item?.resource as { url?: unknown })?.url === "string"
         ? (item.resource as { url: string }).url
         : null;
-  if (resource === null || !/^https?:\/\//i.test(resource)) return { skipped: "no http(s) resource URL" };
-  if (item.type !== undefined && item.type !== "http")
-    return { skipped: `resource type ${String(item.type)}` };
+  if (raw === null || !/^https?:\/\//i.test(raw.trim())) return null;
+  try {
+    const u = new URL(raw.trim());
+    return u.hostname === "" ? null : u;
+  } catch {
+    return null;
+  }
+}
+
+interface Priced {
+  a: RawAccept;
+  amount: string;
+  network: string | null;
+  decimals: number | null;
+}
+
+/** The requirement the market uses: Base USDC first, then USDC on another mainnet; or why none. */
+function chooseAccept(accepts: readonly RawAccept[], version: 1 | 2 | null): Priced | DropReason {
+  const priced: Priced[] = [];
+  for (const a of accepts) {
+    // v1 advertises maxAmountRequired, v2 amount; read the field of the item's version first.
+    const amount = version === 1 ? (a.maxAmountRequired ?? a.amount) : (a.amount ?? a.maxAmountRequired);
+    if (typeof amount !== "string" || !/^\d+$/.test(amount)) continue;
+    const network = toCaip2(a.network);
+    priced.push({
+      a,
+      amount,
+      network,
+      decimals: usdcDecimals(network, typeof a.asset === "string" ? a.asset : null),
+    });
+  }
+  if (priced.length === 0) return "no_atomic_amount";
+  const mainnet = priced.filter((p) => p.network !== null && !isTestnet(p.network));
+  if (mainnet.length === 0)
+    return priced.some((p) => isTestnet(p.network)) ? "testnet_only" : "unknown_network";
+  const positive = mainnet.filter((p) => BigInt(p.amount) > 0n);
+  if (positive.length === 0) return "zero_price";
+  const usdc = positive.filter((p) => p.decimals !== null);
+  return usdc.find((p) => p.network === BASE_MAINNET) ?? usdc[0] ?? "asset_not_usdc";
+}
+
+/** One listing item → one catalog entry (its Base USDC requirement when offered), or why not. */
+export function bazaarItemToEntry(raw: unknown, ctx: IngestContext): ItemOutcome {
+  const item = raw as RawItem;
+  if (item?.type !== undefined && item.type !== "http") return { dropped: "not_http_resource" };
+  const url = resourceUrl(item);
+  if (url === null) return { dropped: "invalid_resource_url" };
   const version = item.x402Version === 1 ? 1 : item.x402Version === 2 ? 2 : null;
-  const accepts = Array.isArray(item.accepts) ? (item.accepts as RawAccept[]) : [];
-  const priced = accepts
-    .map((a) => {
-      // v1 advertises maxAmountRequired, v2 amount; read the field of the item's version first.
-      const amount = version === 1 ? (a.maxAmountRequired ?? a.amount) : (a.amount ?? a.maxAmountRequired);
-      return typeof amount === "string" && /^\d+$/.test(amount)
-        ? { a, amount, network: toCaip2(a.network) }
-        : null;
-    })
-    .filter((x): x is { a: RawAccept; amount: string; network: string | null } => x !== null);
-  if (priced.length === 0) return { skipped: "no accepts[] entry with an atomic amount" };
-  const chosen =
-    priced.find(
-      (p) =>
-        p.network === BASE_MAINNET &&
-        usdcDecimals(p.network, typeof p.a.asset === "string" ? p.a.asset : null) !== null,
-    ) ??
-    priced.find((p) => p.network === BASE_MAINNET) ??
-    (priced[0] as (typeof priced)[number]);
+  const chosen = chooseAccept(Array.isArray(item.accepts) ? (item.accepts as RawAccept[]) : [], version);
+  if (typeof chosen === "string") return { dropped: chosen };
   const asset = typeof chosen.a.asset === "string" ? chosen.a.asset : null;
-  const decimals = usdcDecimals(chosen.network, asset);
   const methodRaw =
     item.extensions?.bazaar?.info?.input?.method ??
     chosen.a.outputSchema?.input?.method ??
@@ -159,7 +194,15 @@ export function bazaarItemToEntry(raw: unknown, ctx: IngestContext): ItemOutcome
     : [];
   const tags = [...new Set([...metaTags, "bazaar", ...(method === null ? ["method-inferred"] : [])])];
   const label = typeof item.metadata?.category === "string" ? item.metadata.category : null;
-  const host = new URL(resource).host.toLowerCase();
+  const description =
+    typeof item.description === "string"
+      ? item.description
+      : typeof chosen.a.description === "string"
+        ? chosen.a.description
+        : null;
+  const pathWords = url.pathname.split("/").flatMap(words);
+  const category = categorize({ label, tags: metaTags, pathWords, description });
+  const host = url.host.toLowerCase();
   const service =
     typeof item.metadata?.provider === "string" && item.metadata.provider.length > 0
       ? item.metadata.provider
@@ -171,19 +214,23 @@ export function bazaarItemToEntry(raw: unknown, ctx: IngestContext): ItemOutcome
     typeof lastUpdated === "string" || typeof lastUpdated === "number" ? toIsoUtc(lastUpdated) : null;
   return {
     entry: {
-      url: resource,
+      url: url.toString(),
       method: (method ?? "GET") as CatalogEntry["method"],
-      price_usd: decimals === null ? null : atomicToUsd(chosen.amount, decimals),
+      price_usd: atomicToUsd(chosen.amount, chosen.decimals as number),
       amount_atomic: chosen.amount,
       amount_basis: "observed",
       network: chosen.network,
       asset,
-      pay_to: typeof chosen.a.payTo === "string" ? chosen.a.payTo : null,
+      pay_to: typeof chosen.a.payTo === "string" && chosen.a.payTo.length > 0 ? chosen.a.payTo : null,
       x402_version: version,
       service,
-      category: categoryFromLabels(label, metaTags),
+      category,
+      submarket: submarketOf(category, {
+        strong: [...pathWords, ...metaTags],
+        weak: description === null ? [] : words(description).filter((w) => !DESCRIPTION_STOPWORDS.has(w)),
+      }),
       tags,
-      observed_at: observed ?? ctx.ingested_at,
+      observed_at: observed,
       calls_30d: count(item.quality?.l30DaysTotalCalls),
       unique_payers_30d: count(item.quality?.l30DaysUniquePayers),
       source_url: ctx.listing_url,
@@ -193,130 +240,11 @@ export function bazaarItemToEntry(raw: unknown, ctx: IngestContext): ItemOutcome
   };
 }
 
-/** Merge key: method + URL without query, fragment or trailing slash, host lower-cased. */
-export function entryKey(method: string, url: string): string {
-  const u = new URL(url);
-  return `${method.toUpperCase()} ${u.protocol}//${u.host.toLowerCase()}${u.pathname.replace(/\/+$/, "")}`;
-}
-
-export interface MergeReport {
-  added: number;
-  updated: number;
-  removed_stale: number;
-}
-
 /**
- * Merges ingested entries into a snapshot. A listed endpoint replaces an existing entry with the
- * same method and URL (the listing is a dated machine-readable observation and carries usage);
- * the old entry's category and tags survive where the listing has none. When the listing was read
- * completely, entries from earlier ingests of the same source that are no longer listed go.
+ * De-duplication key of a resource: host (lower-case) and path without query, fragment or
+ * trailing slash. Scheme-insensitive, so an `http://` listing of an `https://` resource is the same.
  */
-export function mergeIngest(
-  snapshot: CatalogSnapshot,
-  entries: readonly CatalogEntry[],
-  source: CatalogSource,
-  complete: boolean,
-  generatedAt: string,
-): { snapshot: CatalogSnapshot; report: MergeReport } {
-  const incoming = new Map<string, CatalogEntry>();
-  for (const e of entries) incoming.set(entryKey(e.method, e.url), e);
-  const report: MergeReport = { added: 0, updated: 0, removed_stale: 0 };
-  const used = new Set<string>();
-  const merged: CatalogEntry[] = [];
-  for (const old of snapshot.endpoints) {
-    const key = entryKey(old.method, old.url);
-    const fresh = incoming.get(key);
-    if (fresh !== undefined && !used.has(key)) {
-      used.add(key);
-      report.updated++;
-      merged.push({
-        ...fresh,
-        category: fresh.category === "uncategorized" ? old.category : fresh.category,
-        tags: [...new Set([...old.tags.filter((t) => t !== "method-inferred"), ...fresh.tags])],
-        service: fresh.service === new URL(fresh.url).host.toLowerCase() ? old.service : fresh.service,
-      });
-      continue;
-    }
-    if (complete && old.source_id === source.id) {
-      report.removed_stale++;
-      continue;
-    }
-    merged.push(old);
-  }
-  for (const [key, e] of incoming) {
-    if (used.has(key)) continue;
-    report.added++;
-    merged.push(e);
-  }
-  const sources = [...snapshot.sources.filter((s) => s.id !== source.id), source];
-  const counts = new Map<string, number>();
-  for (const e of merged) counts.set(e.source_id, (counts.get(e.source_id) ?? 0) + 1);
-  const next: CatalogSnapshot = {
-    ...snapshot,
-    generated_at: generatedAt > snapshot.generated_at ? generatedAt : snapshot.generated_at,
-    sources: sources
-      .map((s) => ({ ...s, entry_count: counts.get(s.id) ?? 0 }))
-      .filter((s) => s.entry_count > 0 || s.id === source.id),
-    endpoints: merged,
-  };
-  return { snapshot: next, report };
-}
-
-export interface IngestRunOptions extends BazaarFetchOptions {
-  snapshotPath: string;
-  facilitatorUrl: string;
-  now?: Date;
-  dryRun?: boolean;
-}
-
-export interface IngestRunReport extends MergeReport {
-  listing_url: string;
-  items: number;
-  converted: number;
-  skipped: Record<string, number>;
-  pages: number;
-  complete: boolean;
-  endpoints: number;
-}
-
-/** Fetch → convert → merge → validate → atomic write. The snapshot is untouched on any error. */
-export async function ingestBazaar(opts: IngestRunOptions): Promise<IngestRunReport> {
-  const now = opts.now ?? new Date();
-  const listing = await fetchBazaarListing(opts.facilitatorUrl, { ...opts, type: opts.type ?? "http" });
-  const host = new URL(opts.facilitatorUrl).host.toLowerCase();
-  const ctx: IngestContext = {
-    source_id: `bazaar:${host}`,
-    compiled_on: now.toISOString().slice(0, 10),
-    ingested_at: now.toISOString(),
-    listing_url: listing.listing_url,
-  };
-  const entries: CatalogEntry[] = [];
-  const skipped: Record<string, number> = {};
-  for (const item of listing.items) {
-    const out = bazaarItemToEntry(item, ctx);
-    if ("entry" in out) entries.push(out.entry);
-    else skipped[out.skipped] = (skipped[out.skipped] ?? 0) + 1;
-  }
-  const current = validateSnapshot(JSON.parse(readFileSync(opts.snapshotPath, "utf8")), opts.snapshotPath);
-  const source: CatalogSource = {
-    id: ctx.source_id,
-    kind: "bazaar_discovery",
-    compiled_on: ctx.compiled_on,
-    method: `Bazaar discovery listing GET ${listing.listing_url} (limit/offset pagination, ${listing.pages} page(s)${listing.complete ? "" : ", cut at the page limit"}); v1 maxAmountRequired and v2 amount as atomic amounts, USD only for known USDC assets; 30-day usage from quality.l30DaysTotalCalls / l30DaysUniquePayers.`,
-    origin: listing.listing_url,
-    entry_count: entries.length,
-  };
-  const { snapshot, report } = mergeIngest(current, entries, source, listing.complete, now.toISOString());
-  const valid = validateSnapshot(snapshot, `${opts.snapshotPath} (after ingest)`);
-  if (opts.dryRun !== true) writeFileAtomic(opts.snapshotPath, `${JSON.stringify(valid, null, 1)}\n`);
-  return {
-    listing_url: listing.listing_url,
-    items: listing.items.length,
-    converted: entries.length,
-    skipped,
-    pages: listing.pages,
-    complete: listing.complete,
-    endpoints: valid.endpoints.length,
-    ...report,
-  };
+export function resourceKey(url: string): string {
+  const u = new URL(url);
+  return `${u.host.toLowerCase()}${u.pathname.replace(/\/+$/, "")}`;
 }

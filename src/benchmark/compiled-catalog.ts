@@ -1,10 +1,6 @@
 import { usdcDecimals, usdToAtomic } from "./money.js";
-import {
-  CATEGORIES,
-  type CatalogEntry,
-  type CatalogSnapshot,
-  type Category,
-} from "../store/catalog-schema.js";
+import { submarketOf } from "./categories.js";
+import { CATEGORIES, type CatalogEntry, type Category } from "../store/catalog-schema.js";
 
 export const COMPILED_CATALOG_SOURCE_ID = "x402-catalog";
 
@@ -77,19 +73,26 @@ function atomicFor(row: CompiledRow): Pick<CatalogEntry, "amount_atomic" | "amou
     : { amount_atomic: atomic, amount_basis: "derived_from_usd" };
 }
 
+export interface CompiledCatalogEntries {
+  compiled_on: string;
+  method: string;
+  entries: CatalogEntry[];
+}
+
 /**
- * The shipped snapshot from the compiled public catalog: same facts, timestamps in UTC,
- * provenance (source id, compile date, the page each fact was read from) on every entry.
- * Deterministic: generated_at is the compile date, so rebuilding yields the same bytes.
+ * Entries of the hand-compiled public catalog: same facts, timestamps in UTC, provenance (source
+ * id, compile date, the page each fact was read from) on every entry, the submarket from the
+ * path words and tags.
  */
-export function buildSnapshotFromCompiledCatalog(raw: unknown, origin: string): CatalogSnapshot {
+export function compiledCatalogEntries(raw: unknown): CompiledCatalogEntries {
   const catalog = raw as CompiledCatalog;
   if (typeof catalog?.compiled_on !== "string" || !Array.isArray(catalog.endpoints)) {
     throw new Error("compiled catalog: expected {compiled_on, method, endpoints[]}");
   }
   const compiledOn = catalog.compiled_on;
-  const endpoints: CatalogEntry[] = catalog.endpoints.map((row, i) => {
+  const entries: CatalogEntry[] = catalog.endpoints.map((row, i) => {
     try {
+      const category = asCategory(row.category);
       return {
         url: row.url,
         method: asMethod(row.method),
@@ -100,7 +103,8 @@ export function buildSnapshotFromCompiledCatalog(raw: unknown, origin: string): 
         pay_to: row.pay_to,
         x402_version: row.x402_version === 1 || row.x402_version === 2 ? row.x402_version : null,
         service: row.service,
-        category: asCategory(row.category),
+        category,
+        submarket: submarketOf(category, { strong: [pathOf(row.url), ...row.tags], weak: [] }),
         tags: [...row.tags],
         observed_at: toIsoUtc(row.observed_at),
         calls_30d: row.calls_30d,
@@ -113,20 +117,13 @@ export function buildSnapshotFromCompiledCatalog(raw: unknown, origin: string): 
       throw new Error(`compiled catalog endpoints[${i}] (${row?.url}): ${(err as Error).message}`);
     }
   });
-  return {
-    schema_version: 1,
-    generated_at: `${compiledOn}T00:00:00.000Z`,
-    synthetic: false,
-    sources: [
-      {
-        id: COMPILED_CATALOG_SOURCE_ID,
-        kind: "compiled_catalog",
-        compiled_on: compiledOn,
-        method: catalog.method,
-        origin,
-        entry_count: endpoints.length,
-      },
-    ],
-    endpoints,
-  };
+  return { compiled_on: compiledOn, method: catalog.method, entries };
+}
+
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return "";
+  }
 }

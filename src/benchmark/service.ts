@@ -81,7 +81,7 @@ function trailFor(catalog: Catalog, e: IndexedEntry): TrailItem {
   return {
     source_url: e.entry.source_url,
     observed_at: e.entry.observed_at,
-    kind: source?.kind === "bazaar_discovery" ? "bazaar_listing" : "catalog_entry",
+    kind: source?.kind === "bazaar_recording" ? "bazaar_listing" : "catalog_entry",
     compiled_on: e.entry.compiled_on,
   };
 }

@@ -28,6 +28,8 @@ export const CatalogEntrySchema = Type.Object(
     x402_version: Nullable(Type.Union([Type.Literal(1), Type.Literal(2)])),
     service: Type.String({ minLength: 1 }),
     category: CategorySchema,
+    /** Finer market inside the category (e.g. token_price), null when no keyword decided one. */
+    submarket: Nullable(Type.String({ minLength: 1 })),
     tags: Type.Array(Type.String({ minLength: 1 })),
     observed_at: Nullable(Type.String({ format: "date-time" })),
     calls_30d: Nullable(Type.Integer({ minimum: 0 })),
@@ -43,11 +45,18 @@ export type CatalogEntry = Static<typeof CatalogEntrySchema>;
 export const CatalogSourceSchema = Type.Object(
   {
     id: Type.String({ minLength: 1 }),
-    kind: Type.Union([Type.Literal("compiled_catalog"), Type.Literal("bazaar_discovery")]),
+    kind: Type.Union([Type.Literal("compiled_catalog"), Type.Literal("bazaar_recording")]),
     compiled_on: Type.String({ format: "date" }),
     method: Type.String({ minLength: 1 }),
-    origin: Type.String({ minLength: 1 }),
+    /** A public URL or the name of a shipped recording; never a path of the machine that built it. */
+    origin: Type.String({ minLength: 1, pattern: "^(https://|recording:|compilation:)" }),
+    /** The facilitator's discovery URL the listing came from (Bazaar recordings only). */
+    listing_url: Nullable(Type.String({ pattern: "^https://" })),
     entry_count: Type.Integer({ minimum: 0 }),
+    /** Items read, kept (before de-duplication against other sources) and dropped by reason. */
+    read: Type.Integer({ minimum: 0 }),
+    kept: Type.Integer({ minimum: 0 }),
+    dropped: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );
@@ -59,6 +68,17 @@ export const CatalogSnapshotSchema = Type.Object(
     generated_at: Type.String({ format: "date-time" }),
     synthetic: Type.Literal(false),
     sources: Type.Array(CatalogSourceSchema, { minItems: 1 }),
+    build: Type.Object(
+      {
+        read: Type.Integer({ minimum: 0 }),
+        kept: Type.Integer({ minimum: 0 }),
+        dropped: Type.Record(Type.String(), Type.Integer({ minimum: 0 })),
+        duplicates_merged: Type.Integer({ minimum: 0 }),
+        endpoints: Type.Integer({ minimum: 0 }),
+        rule: Type.String({ minLength: 1 }),
+      },
+      { additionalProperties: false },
+    ),
     endpoints: Type.Array(CatalogEntrySchema),
   },
   { additionalProperties: false },

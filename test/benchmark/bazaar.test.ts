@@ -1,11 +1,12 @@
-import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { catalogFromSnapshot, defaultSnapshotPath, repoRoot } from "../../src/store/catalog.js";
-import { bazaarItemToEntry, fetchBazaarListing, ingestBazaar } from "../../src/benchmark/bazaar.js";
+import { repoRoot } from "../../src/store/catalog.js";
+import { compactItem } from "../../src/benchmark/recording.js";
+import { readRecordings } from "../../scripts/market-files.js";
+import { bazaarItemToEntry, fetchBazaarListing, resourceKey } from "../../src/benchmark/bazaar.js";
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), "test", "fixtures", "benchmark", "bazaar-items.json"), "utf8"),
@@ -58,8 +59,7 @@ afterAll(() => fac.server.close());
 const ctx = {
   source_id: "bazaar:test",
   compiled_on: "2026-11-23",
-  ingested_at: "2026-11-23T12:00:00.000Z",
-  listing_url: "http://127.0.0.1/discovery/resources",
+  listing_url: "https://facilitator.example/discovery/resources",
 };
 
 describe("Bazaar listing fetch", () => {
@@ -114,7 +114,7 @@ describe("Bazaar item conversion", () => {
 
   it("reads v1 maxAmountRequired, maps the v1 network name and unix lastUpdated, infers category from tags", () => {
     const out = convert(1);
-    if (!("entry" in out)) throw new Error(out.skipped);
+    if (!("entry" in out)) throw new Error(out.dropped);
     expect(out.entry).toMatchObject({
       method: "GET",
       amount_atomic: "2500",
@@ -130,77 +130,147 @@ describe("Bazaar item conversion", () => {
 
   it("prefers the Base USDC requirement among several", () => {
     const out = convert(2);
-    if (!("entry" in out)) throw new Error(out.skipped);
+    if (!("entry" in out)) throw new Error(out.dropped);
     expect(out.entry.amount_atomic).toBe("8000");
     expect(out.entry.network).toBe("eip155:8453");
     expect(out.entry.service).toBe("Multi Quotes");
     expect(out.entry.tags).toContain("method-inferred");
   });
 
-  it("keeps testnet items with their testnet id and skips non-http or unpriced items", () => {
-    const t = convert(3);
-    if (!("entry" in t)) throw new Error(t.skipped);
-    expect(t.entry.network).toBe("eip155:84532");
-    expect(t.entry.price_usd).toBe(0.001);
-    expect(convert(4)).toEqual({ skipped: "resource type facilitator" });
-    expect(convert(5)).toEqual({ skipped: "no accepts[] entry with an atomic amount" });
+  it("drops testnet-only, non-http and unpriced items with a named reason", () => {
+    expect(convert(3)).toEqual({ dropped: "testnet_only" });
+    expect(convert(4)).toEqual({ dropped: "not_http_resource" });
+    expect(convert(5)).toEqual({ dropped: "no_atomic_amount" });
   });
 });
 
-describe("ingest into a snapshot", () => {
-  function tempSnapshot(): string {
-    const dir = mkdtempSync(join(tmpdir(), "bazaar-ingest-"));
-    const path = join(dir, "catalog.snapshot.json");
-    copyFileSync(defaultSnapshotPath(), path);
-    return path;
-  }
+describe("the shipped recordings through the live parser (real, dirty shapes)", () => {
+  const recordings = readRecordings();
+  const items = recordings.flatMap((r) =>
+    r.items.map((item) => ({ item: item as Record<string, unknown>, rec: r })),
+  );
+  const parse = (i: (typeof items)[number]) =>
+    bazaarItemToEntry(i.item, {
+      source_id: `bazaar:${i.rec.name}`,
+      compiled_on: i.rec.recorded_at.slice(0, 10),
+      listing_url: i.rec.facilitator_discovery_url,
+    });
+  type Acc = { network?: string; asset?: string; amount?: string; maxAmountRequired?: string };
+  const accepts = (i: (typeof items)[number]) => (i.item.accepts ?? []) as Acc[];
 
-  it("merges listed endpoints, updating existing ones with usage, and validates the result", async () => {
-    const path = tempSnapshot();
-    const report = await ingestBazaar({
-      facilitatorUrl: fac.url,
-      snapshotPath: path,
-      pageSize: 2,
-      now: new Date("2026-11-23T12:00:00Z"),
-    });
-    expect(report).toMatchObject({ items: 6, converted: 4, updated: 1, added: 3, pages: 3, complete: true });
-    const snap = JSON.parse(readFileSync(path, "utf8"));
-    const catalog = catalogFromSnapshot(snap, path);
-    expect(catalog.entries.length).toBe(312);
-    expect(catalog.generated_at).toBe("2026-11-23T12:00:00.000Z");
-    const exa = catalog.entries.filter((e) => e.url === "https://api.exa.ai/search");
-    expect(exa.length).toBe(1);
-    expect(exa[0]).toMatchObject({
-      calls_30d: 1840,
-      unique_payers_30d: 57,
-      source_id: `bazaar:${new URL(fac.url).host}`,
-    });
-    expect(exa[0]?.tags).toEqual(expect.arrayContaining(["web-search", "neural", "bazaar"]));
-    const source = catalog.sourceById.get(`bazaar:${new URL(fac.url).host}`);
-    expect(source?.kind).toBe("bazaar_discovery");
-    expect(source?.entry_count).toBe(4);
-    expect(catalog.sourceById.get("x402-catalog")?.entry_count).toBe(308);
-
-    // Re-ingesting the same listing is idempotent.
-    const again = await ingestBazaar({
-      facilitatorUrl: fac.url,
-      snapshotPath: path,
-      now: new Date("2026-11-23T12:00:00Z"),
-    });
-    expect(again).toMatchObject({ updated: 4, added: 0, removed_stale: 0, endpoints: 312 });
+  it("ships both recordings, compacted, with their provenance", () => {
+    expect(recordings.map((r) => [r.name, r.items.length])).toEqual([
+      ["cdp-bazaar-crawl_2025-12-31_oops402", 1400],
+      ["cdp-bazaar-discovery-resources_2026-03-17_402pub", 1000],
+    ]);
+    for (const r of recordings) {
+      expect(r.provenance.commit).toMatch(/^[0-9a-f]{40}$/);
+      expect(r.provenance.license).toBe("MIT");
+    }
   });
 
-  it("leaves the snapshot untouched when the facilitator fails", async () => {
-    const down = await startFacilitator({ failWith: 503 });
-    const path = tempSnapshot();
-    const before = readFileSync(path, "utf8");
-    try {
-      await expect(ingestBazaar({ facilitatorUrl: down.url, snapshotPath: path })).rejects.toThrow(
-        "HTTP 503",
-      );
-      expect(readFileSync(path, "utf8")).toBe(before);
-    } finally {
-      down.server.close();
+  it("drops the two type:object items", () => {
+    const objects = items.filter((i) => i.item.type === "object");
+    expect(objects.length).toBe(2);
+    for (const o of objects) expect(parse(o)).toEqual({ dropped: "not_http_resource" });
+  });
+
+  it("reads v2 `amount` items inside a mostly-v1 (`maxAmountRequired`) listing", () => {
+    const dec = items.filter((i) => i.rec.name.includes("2025-12-31"));
+    const v2 = dec.filter((i) => i.item.x402Version === 2 && accepts(i).some((a) => a.amount !== undefined));
+    const v1 = dec.filter(
+      (i) => i.item.x402Version === 1 && accepts(i).some((a) => a.maxAmountRequired !== undefined),
+    );
+    expect(v2.length).toBeGreaterThan(30);
+    expect(v1.length).toBeGreaterThan(1000);
+    for (const i of [v2[0], v1[0]]) {
+      if (i === undefined) throw new Error("missing");
+      const out = parse(i);
+      if (!("entry" in out)) throw new Error(out.dropped);
+      const a = accepts(i)[0] as Acc;
+      expect(out.entry.amount_atomic).toBe(a.amount ?? a.maxAmountRequired);
     }
+  });
+
+  it("prices Base USDC whichever letter case the address is written in", () => {
+    const lower = items.find((i) =>
+      accepts(i).some(
+        (a) => a.asset === "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913" && a.network === "base",
+      ),
+    );
+    if (lower === undefined) throw new Error("no lower-case USDC address in the recordings");
+    const out = parse(lower);
+    if (!("entry" in out)) throw new Error(out.dropped);
+    expect(out.entry.price_usd).not.toBeNull();
+    expect(out.entry.network).toBe("eip155:8453");
+  });
+
+  it("keeps http:// resources, keyed like their https:// twin", () => {
+    const plain = items.find(
+      (i) => typeof i.item.resource === "string" && i.item.resource.startsWith("http://"),
+    );
+    if (plain === undefined) throw new Error("no http:// resource in the recordings");
+    const out = parse(plain);
+    if (!("entry" in out)) throw new Error(out.dropped);
+    expect(resourceKey(out.entry.url)).toBe(resourceKey(out.entry.url.replace(/^http:/, "https:")));
+  });
+
+  it("chooses the Base USDC offer of a multi-accepts item", () => {
+    const multi = items.find(
+      (i) =>
+        accepts(i).length > 1 &&
+        accepts(i)[0]?.network !== "base" &&
+        accepts(i)[0]?.network !== "eip155:8453" &&
+        accepts(i).some((a) => a.network === "eip155:8453" || a.network === "base"),
+    );
+    if (multi === undefined) throw new Error("no multi-accepts item with Base second");
+    const out = parse(multi);
+    if (!("entry" in out)) throw new Error(out.dropped);
+    expect(out.entry.network).toBe("eip155:8453");
+  });
+
+  it("drops base-sepolia offers as testnet_only", () => {
+    const testnet = items.filter((i) => accepts(i).every((a) => a.network === "base-sepolia"));
+    expect(testnet.length).toBeGreaterThan(300);
+    for (const t of testnet) expect(parse(t)).toEqual({ dropped: "testnet_only" });
+  });
+});
+
+describe("recording compaction", () => {
+  it("keeps what the parser reads and cuts long descriptions", () => {
+    const raw = {
+      resource: "https://a.example/x",
+      type: "http",
+      x402Version: 1,
+      lastUpdated: "2026-01-01T00:00:00Z",
+      accepts: [
+        {
+          scheme: "exact",
+          network: "base",
+          maxAmountRequired: "10",
+          asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+          payTo: "0x1",
+          description: "x".repeat(1000),
+          mimeType: "application/json",
+          outputSchema: { input: { method: "POST", bodyFields: { a: 1 } }, output: { big: true } },
+        },
+      ],
+    };
+    const c = compactItem(raw) as { accepts: Record<string, unknown>[] };
+    expect(c.accepts[0]).toEqual({
+      scheme: "exact",
+      network: "base",
+      maxAmountRequired: "10",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      payTo: "0x1",
+      description: "x".repeat(240),
+      outputSchema: { input: { method: "POST" } },
+    });
+    const ctx2 = {
+      source_id: "s",
+      compiled_on: "2026-01-01",
+      listing_url: "https://f.example/discovery/resources",
+    };
+    expect(bazaarItemToEntry(c, ctx2)).toEqual(bazaarItemToEntry(raw, ctx2));
   });
 });

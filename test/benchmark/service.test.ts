@@ -177,6 +177,7 @@ function usageCatalog(): Catalog {
     x402_version: 2,
     service: "fixture",
     category: "inference",
+    submarket: null,
     tags: ["bazaar"],
     observed_at: "2026-11-20T00:00:00.000Z",
     calls_30d: null,

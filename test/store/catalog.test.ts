@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -9,67 +9,102 @@ import {
   repoRoot,
   validateSnapshot,
 } from "../../src/store/catalog.js";
-import { buildSnapshotFromCompiledCatalog, toIsoUtc } from "../../src/benchmark/compiled-catalog.js";
+import { resourceKey } from "../../src/benchmark/bazaar.js";
+import { toIsoUtc } from "../../src/benchmark/compiled-catalog.js";
+import type { CatalogSnapshot } from "../../src/store/catalog-schema.js";
+import { readShippedMarket } from "../../scripts/market-files.js";
 import {
   atomicToUsd,
+  isTestnet,
   numberToDecimalString,
   toCaip2,
   usdcDecimals,
   usdToAtomic,
 } from "../../src/benchmark/money.js";
 
-const shared = join(repoRoot(), "..", "shared", "data", "x402-catalog", "catalog.json");
 const snapshotJson = (): Record<string, unknown> & { endpoints: Record<string, unknown>[] } =>
   JSON.parse(readFileSync(defaultSnapshotPath(), "utf8"));
 
-describe("shipped catalog snapshot", () => {
-  it("loads and validates from the default path with provenance on every entry", () => {
-    const catalog = loadCatalog();
-    expect(catalog.entries.length).toBe(309);
-    expect(catalog.generated_at).toBe("2026-11-22T00:00:00.000Z");
-    const source = catalog.sourceById.get("x402-catalog");
-    expect(source?.compiled_on).toBe("2026-11-22");
-    expect(source?.method.length).toBeGreaterThan(100);
-    for (const e of catalog.entries) {
-      expect(e.source_id).toBe("x402-catalog");
-      expect(e.compiled_on).toBe("2026-11-22");
-      expect(e.source_url.length).toBeGreaterThan(0);
-    }
-    expect(catalog.byCategory.get("data")?.length).toBe(199);
-    expect(catalog.byHost.get("api.vaults.fyi")?.length).toBe(14);
+describe("shipped market snapshot", () => {
+  const catalog = loadCatalog();
+
+  it("is exactly what the build makes from the compiled catalog and the shipped recordings (no ../shared)", () => {
+    expect(JSON.parse(JSON.stringify(readShippedMarket()))).toEqual(snapshotJson());
   });
 
-  it.skipIf(!existsSync(shared))(
-    "is exactly what scripts/build-catalog.ts builds from ../shared/data/x402-catalog",
-    () => {
-      const rebuilt = buildSnapshotFromCompiledCatalog(
-        JSON.parse(readFileSync(shared, "utf8")),
-        "../shared/data/x402-catalog/catalog.json",
-      );
-      expect(JSON.parse(JSON.stringify(rebuilt))).toEqual(snapshotJson());
-    },
-  );
+  it("holds at least 1,000 distinct paid mainnet endpoints from the Bazaar recordings, each with its provenance", () => {
+    const listed = catalog.entries.filter((e) => e.source_id.startsWith("bazaar:"));
+    const paidMainnet = listed.filter(
+      (e) =>
+        e.amount_atomic !== null &&
+        BigInt(e.amount_atomic) > 0n &&
+        e.network !== null &&
+        !isTestnet(e.network),
+    );
+    const distinct = new Set(paidMainnet.map((e) => resourceKey(e.url)));
+    expect(distinct.size).toBe(paidMainnet.length);
+    expect(distinct.size).toBeGreaterThanOrEqual(1000);
+    for (const e of listed) {
+      const source = catalog.sourceById.get(e.source_id);
+      expect(source?.kind).toBe("bazaar_recording");
+      expect(e.source_url).toBe("https://api.cdp.coinbase.com/platform/v2/x402/discovery/resources");
+      expect(source?.origin).toMatch(/^recording:cdp-bazaar-/);
+      expect(e.observed_at).toMatch(/^202[56]-/);
+    }
+  });
 
-  it("keeps every observed fact of the compiled catalog and derives atomic amounts exactly", () => {
-    const raw = existsSync(shared) ? JSON.parse(readFileSync(shared, "utf8")) : null;
-    const snap = snapshotJson();
-    snap.endpoints.forEach((e, i) => {
-      if (raw !== null) {
-        const r = raw.endpoints[i];
-        expect([e.url, e.method, e.price_usd, e.network, e.pay_to, e.category]).toEqual([
-          r.url,
-          r.method,
-          r.price_usd,
-          r.network,
-          r.pay_to,
-          r.category,
-        ]);
-        if (r.amount_atomic !== null) expect(e.amount_atomic).toBe(r.amount_atomic);
-      }
-      if (e.amount_basis === "derived_from_usd") {
+  it("reports read, kept and dropped counts that add up, per source and overall", () => {
+    const snap = snapshotJson() as unknown as CatalogSnapshot;
+    let read = 0;
+    let kept = 0;
+    for (const s of snap.sources) {
+      const dropped = Object.values(s.dropped).reduce((a, b) => a + b, 0);
+      expect(s.read).toBe(s.kept + dropped);
+      read += s.read;
+      kept += s.kept;
+    }
+    const b = snap.build;
+    expect([b.read, b.kept]).toEqual([read, kept]);
+    expect(b.read - b.kept).toBe(Object.values(b.dropped).reduce((a, c) => a + c, 0));
+    expect(b.kept - b.duplicates_merged).toBe(snap.endpoints.length);
+    expect(b.dropped.testnet_only).toBeGreaterThan(0);
+    expect(snap.sources.reduce((a, s) => a + s.entry_count, 0)).toBe(snap.endpoints.length);
+  });
+
+  it("names sources by public URL or recording, never by a path of this machine", () => {
+    const text = readFileSync(defaultSnapshotPath(), "utf8");
+    expect(text).not.toMatch(/\.\.\/|\/work\/|\/home\/|\/tmp\/|file:|shared\/data/);
+    const snap = snapshotJson() as unknown as CatalogSnapshot;
+    snap.sources[0] = {
+      ...(snap.sources[0] as CatalogSnapshot["sources"][number]),
+      origin: "../shared/x.json",
+    };
+    expect(() => validateSnapshot(snap, "test")).toThrowError("sources[0].origin");
+  });
+
+  it("keeps the compiled catalog's facts and derives atomic amounts exactly", () => {
+    const compiled = JSON.parse(
+      readFileSync(join(repoRoot(), "data", "x402-catalog", "catalog.json"), "utf8"),
+    );
+    const byUrl = new Map(
+      catalog.entries.filter((e) => e.source_id === "x402-catalog").map((e) => [`${e.method} ${e.url}`, e]),
+    );
+    let seen = 0;
+    for (const r of compiled.endpoints) {
+      const e = byUrl.get(`${r.method} ${r.url}`);
+      if (e === undefined) continue;
+      seen++;
+      expect([e.price_usd, e.network, e.pay_to, e.category]).toEqual([
+        r.price_usd,
+        r.network,
+        r.pay_to,
+        r.category,
+      ]);
+      if (r.amount_atomic !== null) expect(e.amount_atomic).toBe(r.amount_atomic);
+      if (e.amount_basis === "derived_from_usd")
         expect(atomicToUsd(e.amount_atomic as string, 6)).toBe(e.price_usd);
-      }
-    });
+    }
+    expect(seen).toBe(catalog.sourceById.get("x402-catalog")?.entry_count);
   });
 });
 
