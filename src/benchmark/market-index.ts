@@ -4,7 +4,8 @@
  * exact key and by host; comparable pools per category sorted by price.
  */
 import type { Catalog } from "../store/catalog.js";
-import { bestCategory, scoreKeywords, words } from "./categories.js";
+import { bestCategory, scoreKeywords, submarketOf, words } from "./categories.js";
+import { serviceHost, serviceIds } from "./sellers.js";
 import type { CatalogEntry, Category } from "../store/catalog-schema.js";
 import { isComparable, type PriceQuality, priceQuality } from "./price-quality.js";
 import { type NormalizedUrl, normalizeUrl, templateFit } from "./url.js";
@@ -17,6 +18,10 @@ export interface IndexedEntry {
   readonly quality: PriceQuality;
   readonly usage: UsageFigure;
   readonly category: Category;
+  /** Finer market inside the category, null when none was decided. */
+  readonly submarket: string | null;
+  /** The seller (see sellers.ts): the unit of one vote. */
+  readonly service: string;
   readonly comparable: boolean;
 }
 
@@ -38,8 +43,14 @@ export interface MarketIndex {
   readonly entries: readonly IndexedEntry[];
   readonly byKey: ReadonlyMap<string, readonly IndexedEntry[]>;
   readonly byHost: ReadonlyMap<string, readonly IndexedEntry[]>;
-  /** Per category; "uncategorized" holds the whole market. */
-  readonly pools: ReadonlyMap<Category, Pool>;
+  /** Per category ("uncategorized" holds the whole market) and per "category/submarket". */
+  readonly pools: ReadonlyMap<string, Pool>;
+  /** Service of every listed host, for URLs that are not listed themselves. */
+  readonly serviceByHost: ReadonlyMap<string, string>;
+}
+
+export function poolKey(category: Category, submarket: string | null): string {
+  return submarket === null ? category : `${category}/${submarket}`;
 }
 
 /** Category of a catalog entry listed as uncategorized (e.g. from a Bazaar ingest): keyword vote. */
@@ -84,31 +95,43 @@ function makePool(members: readonly IndexedEntry[]): Pool {
 }
 
 export function buildMarketIndex(catalog: Catalog): MarketIndex {
+  const services = serviceIds(catalog.entries);
+  const serviceByHost = new Map<string, string>();
   const entries: IndexedEntry[] = catalog.entries.map((entry, index) => {
     const norm = normalizeUrl(entry.url);
     const quality = priceQuality(entry);
+    const category = entryCategory(entry, norm);
+    const service = services[index] as string;
+    serviceByHost.set(serviceHost(entry.url), service);
     return {
       index,
       entry,
       norm,
       quality,
       usage: washAdjust(entry.calls_30d, entry.unique_payers_30d),
-      category: entryCategory(entry, norm),
+      category,
+      submarket:
+        category === entry.category
+          ? entry.submarket
+          : submarketOf(category, { strong: [...norm.segments, ...entry.tags], weak: [] }),
+      service,
       comparable: isComparable(quality),
     };
   });
   const byKey = new Map<string, IndexedEntry[]>();
   const byHost = new Map<string, IndexedEntry[]>();
-  const byCategory = new Map<Category, IndexedEntry[]>();
+  const byPool = new Map<string, IndexedEntry[]>();
   for (const e of entries) {
     push(byKey, e.norm.match_key, e);
     push(byHost, e.norm.host, e);
-    push(byCategory, e.category, e);
+    if (e.category === "uncategorized") continue;
+    push(byPool, e.category, e);
+    if (e.submarket !== null) push(byPool, poolKey(e.category, e.submarket), e);
   }
-  const pools = new Map<Category, Pool>();
-  for (const [cat, members] of byCategory) if (cat !== "uncategorized") pools.set(cat, makePool(members));
+  const pools = new Map<string, Pool>();
+  for (const [key, members] of byPool) pools.set(key, makePool(members));
   pools.set("uncategorized", makePool(entries));
-  return { entries, byKey, byHost, pools };
+  return { entries, byKey, byHost, pools, serviceByHost };
 }
 
 export interface MatchResult {

@@ -29,6 +29,13 @@ export const NOT_PER_CALL_PATH_WORDS: ReadonlySet<string> = new Set([
   "buy",
   "subscribe",
   "subscription",
+  "checkout",
+  "purchase",
+  "mint",
+  "donate",
+  "donation",
+  "payment",
+  "credit",
 ]);
 
 export const TESTNET_TAGS: ReadonlySet<string> = new Set(["testnet", "devnet", "devnet-data"]);
@@ -60,7 +67,7 @@ export function priceQuality(entry: CatalogEntry): PriceQuality {
   const pw = pathWords(entry.url);
   const npcTags = entry.tags.filter((t) => NOT_PER_CALL_TAGS.has(t));
   const npcWords = pw.filter((w) => NOT_PER_CALL_PATH_WORDS.has(w));
-  if (/top-up/i.test(entry.url)) npcWords.push("top-up");
+  if (/top[-_]up/i.test(entry.url)) npcWords.push("top-up");
   // An inbox is bought once and then used; the catalog lists its purchase like an endpoint.
   const inboxPurchase = entry.tags.includes("inbox") && pw.includes("create");
   const perCall = npcTags.length === 0 && npcWords.length === 0 && !inboxPurchase;

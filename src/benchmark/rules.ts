@@ -4,10 +4,18 @@
  */
 import type { UsageFigure } from "./usage.js";
 
-/** Below this many comparables, percentiles are shown but not used for a position or decision. */
-export const MIN_COMPARABLES = 5;
+/** Below this many services (one vote each), percentiles are shown but not used for a position or decision. */
+export const MIN_SERVICES = 5;
+/** Below this many services a market is thin: confidence is at most medium. */
+export const SOLID_SERVICES = 10;
+/** A finer market is used only with at least this many services besides the endpoint's own. */
+export const MIN_SUBMARKET_SERVICES = 8;
+/** Observations older than this many days cap confidence at medium. */
+export const FRESH_DAYS = 30;
+/** Observations older than this many days cap confidence at low. */
+export const STALE_DAYS = 180;
 
-export type Confidence = "high" | "low" | "unknown";
+export type Confidence = "high" | "medium" | "low" | "unknown";
 export type PricePosition = "below_market" | "at_market" | "above_market" | "unknown";
 export type Decision =
   | "worth_testing"
@@ -16,7 +24,8 @@ export type Decision =
   | "needs_more_history";
 
 export interface MarketFigures {
-  comparable_count: number;
+  /** Services behind the figures (one vote each). */
+  service_count: number;
   p10: number | null;
   p25: number | null;
   median: number | null;
@@ -33,24 +42,76 @@ export interface PriceEvidence {
   mainnet_known: boolean;
   /** Matched observations disagree on the price. */
   ambiguous: boolean;
+  /** When the price was observed (ISO 8601), null when the source is undated. */
+  observed_at: string | null;
 }
 
+export interface FreshnessEvidence {
+  /** Age in days of the endpoint's price observation, null when undated. */
+  price_age_days: number | null;
+  /** Age in days of the market's newest observation, null when the market is undated. */
+  market_age_days: number | null;
+}
+
+const RANK: Record<Exclude<Confidence, "unknown">, number> = { high: 2, medium: 1, low: 0 };
+
+/** Confidence caps by age: fresh → none, up to STALE_DAYS → medium, older → low. */
+function ageCap(
+  days: number | null,
+  what: string,
+): { cap: Exclude<Confidence, "unknown">; reason: string } | null {
+  if (days === null) return { cap: "medium", reason: `${what} is undated` };
+  if (days > STALE_DAYS)
+    return { cap: "low", reason: `${what} is ${days} days old (more than ${STALE_DAYS})` };
+  if (days > FRESH_DAYS)
+    return { cap: "medium", reason: `${what} is ${days} days old (more than ${FRESH_DAYS})` };
+  return null;
+}
+
+/**
+ * The lowest cap any rule sets: price quality and too few services → low; a thin market or
+ * ageing observations → medium; stale observations → low. No price → unknown.
+ */
 export function confidenceOf(
   price: PriceEvidence,
-  market: MarketFigures,
+  market: Pick<MarketFigures, "service_count">,
+  fresh: FreshnessEvidence,
 ): { confidence: Confidence; reasons: string[] } {
   if (price.usd === null) return { confidence: "unknown", reasons: ["no observed price for this endpoint"] };
-  const reasons: string[] = [];
-  if (price.approximate) reasons.push("the observed price is tagged as an approximation");
-  if (!price.per_call) reasons.push("the observed price is not a per-call price");
-  if (!price.mainnet_known) reasons.push("the network is unknown or a testnet");
-  if (price.ambiguous) reasons.push("matching observations disagree on the price");
-  if (market.comparable_count < MIN_COMPARABLES) {
-    reasons.push(`only ${market.comparable_count} comparable endpoints (need ${MIN_COMPARABLES})`);
+  const caps: { cap: Exclude<Confidence, "unknown">; reason: string }[] = [];
+  if (price.approximate)
+    caps.push({ cap: "low", reason: "the observed price is tagged as an approximation" });
+  if (!price.per_call) caps.push({ cap: "low", reason: "the observed price is not a per-call price" });
+  if (!price.mainnet_known) caps.push({ cap: "low", reason: "the network is unknown or a testnet" });
+  if (price.ambiguous) caps.push({ cap: "low", reason: "matching observations disagree on the price" });
+  if (market.service_count < MIN_SERVICES) {
+    caps.push({
+      cap: "low",
+      reason: `only ${market.service_count} comparable services (need ${MIN_SERVICES})`,
+    });
+  } else if (market.service_count < SOLID_SERVICES) {
+    caps.push({
+      cap: "medium",
+      reason: `only ${market.service_count} comparable services (${SOLID_SERVICES} for high confidence)`,
+    });
   }
-  return reasons.length === 0
-    ? { confidence: "high", reasons: ["exact per-call mainnet price and enough comparables"] }
-    : { confidence: "low", reasons };
+  const p = ageCap(fresh.price_age_days, "the price observation");
+  if (p !== null) caps.push(p);
+  const m = ageCap(fresh.market_age_days, "the market's newest observation");
+  if (m !== null) caps.push(m);
+  if (caps.length === 0) {
+    return {
+      confidence: "high",
+      reasons: [
+        `exact per-call mainnet price, ${market.service_count} comparable services, observations at most ${FRESH_DAYS} days old`,
+      ],
+    };
+  }
+  const lowest = caps.reduce(
+    (acc, c) => (RANK[c.cap] < RANK[acc] ? c.cap : acc),
+    "high" as Exclude<Confidence, "unknown">,
+  );
+  return { confidence: lowest, reasons: caps.map((c) => c.reason) };
 }
 
 /** Position of a per-call price; unknown without a price, a per-call price or enough comparables. */
@@ -62,7 +123,7 @@ export function pricePosition(
   if (
     usd === null ||
     !price.per_call ||
-    market.comparable_count < MIN_COMPARABLES ||
+    market.service_count < MIN_SERVICES ||
     market.p25 === null ||
     market.p75 === null
   ) {
@@ -78,6 +139,7 @@ export function decide(
   market: MarketFigures,
   usage: UsageFigure,
   alternativeCount: number,
+  usageObserved: boolean,
 ): { decision: Decision; reasons: string[] } {
   const usd = price.usd;
   if (usd === null) return { decision: "needs_more_history", reasons: ["the endpoint's price is unknown"] };
@@ -89,12 +151,10 @@ export function decide(
       ],
     };
   }
-  if (market.comparable_count < MIN_COMPARABLES || market.p75 === null || market.p90 === null) {
+  if (market.service_count < MIN_SERVICES || market.p75 === null || market.p90 === null) {
     return {
       decision: "needs_more_history",
-      reasons: [
-        `only ${market.comparable_count} comparable endpoints in this market (need ${MIN_COMPARABLES})`,
-      ],
+      reasons: [`only ${market.service_count} comparable services in this market (need ${MIN_SERVICES})`],
     };
   }
   if (alternativeCount > 0) {
@@ -106,7 +166,15 @@ export function decide(
     };
   }
   if (usd > market.p90) {
-    return { decision: "avoid_for_now", reasons: ["priced above the market's 90th percentile"] };
+    return {
+      decision: "avoid_for_now",
+      reasons: [
+        "priced above the market's 90th percentile",
+        ...(usageObserved
+          ? []
+          : ["no usage was observed in this market, so usage did not enter the decision"]),
+      ],
+    };
   }
   if (usd > market.p75 && usage.wash_check === "discounted") {
     return {
@@ -116,6 +184,11 @@ export function decide(
   }
   return {
     decision: "worth_testing",
-    reasons: ["priced at or below the market's 90th percentile with no better-used cheaper alternative"],
+    reasons: usageObserved
+      ? ["priced at or below the market's 90th percentile with no better-used cheaper alternative"]
+      : [
+          "priced at or below the market's 90th percentile",
+          "no usage was observed in this market, so better-used cheaper alternatives and wash usage were not checked",
+        ],
   };
 }

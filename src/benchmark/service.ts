@@ -5,32 +5,38 @@
 
 import type { BenchmarkResult } from "../schemas/benchmark-response.js";
 import type { Catalog } from "../store/catalog.js";
-import { isTestnet, usdToAtomicRounded } from "./money.js";
+import { submarketOf } from "./categories.js";
 import {
   PROBE_MAX_BYTES,
   PROBE_TIMEOUT_MS,
+  type ProbeObservation,
   type ProbeResult,
   probeEndpoint,
   type Resolver,
 } from "./live-probe.js";
+import { ageDays, figures, freshness, type ServiceVote, serviceVotes, servicePercentile } from "./market.js";
 import {
   buildMarketIndex,
   type IndexedEntry,
   type MarketIndex,
+  type MatchResult,
   matchEntries,
+  type Pool,
+  poolKey,
   resolveCategory,
 } from "./market-index.js";
+import { BASE_MAINNET, isTestnet, usdToAtomicRounded } from "./money.js";
 import {
   confidenceOf,
   decide,
-  type MarketFigures,
-  MIN_COMPARABLES,
+  MIN_SERVICES,
+  MIN_SUBMARKET_SERVICES,
   type PriceEvidence,
   pricePosition,
 } from "./rules.js";
-import { percentile, percentileRank, round1, roundUsd } from "./stats.js";
-import { normalizeUrl } from "./url.js";
-import { washAdjust } from "./usage.js";
+import { serviceHost } from "./sellers.js";
+import { type NormalizedUrl, normalizeUrl } from "./url.js";
+import { type UsageFigure, washAdjust } from "./usage.js";
 
 export type { BenchmarkResult } from "../schemas/benchmark-response.js";
 export type Category = "data" | "search" | "inference" | "media" | "infra" | "uncategorized";
@@ -67,22 +73,274 @@ export const MAX_ALTERNATIVES = 5;
 
 type LiveProbeReport = BenchmarkResult["live_probe"];
 type TrailItem = BenchmarkResult["source_trail"][number];
+type MarketReport = BenchmarkResult["market"];
 
-function marketFigures(prices: readonly number[]): MarketFigures {
-  const q = (p: number) => {
-    const v = percentile(prices, p);
-    return v === null ? null : roundUsd(v);
-  };
-  return { comparable_count: prices.length, p10: q(10), p25: q(25), median: q(50), p75: q(75), p90: q(90) };
+/** The endpoint's own price and what is known about it, from the catalog match or the probe. */
+interface PriceFinding {
+  evidence: PriceEvidence;
+  price: BenchmarkResult["route"]["price"];
+  network: string | null;
+  asset: string | null;
+  methodObserved: string | null;
 }
 
-function trailFor(catalog: Catalog, e: IndexedEntry): TrailItem {
-  const source = catalog.sourceById.get(e.entry.source_id);
+function findPrice(match: MatchResult, observation: ProbeObservation | undefined): PriceFinding {
+  const primary = match.matches[0];
+  if (primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null)) {
+    const e = primary.entry;
+    const distinct = new Set(
+      match.matches.filter((m) => m.entry.price_usd !== null).map((m) => m.entry.price_usd),
+    );
+    return {
+      price: { usd: e.price_usd, amount_atomic: e.amount_atomic },
+      network: e.network,
+      asset: e.asset,
+      methodObserved: e.method,
+      evidence: {
+        usd: e.price_usd,
+        approximate: primary.quality.approximate,
+        per_call: primary.quality.per_call,
+        mainnet_known: e.network !== null && !primary.quality.testnet,
+        ambiguous: distinct.size > 1,
+        observed_at: e.observed_at,
+      },
+    };
+  }
+  if (observation !== undefined) {
+    return {
+      price: { usd: observation.usd, amount_atomic: observation.amount_atomic },
+      network: observation.network,
+      asset: observation.asset,
+      methodObserved: "GET",
+      evidence: {
+        usd: observation.usd,
+        approximate: false,
+        per_call: true,
+        mainnet_known: observation.network !== null && !isTestnet(observation.network),
+        ambiguous: false,
+        observed_at: observation.observed_at,
+      },
+    };
+  }
   return {
-    source_url: e.entry.source_url,
-    observed_at: e.entry.observed_at,
-    kind: source?.kind === "bazaar_recording" ? "bazaar_listing" : "catalog_entry",
-    compiled_on: e.entry.compiled_on,
+    price: null,
+    network: null,
+    asset: null,
+    methodObserved: primary?.entry.method ?? null,
+    evidence: {
+      usd: null,
+      approximate: false,
+      per_call: true,
+      mainnet_known: false,
+      ambiguous: false,
+      observed_at: null,
+    },
+  };
+}
+
+/** The market the endpoint is compared in, without its own service. */
+interface MarketSelection {
+  scope: "submarket" | "category" | "all";
+  submarket: string | null;
+  fallback_reason: string | null;
+  comparables: readonly IndexedEntry[];
+  pool: Pool;
+  selfCount: number;
+}
+
+const EMPTY_POOL: Pool = {
+  entries: [],
+  excluded: { other_network: 0, testnet: 0, not_per_call: 0, approximate_price: 0, no_price: 0 },
+};
+
+function withoutService(pool: Pool, self: string): IndexedEntry[] {
+  return pool.entries.filter((e) => e.service !== self);
+}
+
+function countServices(entries: readonly IndexedEntry[]): number {
+  return new Set(entries.map((e) => e.service)).size;
+}
+
+/** A finer market when it has enough other services; otherwise the category, saying why. */
+export function selectMarket(
+  index: MarketIndex,
+  category: Category,
+  submarket: string | null,
+  selfService: string,
+): MarketSelection {
+  const pick = (scope: MarketSelection["scope"], pool: Pool, sub: string | null, reason: string | null) => {
+    const comparables = withoutService(pool, selfService);
+    return {
+      scope,
+      submarket: sub,
+      fallback_reason: reason,
+      comparables,
+      pool,
+      selfCount: pool.entries.length - comparables.length,
+    };
+  };
+  if (category === "uncategorized")
+    return pick("all", index.pools.get("uncategorized") ?? EMPTY_POOL, null, null);
+  const categoryPool = index.pools.get(category) ?? EMPTY_POOL;
+  if (submarket === null) {
+    return pick(
+      "category",
+      categoryPool,
+      null,
+      "no finer market could be told from this endpoint's listing or URL",
+    );
+  }
+  const sub = index.pools.get(poolKey(category, submarket));
+  const subServices = sub === undefined ? 0 : countServices(withoutService(sub, selfService));
+  if (sub !== undefined && subServices >= MIN_SUBMARKET_SERVICES)
+    return pick("submarket", sub, submarket, null);
+  return pick(
+    "category",
+    categoryPool,
+    null,
+    `the ${submarket} market has ${subServices} other services (need ${MIN_SUBMARKET_SERVICES}), so the whole ${category} category is used`,
+  );
+}
+
+function submarketFor(
+  norm: NormalizedUrl,
+  category: Category,
+  primary: IndexedEntry | undefined,
+): string | null {
+  if (primary !== undefined && primary.category === category && primary.submarket !== null)
+    return primary.submarket;
+  return submarketOf(category, {
+    strong: norm.segments.filter((_, i) => norm.kinds[i] === "literal"),
+    weak: [],
+  });
+}
+
+function marketReport(
+  category: Category,
+  sel: MarketSelection,
+  votes: readonly ServiceVote[],
+  now: Date,
+): MarketReport {
+  const fig = figures(votes);
+  const fresh = freshness(sel.comparables, now);
+  const where =
+    sel.scope === "all"
+      ? "all priced per-call Base-mainnet endpoints in the market (no category)"
+      : sel.scope === "submarket"
+        ? `priced per-call Base-mainnet ${category} endpoints in the ${sel.submarket} market`
+        : `priced per-call Base-mainnet ${category} endpoints`;
+  return {
+    category,
+    submarket: sel.submarket,
+    scope: sel.scope,
+    fallback_reason: sel.fallback_reason,
+    network: BASE_MAINNET,
+    comparable_count: fig.endpoint_count,
+    endpoint_count: fig.endpoint_count,
+    service_count: fig.service_count,
+    p10: fig.p10,
+    p25: fig.p25,
+    median: fig.median,
+    p75: fig.p75,
+    p90: fig.p90,
+    weighting:
+      "one vote per service: each service's price is the median of its comparable endpoints, and the percentiles are taken over those service prices",
+    as_of: fresh.as_of,
+    age_days: fresh.age_days,
+    oldest_observed_at: fresh.oldest_observed_at,
+    dated_count: fresh.dated_count,
+    undated_count: fresh.undated_count,
+    usage_observed_count: sel.comparables.filter((e) => e.entry.calls_30d !== null).length,
+    excluded: { ...sel.pool.excluded, self: sel.selfCount },
+    basis: `${where}, excluding testnets, bundles/top-ups, approximate prices and the endpoint's own service`,
+  };
+}
+
+/** Better-used comparables at or below the price; only meaningful when usage was observed. */
+function findAlternatives(
+  comparables: readonly IndexedEntry[],
+  usd: number | null,
+  perCall: boolean,
+  own: UsageFigure,
+): IndexedEntry[] {
+  if (usd === null || !perCall) return [];
+  const ownAdjusted = own.adjusted_calls_30d ?? 0;
+  return comparables
+    .filter(
+      // An alternative's usage must have passed the wash check: spread over more than two payers.
+      (e) =>
+        (e.entry.price_usd as number) <= usd &&
+        e.usage.wash_check === "passed" &&
+        (e.usage.adjusted_calls_30d as number) > ownAdjusted,
+    )
+    .sort(
+      (a, b) =>
+        (b.usage.adjusted_calls_30d as number) - (a.usage.adjusted_calls_30d as number) ||
+        (a.entry.price_usd as number) - (b.entry.price_usd as number) ||
+        a.index - b.index,
+    )
+    .slice(0, MAX_ALTERNATIVES);
+}
+
+function sourceTrail(
+  catalog: Catalog,
+  match: MatchResult,
+  observation: ProbeObservation | undefined,
+  norm: NormalizedUrl,
+): TrailItem[] {
+  const trail: TrailItem[] = [];
+  const seen = new Set<string>();
+  for (const m of match.matches) {
+    const source = catalog.sourceById.get(m.entry.source_id);
+    const t: TrailItem = {
+      source_url: m.entry.source_url,
+      source: source?.origin ?? null,
+      observed_at: m.entry.observed_at,
+      kind: source?.kind === "bazaar_recording" ? "bazaar_listing" : "catalog_entry",
+      compiled_on: m.entry.compiled_on,
+    };
+    const key = `${t.source_url}|${t.source}|${t.observed_at}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    trail.push(t);
+  }
+  if (observation !== undefined) {
+    trail.push({
+      source_url: norm.normalized_url,
+      source: "live probe",
+      observed_at: observation.observed_at,
+      kind: "live_probe",
+      compiled_on: null,
+    });
+  }
+  for (const s of catalog.sources) {
+    trail.push({
+      source_url: s.listing_url,
+      source: s.origin,
+      observed_at: null,
+      kind: "market_snapshot",
+      compiled_on: s.compiled_on,
+    });
+  }
+  return trail;
+}
+
+function testBand(market: MarketReport, category: Category): BenchmarkResult["suggested_test_price_band"] {
+  if (market.service_count < MIN_SERVICES || market.p25 === null || market.median === null) return null;
+  const what =
+    market.scope === "submarket"
+      ? `${market.submarket} `
+      : category === "uncategorized"
+        ? ""
+        : `${category} `;
+  return {
+    min_usd: market.p25,
+    max_usd: market.median,
+    min_amount_atomic: usdToAtomicRounded(market.p25, 6),
+    max_amount_atomic: usdToAtomicRounded(market.median, 6),
+    endpoint_count: market.endpoint_count,
+    service_count: market.service_count,
+    basis: `25th percentile to median of ${market.service_count} ${what}services' prices (${market.endpoint_count} endpoints, one vote per service) on Base mainnet`,
   };
 }
 
@@ -98,118 +356,29 @@ export function computeBenchmark(
   const norm = normalizeUrl(input.endpoint_url);
   const match = matchEntries(index, norm);
   const primary = match.matches[0];
-  const selfSet = new Set(match.matches.map((m) => m.index));
-  const cat = resolveCategory(index, norm, input.category_hint, primary);
-  const pool = index.pools.get(cat.category) ?? {
-    entries: [],
-    excluded: { other_network: 0, testnet: 0, not_per_call: 0, approximate_price: 0, no_price: 0 },
-  };
-  const comparables = pool.entries.filter((e) => !selfSet.has(e.index));
-  const prices = comparables.map((e) => e.entry.price_usd as number);
-  const market = marketFigures(prices);
-
   const observation = probe.result?.ok === true ? probe.result.observation : undefined;
-  const primaryPriced =
-    primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
-  let evidence: PriceEvidence;
-  let price: BenchmarkResult["route"]["price"] = null;
-  let network: string | null = null;
-  let asset: string | null = null;
-  let methodObserved: string | null = null;
-  if (primaryPriced && primary !== undefined) {
-    const e = primary.entry;
-    const pricedMatches = match.matches.filter((m) => m.entry.price_usd !== null);
-    const distinct = new Set(pricedMatches.map((m) => m.entry.price_usd));
-    price = { usd: e.price_usd, amount_atomic: e.amount_atomic };
-    network = e.network;
-    asset = e.asset;
-    methodObserved = e.method;
-    evidence = {
-      usd: e.price_usd,
-      approximate: primary.quality.approximate,
-      per_call: primary.quality.per_call,
-      mainnet_known: e.network !== null && !primary.quality.testnet,
-      ambiguous: distinct.size > 1,
-    };
-  } else if (observation !== undefined) {
-    price = { usd: observation.usd, amount_atomic: observation.amount_atomic };
-    network = observation.network;
-    asset = observation.asset;
-    methodObserved = "GET";
-    evidence = {
-      usd: observation.usd,
-      approximate: false,
-      per_call: true,
-      mainnet_known: observation.network !== null && !isTestnet(observation.network),
-      ambiguous: false,
-    };
-  } else {
-    if (primary !== undefined) methodObserved = primary.entry.method;
-    evidence = { usd: null, approximate: false, per_call: true, mainnet_known: false, ambiguous: false };
-  }
-  const usd = evidence.usd;
-  const confidence = confidenceOf(evidence, market);
+  const found = findPrice(match, observation);
+  const usd = found.evidence.usd;
+
+  const cat = resolveCategory(index, norm, input.category_hint, primary);
+  const selfService =
+    primary?.service ??
+    index.serviceByHost.get(serviceHost(input.endpoint_url)) ??
+    serviceHost(input.endpoint_url);
+  const selection = selectMarket(index, cat.category, submarketFor(norm, cat.category, primary), selfService);
+  const votes = serviceVotes(selection.comparables);
+  const market = marketReport(cat.category, selection, votes, now);
+
+  const confidence = confidenceOf(found.evidence, market, {
+    price_age_days: found.evidence.observed_at === null ? null : ageDays(found.evidence.observed_at, now),
+    market_age_days: market.age_days,
+  });
   const usage = primary !== undefined ? primary.usage : washAdjust(null, null);
+  const usageObserved = market.usage_observed_count > 0;
+  const alternatives = findAlternatives(selection.comparables, usd, found.evidence.per_call, usage);
+  const decision = decide(found.evidence, market, usage, alternatives.length, usageObserved);
+  const counts = { endpoint_count: market.endpoint_count, service_count: market.service_count };
 
-  const ownAdjusted = usage.adjusted_calls_30d ?? 0;
-  const alternatives =
-    usd === null || !evidence.per_call
-      ? []
-      : comparables
-          .filter(
-            // An alternative's usage must have passed the wash check: spread over more than two payers.
-            (e) =>
-              (e.entry.price_usd as number) <= usd &&
-              e.usage.wash_check === "passed" &&
-              (e.usage.adjusted_calls_30d as number) > ownAdjusted,
-          )
-          .sort(
-            (a, b) =>
-              (b.usage.adjusted_calls_30d as number) - (a.usage.adjusted_calls_30d as number) ||
-              (a.entry.price_usd as number) - (b.entry.price_usd as number) ||
-              a.index - b.index,
-          )
-          .slice(0, MAX_ALTERNATIVES);
-  const decision = decide(evidence, market, usage, alternatives.length);
-
-  const trail: TrailItem[] = [];
-  const seen = new Set<string>();
-  for (const m of match.matches) {
-    const t = trailFor(catalog, m);
-    const key = `${t.source_url}|${t.observed_at}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    trail.push(t);
-  }
-  if (observation !== undefined) {
-    trail.push({
-      source_url: norm.normalized_url,
-      observed_at: observation.observed_at,
-      kind: "live_probe",
-      compiled_on: null,
-    });
-  }
-  for (const s of catalog.sources) {
-    trail.push({
-      source_url: s.origin,
-      observed_at: null,
-      kind: "market_snapshot",
-      compiled_on: s.compiled_on,
-    });
-  }
-
-  const band =
-    market.comparable_count >= MIN_COMPARABLES && market.p25 !== null && market.median !== null
-      ? {
-          min_usd: market.p25,
-          max_usd: market.median,
-          min_amount_atomic: usdToAtomicRounded(market.p25, 6),
-          max_amount_atomic: usdToAtomicRounded(market.median, 6),
-          basis: `25th percentile to median of ${market.comparable_count} comparable ${cat.category === "uncategorized" ? "" : `${cat.category} `}endpoints on Base mainnet`,
-        }
-      : null;
-
-  const matchType = primaryPriced ? match.type : observation !== undefined ? "live_probe" : match.type;
   return {
     endpoint_url: input.endpoint_url,
     normalized_url: norm.normalized_url,
@@ -217,57 +386,63 @@ export function computeBenchmark(
     category_source: cat.source,
     category_evidence: cat.evidence,
     route: {
-      method: methodObserved === null || methodObserved === "GET" ? "GET" : "POST",
-      method_observed: methodObserved,
+      method: found.methodObserved === null || found.methodObserved === "GET" ? "GET" : "POST",
+      method_observed: found.methodObserved,
       generated_at: catalog.generated_at,
-      price,
-      network,
-      asset,
+      price: found.price,
+      network: found.network,
+      asset: found.asset,
+      observed_at: found.evidence.observed_at,
       availability: ctx.availability,
       confidence: confidence.confidence,
       confidence_reasons: confidence.reasons,
     },
     match: {
-      type: matchType,
+      type:
+        primary !== undefined && found.price !== null && observation === undefined
+          ? match.type
+          : observation !== undefined
+            ? "live_probe"
+            : match.type,
       matched_count: match.matches.length,
       template: norm.match_key,
-      service: primary?.entry.service ?? null,
+      service: primary?.service ?? null,
+      listed_service: primary?.entry.service ?? null,
       matched_urls: match.matches.map((m) => m.entry.url),
     },
-    market: {
-      category: cat.category,
-      network: "eip155:8453",
-      ...market,
-      excluded: { ...pool.excluded, self: pool.entries.length - comparables.length },
-      basis:
-        cat.category === "uncategorized"
-          ? "all priced per-call Base-mainnet endpoints in the catalog (no category), excluding testnets, bundles/top-ups, approximate prices and the endpoint itself"
-          : `priced per-call Base-mainnet ${cat.category} endpoints, excluding testnets, bundles/top-ups, approximate prices and the endpoint itself`,
-    },
+    market,
     price_percentile:
-      usd === null || !evidence.per_call || prices.length === 0
-        ? null
-        : round1(percentileRank(prices, usd) as number),
-    price_position: pricePosition(evidence, market),
+      usd === null || !found.evidence.per_call || votes.length === 0 ? null : servicePercentile(votes, usd),
+    price_percentile_counts: counts,
+    price_position: pricePosition(found.evidence, market),
     usage: {
       ...usage,
+      observed: usage.calls_30d !== null,
       source_url: usage.calls_30d !== null && primary !== undefined ? primary.entry.source_url : null,
     },
     decision: decision.decision,
     decision_reasons: decision.reasons,
+    alternatives_check: usageObserved
+      ? { ran: true, detail: `usage observed for ${market.usage_observed_count} comparable endpoints` }
+      : {
+          ran: false,
+          detail:
+            "no usage was observed in this market (its listings carry no call or payer counts), so no alternatives could be checked",
+        },
     alternatives: alternatives.map((a) => ({
       url: a.entry.url,
       method: a.entry.method,
-      service: a.entry.service,
+      service: a.service,
       price_usd: a.entry.price_usd as number,
       amount_atomic: a.entry.amount_atomic,
       calls_30d: a.usage.calls_30d,
       unique_payers_30d: a.usage.unique_payers_30d,
       adjusted_calls_30d: a.usage.adjusted_calls_30d as number,
+      observed_at: a.entry.observed_at,
       source_url: a.entry.source_url,
     })),
-    suggested_test_price_band: band,
-    source_trail: trail,
+    suggested_test_price_band: testBand(market, cat.category),
+    source_trail: sourceTrail(catalog, match, observation, norm),
     live_probe: probe.report,
     benchmarked_at: now.toISOString(),
     synthetic: false,

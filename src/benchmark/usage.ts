@@ -25,7 +25,7 @@ export function washAdjust(calls: number | null, payers: number | null): UsageFi
       adjusted_calls_30d: null,
       wash_adjusted: false,
       wash_check: "no_usage_data",
-      note: "no 30-day usage observed for this endpoint (public listings rarely show it; a Bazaar ingest adds it)",
+      note: "no usage was observed for this endpoint: its listing carries no call or payer counts, so the wash check did not run",
     };
   }
   if (payers === null) {

@@ -35,10 +35,17 @@ export const RouteDescriptor = Type.Object(
     price: Type.Union([BenchmarkPrice, Type.Null()], { description: "Observed price, null when unknown" }),
     network: NullableString("CAIP-2 network id of the observed price"),
     asset: NullableString("Asset (token contract) of the observed price"),
+    observed_at: NullableString(
+      "When the price was observed (ISO 8601 UTC): the listing's lastUpdated, the probe time, or null when the source is undated",
+    ),
     availability: Type.String({ description: "Availability label of this benchmark product" }),
-    confidence: Type.Union([Type.Literal("high"), Type.Literal("low"), Type.Literal("unknown")], {
-      description: "Confidence in the route descriptor's price",
-    }),
+    confidence: Type.Union(
+      [Type.Literal("high"), Type.Literal("medium"), Type.Literal("low"), Type.Literal("unknown")],
+      {
+        description:
+          "Confidence in the price and its market: drops with price quality, few services and stale observations (docs/benchmark.md)",
+      },
+    ),
     confidence_reasons: Type.Array(Type.String(), { description: "Why the confidence is what it is" }),
   },
   { ...open, description: "Route descriptor of the benchmarked endpoint" },
@@ -54,7 +61,8 @@ export const BenchmarkMatch = Type.Object(
     ),
     matched_count: Type.Integer({ description: "Catalog entries that matched the URL template" }),
     template: Type.String({ description: "host/path template used for matching ({} = an instance segment)" }),
-    service: NullableString("Service name of the best match"),
+    service: NullableString("Service (seller) of the best match: listings sharing a host or payTo address"),
+    listed_service: NullableString("Service name as the source listed it"),
     matched_urls: Type.Array(Type.String(), { description: "URLs of the matching catalog entries" }),
   },
   { ...open, description: "How the endpoint was matched to market data" },
@@ -63,13 +71,33 @@ export const BenchmarkMatch = Type.Object(
 export const MarketStats = Type.Object(
   {
     category: BenchmarkCategory,
+    submarket: NullableString("Finer market used (e.g. token_price), null when the whole category is used"),
+    scope: Type.Union([Type.Literal("submarket"), Type.Literal("category"), Type.Literal("all")], {
+      description: "Which market the figures describe: a finer market, the category, or every category",
+    }),
+    fallback_reason: NullableString("Why the whole category is used instead of a finer market"),
     network: Type.String({ description: "Network of the comparables (Base mainnet)" }),
-    comparable_count: Type.Integer({ description: "Number of comparable endpoints" }),
-    p10: NullableNumber("10th percentile price, USD"),
-    p25: NullableNumber("25th percentile price, USD"),
-    median: NullableNumber("Median price, USD"),
-    p75: NullableNumber("75th percentile price, USD"),
-    p90: NullableNumber("90th percentile price, USD"),
+    comparable_count: Type.Integer({
+      description: "Number of comparable endpoints (same as endpoint_count)",
+    }),
+    endpoint_count: Type.Integer({ description: "Comparable endpoints behind the figures" }),
+    service_count: Type.Integer({ description: "Services behind the figures (one vote each)" }),
+    p10: NullableNumber("10th percentile of the service prices, USD"),
+    p25: NullableNumber("25th percentile of the service prices, USD"),
+    median: NullableNumber("Median of the service prices, USD"),
+    p75: NullableNumber("75th percentile of the service prices, USD"),
+    p90: NullableNumber("90th percentile of the service prices, USD"),
+    weighting: Type.String({ description: "How services are weighted" }),
+    as_of: NullableString(
+      "Newest observation date among the comparables (ISO 8601 UTC); null when none is dated",
+    ),
+    age_days: NullableInteger("Whole days from as_of to the benchmark time"),
+    oldest_observed_at: NullableString("Oldest observation date among the comparables"),
+    dated_count: Type.Integer({ description: "Comparables with an observation date" }),
+    undated_count: Type.Integer({ description: "Comparables from undated sources" }),
+    usage_observed_count: Type.Integer({
+      description: "Comparables with observed 30-day usage (0: none observed)",
+    }),
     excluded: Type.Object(
       {
         other_network: Type.Integer({ description: "Entries on other or unknown networks" }),
@@ -77,7 +105,7 @@ export const MarketStats = Type.Object(
         not_per_call: Type.Integer({ description: "Bundles, top-ups, credit and inbox purchases" }),
         approximate_price: Type.Integer({ description: "Estimated, default, dynamic or example prices" }),
         no_price: Type.Integer({ description: "Entries without a USD price" }),
-        self: Type.Integer({ description: "Entries matching the benchmarked endpoint itself" }),
+        self: Type.Integer({ description: "Entries of the benchmarked endpoint's own service" }),
       },
       { ...open, description: "Entries of the category left out of the comparables, by reason" },
     ),
@@ -102,6 +130,7 @@ export const UsageFigures = Type.Object(
       { description: "Outcome of the wash check" },
     ),
     note: Type.String({ description: "The usage figure in words" }),
+    observed: Type.Boolean({ description: "False when no usage was observed for this endpoint" }),
     source_url: NullableString("Where the usage figures were read"),
   },
   { ...open, description: "Usage of the endpoint with the wash adjustment" },
@@ -117,6 +146,7 @@ export const Alternative = Type.Object(
     calls_30d: NullableInteger("Its listed 30-day calls"),
     unique_payers_30d: NullableInteger("Its listed 30-day payers"),
     adjusted_calls_30d: Type.Integer({ description: "Its wash-adjusted 30-day calls" }),
+    observed_at: NullableString("When its listing was observed"),
     source_url: Type.String({ description: "Where it was observed" }),
   },
   { ...open, description: "Same-category endpoint at or below the price with stronger adjusted usage" },
@@ -128,6 +158,8 @@ export const TestPriceBand = Type.Object(
     max_usd: Type.Number({ description: "Upper end (market median), USD" }),
     min_amount_atomic: Type.String({ description: "Lower end in Base USDC atomic units (6 decimals)" }),
     max_amount_atomic: Type.String({ description: "Upper end in Base USDC atomic units (6 decimals)" }),
+    endpoint_count: Type.Integer({ description: "Comparable endpoints behind the band" }),
+    service_count: Type.Integer({ description: "Services behind the band (one vote each)" }),
     basis: Type.String({ description: "How the band was set" }),
   },
   { ...open, description: "Price band in which to test a route in this market" },
@@ -135,7 +167,8 @@ export const TestPriceBand = Type.Object(
 
 export const SourceTrailItem = Type.Object(
   {
-    source_url: Type.String({ description: "Page, listing or endpoint the fact was read from" }),
+    source_url: NullableString("Public page, discovery listing or endpoint the fact was read from"),
+    source: NullableString("Named source: recording:<name>, compilation:<name> or live probe"),
     observed_at: NullableString("When it was observed (ISO 8601 UTC); null for undated observations"),
     kind: Type.Union(
       [
@@ -183,7 +216,16 @@ export const BenchmarkResult = Type.Object(
     route: RouteDescriptor,
     match: BenchmarkMatch,
     market: MarketStats,
-    price_percentile: NullableNumber("Mid-rank percentile (0–100) of the price among the comparables"),
+    price_percentile: NullableNumber(
+      "Mid-rank percentile (0–100) of the price among the comparable services' prices (one vote per service)",
+    ),
+    price_percentile_counts: Type.Object(
+      {
+        endpoint_count: Type.Integer({ description: "Comparable endpoints behind the percentile" }),
+        service_count: Type.Integer({ description: "Services behind the percentile" }),
+      },
+      { ...open, description: "What the percentile is computed over" },
+    ),
     price_position: Type.Union(
       [
         Type.Literal("below_market"),
@@ -204,6 +246,15 @@ export const BenchmarkResult = Type.Object(
       { description: "What to do about this endpoint" },
     ),
     decision_reasons: Type.Array(Type.String(), { description: "Why" }),
+    alternatives_check: Type.Object(
+      {
+        ran: Type.Boolean({
+          description: "False when no usage was observed, so no alternative could qualify",
+        }),
+        detail: Type.String({ description: "The check in words" }),
+      },
+      { ...open, description: "Whether the better-alternative check could run" },
+    ),
     alternatives: Type.Array(Alternative, {
       description: "Better-used endpoints at or below the price (at most 5)",
     }),

@@ -7,22 +7,34 @@ import {
 import {
   confidenceOf,
   decide,
+  FRESH_DAYS,
   type MarketFigures,
-  MIN_COMPARABLES,
+  MIN_SERVICES,
   pricePosition,
+  SOLID_SERVICES,
+  STALE_DAYS,
 } from "../../src/benchmark/rules.js";
 import { percentile, percentileRank } from "../../src/benchmark/stats.js";
 import { WASH_MAX_PAYERS, washAdjust } from "../../src/benchmark/usage.js";
 
+const MIN_COMPARABLES = MIN_SERVICES;
 const market = (n: number): MarketFigures => ({
-  comparable_count: n,
+  service_count: n,
   p10: 0.001,
   p25: 0.005,
   median: 0.01,
   p75: 0.05,
   p90: 0.2,
 });
-const exact = { usd: 0.01, approximate: false, per_call: true, mainnet_known: true, ambiguous: false };
+const exact = {
+  usd: 0.01 as number | null,
+  approximate: false,
+  per_call: true,
+  mainnet_known: true,
+  ambiguous: false,
+  observed_at: "2026-11-01T00:00:00.000Z" as string | null,
+};
+const fresh = { price_age_days: 0, market_age_days: 0 };
 const noUsage = washAdjust(null, null);
 
 describe("statistics", () => {
@@ -64,12 +76,34 @@ describe("wash adjustment", () => {
 });
 
 describe("confidence", () => {
+  const level = (
+    over: Partial<typeof exact> = {},
+    services = 50,
+    f: { price_age_days: number | null; market_age_days: number | null } = fresh,
+  ) => confidenceOf({ ...exact, ...over }, market(services), f).confidence;
   it("is unknown without a price", () => {
-    expect(confidenceOf({ ...exact, usd: null }, market(50)).confidence).toBe("unknown");
+    expect(level({ usd: null })).toBe("unknown");
   });
-  it(`needs ${MIN_COMPARABLES} comparables for high`, () => {
-    expect(confidenceOf(exact, market(MIN_COMPARABLES)).confidence).toBe("high");
-    expect(confidenceOf(exact, market(MIN_COMPARABLES - 1)).confidence).toBe("low");
+  it(`is low below ${MIN_SERVICES} services, medium below ${SOLID_SERVICES}, high from ${SOLID_SERVICES}`, () => {
+    expect(level({}, MIN_SERVICES - 1)).toBe("low");
+    expect(level({}, MIN_SERVICES)).toBe("medium");
+    expect(level({}, SOLID_SERVICES - 1)).toBe("medium");
+    expect(level({}, SOLID_SERVICES)).toBe("high");
+  });
+  it(`drops to medium past ${FRESH_DAYS} days and to low past ${STALE_DAYS} days, for the price and for the market`, () => {
+    for (const key of ["price_age_days", "market_age_days"] as const) {
+      expect(level({}, 50, { ...fresh, [key]: FRESH_DAYS })).toBe("high");
+      expect(level({}, 50, { ...fresh, [key]: FRESH_DAYS + 1 })).toBe("medium");
+      expect(level({}, 50, { ...fresh, [key]: STALE_DAYS })).toBe("medium");
+      expect(level({}, 50, { ...fresh, [key]: STALE_DAYS + 1 })).toBe("low");
+      expect(level({}, 50, { ...fresh, [key]: null })).toBe("medium");
+    }
+    const c = confidenceOf(exact, market(50), { price_age_days: null, market_age_days: STALE_DAYS + 1 });
+    expect(c.confidence).toBe("low");
+    expect(c.reasons).toEqual([
+      "the price observation is undated",
+      `the market's newest observation is ${STALE_DAYS + 1} days old (more than ${STALE_DAYS})`,
+    ]);
   });
   it("is low for approximate, non-per-call, unknown-network or disputed prices", () => {
     for (const flaw of [
@@ -78,7 +112,7 @@ describe("confidence", () => {
       { mainnet_known: false },
       { ambiguous: true },
     ]) {
-      const c = confidenceOf({ ...exact, ...flaw }, market(50));
+      const c = confidenceOf({ ...exact, ...flaw }, market(50), fresh);
       expect(c.confidence).toBe("low");
       expect(c.reasons.length).toBe(1);
     }
@@ -103,7 +137,7 @@ describe("price position", () => {
 
 describe("decision", () => {
   const d = (usd: number | null, n = 50, usage = noUsage, alts = 0, per_call = true) =>
-    decide({ usd, per_call }, market(n), usage, alts).decision;
+    decide({ usd, per_call }, market(n), usage, alts, true).decision;
   it("needs more history without a price, a per-call price or enough comparables", () => {
     expect(d(null)).toBe("needs_more_history");
     expect(d(0.01, 50, noUsage, 0, false)).toBe("needs_more_history");
@@ -122,6 +156,17 @@ describe("decision", () => {
     expect(d(0.06, 50, washAdjust(400, 2))).toBe("avoid_for_now");
     expect(d(0.06, 50, washAdjust(400, 3))).toBe("worth_testing");
     expect(d(0.05, 50, washAdjust(400, 2))).toBe("worth_testing");
+  });
+});
+
+describe("decision without observed usage", () => {
+  it("says plainly that the usage checks did not run", () => {
+    const r = decide({ usd: 0.01, per_call: true }, market(50), noUsage, 0, false);
+    expect(r.decision).toBe("worth_testing");
+    expect(r.reasons.join(" ")).toContain("no usage was observed");
+    const seen = decide({ usd: 0.01, per_call: true }, market(50), washAdjust(400, 5), 0, true);
+    expect(seen.reasons.join(" ")).not.toContain("no usage was observed");
+    expect(noUsage.note).toContain("did not run");
   });
 });
 
