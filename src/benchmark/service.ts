@@ -207,8 +207,8 @@ function submarketFor(
   category: Category,
   primary: IndexedEntry | undefined,
 ): string | null {
-  if (primary !== undefined && primary.category === category && primary.submarket !== null)
-    return primary.submarket;
+  // A listed endpoint keeps its listing's own decision, even "no finer market".
+  if (primary !== undefined && primary.category === category) return primary.submarket;
   return submarketOf(category, {
     strong: norm.segments.filter((_, i) => norm.kinds[i] === "literal"),
     weak: [],

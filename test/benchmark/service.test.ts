@@ -5,7 +5,9 @@ import fastJson from "fast-json-stringify";
 import { Value } from "typebox/value";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { availabilityLabel } from "../../src/benchmark/availability.js";
+import { serviceVotes } from "../../src/benchmark/market.js";
 import { buildMarketIndex } from "../../src/benchmark/market-index.js";
+import { MIN_SUBMARKET_SERVICES } from "../../src/benchmark/rules.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { BenchmarkResult } from "../../src/schemas/benchmark-response.js";
 import {
@@ -25,61 +27,91 @@ const run = (
   category_hint?: Parameters<typeof service.benchmark>[0]["category_hint"],
 ) => service.benchmark(category_hint === undefined ? { endpoint_url } : { endpoint_url, category_hint }, ctx);
 
-describe("benchmark on the shipped catalog", () => {
-  it("describes an exactly matched endpoint with its provenance", async () => {
-    const r = await run("https://API.exa.ai/search/");
-    expect(r.normalized_url).toBe("https://api.exa.ai/search");
-    expect(r.category).toBe("search");
-    expect(r.category_source).toBe("catalog");
+describe("benchmark on the shipped market", () => {
+  it("describes a matched endpoint with its provenance, counts and the market's as-of date", async () => {
+    const r = await run("https://2s.io/api/crypto/token-price");
     expect(r.route).toMatchObject({
-      method: "POST",
+      method: "GET",
       generated_at: "2026-11-22T00:00:00.000Z",
-      price: { usd: 0.007, amount_atomic: "7000" },
+      price: { usd: 0.0012, amount_atomic: "1200" },
       network: "eip155:8453",
-      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      observed_at: null,
       availability: "available through capped provisional x402 metadata",
-      confidence: "high",
     });
-    expect(r.match.type).toBe("exact");
-    expect(r.source_trail[0]).toMatchObject({ kind: "catalog_entry", compiled_on: "2026-11-22" });
-    expect(r.source_trail.at(-1)).toMatchObject({
-      kind: "market_snapshot",
-      source_url: "../shared/data/x402-catalog/catalog.json",
+    expect(r.match).toMatchObject({ type: "exact", service: "2s.io" });
+    expect(r.market).toMatchObject({ category: "data", submarket: "token_price", scope: "submarket" });
+    expect(r.market.service_count).toBeGreaterThanOrEqual(MIN_SUBMARKET_SERVICES);
+    expect(r.market.endpoint_count).toBeGreaterThan(r.market.service_count);
+    expect(r.price_percentile_counts).toEqual({
+      endpoint_count: r.market.endpoint_count,
+      service_count: r.market.service_count,
     });
+    expect(r.suggested_test_price_band).toMatchObject({
+      endpoint_count: r.market.endpoint_count,
+      service_count: r.market.service_count,
+    });
+    expect(r.market.as_of).toMatch(/^2026-/);
+    expect(r.market.age_days).toBe(
+      Math.floor((clock().getTime() - new Date(r.market.as_of as string).getTime()) / 86_400_000),
+    );
+    expect(r.source_trail[0]).toMatchObject({
+      kind: "catalog_entry",
+      source_url: "https://2s.io/crypto/token-price",
+      source: "compilation:x402-catalog 2026-11-22",
+    });
+    expect(r.source_trail.filter((t) => t.kind === "market_snapshot").map((t) => t.source)).toEqual([
+      "compilation:x402-catalog 2026-11-22",
+      "recording:cdp-bazaar-crawl_2025-12-31_oops402",
+      "recording:cdp-bazaar-discovery-resources_2026-03-17_402pub",
+    ]);
     expect(r.benchmarked_at).toBe("2026-11-23T08:00:00.000Z");
     expect(r.live_probe).toMatchObject({ attempted: false, outcome: "not_needed" });
   });
 
-  it("computes market percentiles only over comparable Base-mainnet per-call entries, excluding itself", async () => {
-    const r = await run("https://api.exa.ai/search");
+  it("gives a Bazaar-listed endpoint its listing's date, discovery URL and recording", async () => {
+    const r = await run("https://api.carbon-cashmere.de/v1/strategy-performance");
+    expect(r.route.observed_at).toBe("2026-03-17T19:00:51.788Z");
+    expect(r.source_trail[0]).toMatchObject({
+      kind: "bazaar_listing",
+      source_url: "https://api.cdp.coinbase.com/platform/v2/x402/discovery/resources",
+      source: "recording:cdp-bazaar-discovery-resources_2026-03-17_402pub",
+      observed_at: "2026-03-17T19:00:51.788Z",
+    });
+    // 250 days before the benchmark: stale.
+    expect(r.route.confidence).toBe("low");
+    expect(r.route.confidence_reasons.join(" ")).toContain("250 days old");
+  });
+
+  it("weights each service once: percentiles, the endpoint's rank and the band are over service prices", async () => {
+    const r = await run("https://2s.io/api/crypto/token-price");
     const index = buildMarketIndex(catalog);
-    const pool = index.pools.get("search")!;
-    for (const e of pool.entries) {
-      expect(e.entry.network).toBe("eip155:8453");
-      expect(
-        e.entry.tags.some((t) =>
-          ["estimated", "default-price", "dynamic", "testnet", "topup", "bundle"].includes(t),
-        ),
-      ).toBe(false);
-    }
-    const prices = pool.entries
-      .filter((e) => e.entry.url !== "https://api.exa.ai/search")
-      .map((e) => e.entry.price_usd as number);
-    expect(r.market.comparable_count).toBe(prices.length);
-    expect(r.market.excluded.self).toBe(1);
-    expect(r.market.excluded.approximate_price).toBeGreaterThan(0); // spider.cloud search is "estimated"
-    const sorted = [...prices].sort((a, b) => a - b);
-    const mid = (sorted.length - 1) / 2;
-    expect(r.market.median).toBeCloseTo(
-      ((sorted[Math.floor(mid)] as number) + (sorted[Math.ceil(mid)] as number)) / 2,
-      6,
+    const pool = index.pools.get("data/token_price")!;
+    const others = pool.entries.filter((e) => e.service !== "2s.io");
+    const votes = serviceVotes(others);
+    expect(r.market.service_count).toBe(votes.length);
+    expect(r.market.endpoint_count).toBe(others.length);
+    expect(r.market.excluded.self).toBe(pool.entries.length - others.length);
+    const below = votes.filter((v) => v.usd < 0.0012).length;
+    const equal = votes.filter((v) => v.usd === 0.0012).length;
+    expect(r.price_percentile).toBeCloseTo(((below + equal / 2) / votes.length) * 100, 1);
+    // A service listing many endpoints at one price moves the market no more than one listing.
+    const biggest = [...new Set(others.map((e) => e.service))]
+      .map((s) => ({ s, n: others.filter((e) => e.service === s).length }))
+      .sort((a, b) => b.n - a.n)[0]!;
+    expect(biggest.n).toBeGreaterThan(5);
+    const once = serviceVotes(
+      others.filter(
+        (e, i, all) => e.service !== biggest.s || all.findIndex((x) => x.service === biggest.s) === i,
+      ),
     );
-    const below = prices.filter((p) => p < 0.007).length;
-    const equal = prices.filter((p) => p === 0.007).length;
-    expect(r.price_percentile).toBeCloseTo(((below + equal / 2) / prices.length) * 100, 1);
-    expect(r.price_position).toBe("below_market");
-    expect(r.decision).toBe("worth_testing");
-    expect(r.suggested_test_price_band).toMatchObject({ min_usd: r.market.p25, max_usd: r.market.median });
+    expect(once.length).toBe(votes.length);
+  });
+
+  it("falls back to the category, saying why, when a finer market has too few services", async () => {
+    const r = await run("https://2s.io/api/stocks/quote");
+    expect(r.market).toMatchObject({ category: "data", scope: "category", submarket: null });
+    expect(r.market.fallback_reason).toContain("traditional_markets");
+    expect(r.market.fallback_reason).toContain(`need ${MIN_SUBMARKET_SERVICES}`);
   });
 
   it("keeps testnet, bundle and top-up prices out of every market", () => {
@@ -88,19 +120,14 @@ describe("benchmark on the shipped catalog", () => {
     const urls = new Set(all.entries.map((e) => e.entry.url));
     expect(urls.has("https://scrvo.com/api/crawl")).toBe(false); // base-sepolia
     expect(urls.has("https://stableemail.dev/api/inbox/topup")).toBe(false);
-    expect(urls.has("https://api.tools402.dev/v1/_bundles/document-agent/purchase")).toBe(false);
+    expect(urls.has("http://api.compute3.ai/api/x402/top_up")).toBe(false);
     expect(urls.has("https://api.vectorway.io/v1/credits/purchase")).toBe(false);
-    expect(urls.has("https://stableemail.dev/api/subdomain/inbox/create")).toBe(false);
     expect(urls.has("https://api.spider.cloud/crawl")).toBe(false); // estimated
     expect(urls.has("https://x402.erpc.global/v1/solana-mainnet")).toBe(false); // Solana
-    expect(urls.has("https://api.punkpredictor.xyz/agents/v2/top-delayed")).toBe(true);
     expect(all.excluded.testnet).toBeGreaterThanOrEqual(5);
   });
 
-  it("matches templated URLs and flags a price above p90", async () => {
-    const r = await run("https://api.punkpredictor.xyz/agents/v2/top-delayed");
-    expect(r.price_position).toBe("above_market");
-    expect(r.decision).toBe("avoid_for_now");
+  it("matches templated URLs", async () => {
     const t = await run(
       "https://api.vaults.fyi/v2/deposit-options/0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
     );
@@ -127,14 +154,26 @@ describe("benchmark on the shipped catalog", () => {
   it("resolves the category from the hint, the catalog, inference or the default", async () => {
     const hinted = await run("https://api.exa.ai/search", "data");
     expect([hinted.category, hinted.category_source]).toEqual(["data", "hint"]);
-    const sameHost = await run("https://api.exa.ai/answer");
-    expect([sameHost.category, sameHost.category_source]).toEqual(["search", "inferred"]);
     const byWords = await run("https://tts.unknown-seller.example/v1/speech");
     expect([byWords.category, byWords.category_source]).toEqual(["media", "inferred"]);
     expect(byWords.category_evidence.join(" ")).toContain("speech");
     const none = await run("https://qwerty.example/zxcv");
-    expect([none.category, none.category_source]).toEqual(["uncategorized", "default"]);
-    expect(none.market.comparable_count).toBeGreaterThan(200);
+    expect([none.category, none.category_source, none.market.scope]).toEqual([
+      "uncategorized",
+      "default",
+      "all",
+    ]);
+    expect(none.market.service_count).toBeGreaterThan(200);
+  });
+
+  it("says plainly that no usage was observed and no alternatives were checked", async () => {
+    const r = await run("https://2s.io/api/crypto/token-price");
+    expect(r.market.usage_observed_count).toBe(0);
+    expect(r.usage).toMatchObject({ observed: false, wash_check: "no_usage_data" });
+    expect(r.usage.note).toContain("did not run");
+    expect(r.alternatives_check).toMatchObject({ ran: false });
+    expect(r.alternatives_check.detail).toContain("no usage was observed");
+    expect(r.decision_reasons.join(" ")).toContain("no usage was observed");
   });
 
   it("is honest about an unknown endpoint", async () => {
@@ -182,7 +221,7 @@ function usageCatalog(): Catalog {
     observed_at: "2026-11-20T00:00:00.000Z",
     calls_30d: null,
     unique_payers_30d: null,
-    source_url: "http://127.0.0.1/discovery/resources",
+    source_url: "https://facilitator.example/discovery/resources",
     source_id: "bazaar:fixture",
     compiled_on: "2026-11-20",
     ...over,
@@ -190,6 +229,7 @@ function usageCatalog(): Catalog {
   const entries: CatalogEntry[] = [
     base({
       url: "https://wash.example/v1/chat",
+      pay_to: "0x2222222222222222222222222222222222222222",
       price_usd: 0.02,
       amount_atomic: "20000",
       calls_30d: 5000,
@@ -197,6 +237,7 @@ function usageCatalog(): Catalog {
     }),
     base({
       url: "https://popular.example/v1/chat",
+      pay_to: "0x3333333333333333333333333333333333333333",
       price_usd: 0.01,
       amount_atomic: "10000",
       calls_30d: 300,
@@ -204,6 +245,7 @@ function usageCatalog(): Catalog {
     }),
     base({
       url: "https://cheap-wash.example/v1/chat",
+      pay_to: "0x4444444444444444444444444444444444444444",
       price_usd: 0.005,
       amount_atomic: "5000",
       calls_30d: 9000,
@@ -211,6 +253,7 @@ function usageCatalog(): Catalog {
     }),
     base({
       url: "https://dear.example/v1/chat",
+      pay_to: "0x5555555555555555555555555555555555555555",
       price_usd: 0.05,
       amount_atomic: "50000",
       calls_30d: 10,
@@ -219,11 +262,15 @@ function usageCatalog(): Catalog {
   ];
   snap.sources.push({
     id: "bazaar:fixture",
-    kind: "bazaar_discovery",
+    kind: "bazaar_recording",
     compiled_on: "2026-11-20",
     method: "fixture listing",
-    origin: "http://127.0.0.1/discovery/resources",
+    origin: "recording:fixture",
+    listing_url: "https://facilitator.example/discovery/resources",
     entry_count: entries.length,
+    read: entries.length,
+    kept: entries.length,
+    dropped: {},
   });
   snap.endpoints.push(...entries);
   return catalogFromSnapshot(snap, "usage fixture");
@@ -242,7 +289,7 @@ describe("usage, wash adjustment and alternatives", () => {
       wash_check: "discounted",
     });
     expect(r.usage.note).toContain("1 payer");
-    expect(r.usage.source_url).toBe("http://127.0.0.1/discovery/resources");
+    expect(r.usage.source_url).toBe("https://facilitator.example/discovery/resources");
     expect(r.alternatives.map((a) => a.url)).toEqual(["https://popular.example/v1/chat"]);
     expect(r.alternatives[0]).toMatchObject({
       adjusted_calls_30d: 300,
@@ -307,8 +354,10 @@ describe("live probe through the service", () => {
     expect(r.route).toMatchObject({
       price: { usd: 0.004, amount_atomic: "4000" },
       network: "eip155:8453",
-      confidence: "high",
+      observed_at: "2026-11-23T08:00:00.000Z",
     });
+    // The probe's price is fresh; only the market's age can lower the confidence.
+    expect(r.route.confidence_reasons.join(" ")).not.toContain("price observation");
     expect(r.source_trail).toContainEqual(
       expect.objectContaining({ kind: "live_probe", observed_at: "2026-11-23T08:00:00.000Z" }),
     );
