@@ -34,6 +34,11 @@ export interface ProbeOptions {
   /** DNS resolution; defaults to the system resolver (all addresses). */
   resolve?: Resolver;
   clock?: () => Date;
+  /**
+   * Answer every failure at the deadline, not when it happened, so the time to an answer does
+   * not tell a closed port from a filtered one or an open non-x402 one.
+   */
+  uniformFailureTiming?: boolean;
 }
 
 export interface ProbeObservation {
@@ -201,6 +206,15 @@ export async function probeEndpoint(endpointUrl: string, opts: ProbeOptions = {}
     if (Date.now() >= deadline) return fail("timeout", "resolution used the whole time budget");
     return request(url, resolved.address, deadline, maxBytes, clock, abort.signal);
   })();
+  if (opts.uniformFailureTiming === true) {
+    const first = await Promise.race([work, timeout]);
+    if (first.ok) {
+      clearTimeout(timer);
+      return first;
+    }
+    await timeout;
+    return first;
+  }
   try {
     return await Promise.race([work, timeout]);
   } finally {

@@ -9,6 +9,7 @@ import { submarketOf } from "./categories.js";
 import {
   PROBE_MAX_BYTES,
   PROBE_TIMEOUT_MS,
+  type ProbeFailure,
   type ProbeObservation,
   type ProbeResult,
   probeEndpoint,
@@ -34,6 +35,7 @@ import {
   type PriceEvidence,
   pricePosition,
 } from "./rules.js";
+import { type Refusal, refuseByDns, refuseByUrl } from "./probe-guard.js";
 import { serviceHost } from "./sellers.js";
 import { type NormalizedUrl, normalizeUrl } from "./url.js";
 import { type UsageFigure, washAdjust } from "./usage.js";
@@ -52,6 +54,11 @@ export interface BenchmarkContext {
 }
 
 export interface BenchmarkService {
+  /**
+   * Refusals known before payment: an endpoint_url the live probe would refuse. Null when the
+   * request may go on to the 402. Never contacts the endpoint (at most a DNS lookup).
+   */
+  precheck(input: BenchmarkInput): Promise<Refusal | null>;
   benchmark(input: BenchmarkInput, ctx: BenchmarkContext): Promise<BenchmarkResult>;
 }
 
@@ -449,6 +456,40 @@ export function computeBenchmark(
   };
 }
 
+/** Probe failures that happen after a connection attempt: one public outcome, one timing class. */
+const CONNECT_FAILURES: ReadonlySet<ProbeFailure> = new Set([
+  "unresolvable",
+  "network_error",
+  "timeout",
+  "not_402",
+  "no_price_in_402",
+  "too_large",
+  "redirect_not_followed",
+]);
+
+export const NO_PRICE_OBSERVED =
+  "the endpoint did not answer with a readable x402 402 Payment Required within the probe's time limit";
+
+/**
+ * The probe outcome a caller sees. Whether the port was closed, filtered or open but not an x402
+ * seller is never told apart: all of them read "no_price_observed", and the probe answers them
+ * only at its deadline (see probeEndpoint's uniformFailureTiming).
+ */
+export function publicProbeReport(result: ProbeResult): LiveProbeReport {
+  if (result.ok) {
+    return { attempted: true, outcome: "ok", detail: `402 answer read (x402 v${result.observation.x402_version})` };
+  }
+  if (CONNECT_FAILURES.has(result.reason)) {
+    return { attempted: true, outcome: "no_price_observed", detail: NO_PRICE_OBSERVED };
+  }
+  if (result.reason === "template_url") return { attempted: false, outcome: "template_url", detail: result.detail };
+  return {
+    attempted: true,
+    outcome: "refused_address",
+    detail: "the endpoint's address is not public, so it was not contacted",
+  };
+}
+
 export function createBenchmarkService(
   catalog: Catalog,
   opts: BenchmarkServiceOptions = {},
@@ -456,7 +497,20 @@ export function createBenchmarkService(
   const index = buildMarketIndex(catalog);
   const clock = opts.clock ?? (() => new Date());
   const live = opts.liveProbe;
+  const probeWouldRun = (input: BenchmarkInput): boolean => {
+    if (live?.enabled !== true) return false;
+    const primary = matchEntries(index, normalizeUrl(input.endpoint_url)).matches[0];
+    const priced = primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
+    return !priced && !normalizeUrl(input.endpoint_url).has_placeholders;
+  };
   return {
+    async precheck(input) {
+      const allowHosts = live?.allowHosts ?? [];
+      const byUrl = refuseByUrl(input.endpoint_url, allowHosts);
+      if (byUrl !== null) return byUrl;
+      if (!probeWouldRun(input)) return null;
+      return refuseByDns(input.endpoint_url, { allowHosts, resolve: live?.resolve });
+    },
     async benchmark(input, ctx) {
       const norm = normalizeUrl(input.endpoint_url);
       const match = matchEntries(index, norm);
@@ -484,14 +538,9 @@ export function createBenchmarkService(
           maxBytes: live.maxBytes ?? PROBE_MAX_BYTES,
           resolve: live.resolve,
           clock,
+          uniformFailureTiming: true,
         });
-        report = result.ok
-          ? {
-              attempted: true,
-              outcome: "ok",
-              detail: `402 answer read (x402 v${result.observation.x402_version})`,
-            }
-          : { attempted: result.reason !== "template_url", outcome: result.reason, detail: result.detail };
+        report = publicProbeReport(result);
       }
       return computeBenchmark(catalog, index, input, ctx, clock(), { report, result });
     },

@@ -93,6 +93,16 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
       preHandler: [
         async (request) => {
           assertAbsoluteUrl(request.body.endpoint_url);
+          // What the live probe would refuse is refused here, before any payment request.
+          const refusal = await opts.benchmark.precheck({ endpoint_url: request.body.endpoint_url });
+          if (refusal !== null)
+            throw new HttpProblem(
+              400,
+              "invalid-request",
+              `endpoint_url ${refusal.detail}.`,
+              {},
+              { errors: [{ in: "body", pointer: "/endpoint_url", detail: refusal.detail }] },
+            );
           const cap = capState(opts.clock());
           if (cap.reached)
             throw new HttpProblem(

@@ -8,7 +8,7 @@ import { availabilityLabel } from "../../src/benchmark/availability.js";
 import { serviceVotes } from "../../src/benchmark/market.js";
 import { buildMarketIndex } from "../../src/benchmark/market-index.js";
 import { MIN_SUBMARKET_SERVICES } from "../../src/benchmark/rules.js";
-import { createBenchmarkService } from "../../src/benchmark/service.js";
+import { createBenchmarkService, NO_PRICE_OBSERVED } from "../../src/benchmark/service.js";
 import { BenchmarkResult } from "../../src/schemas/benchmark-response.js";
 import {
   type Catalog,
@@ -382,5 +382,75 @@ describe("live probe through the service", () => {
     expect((await service.benchmark({ endpoint_url: `${base}/v1/search` }, ctx)).live_probe.outcome).toBe(
       "disabled",
     );
+  });
+});
+
+describe("refusals before payment (precheck)", () => {
+  const resolveTo = (address: string) => async (): Promise<{ address: string; family: 4 | 6 }[]> => [
+    { address, family: address.includes(":") ? 6 : 4 },
+  ];
+
+  it("refuses non-public literals, local names and user info whether or not the probe is on", async () => {
+    for (const url of [
+      "http://127.0.0.1/x",
+      "http://[::1]/",
+      "http://localhost/",
+      "https://a:b@x.example/",
+    ]) {
+      expect(await service.precheck({ endpoint_url: url }), url).not.toBeNull();
+    }
+    expect(await service.precheck({ endpoint_url: "https://unknown-seller.example/x" })).toBeNull();
+  });
+
+  it("refuses a name that resolves to a private address when the probe would run, and only then", async () => {
+    const privateDns = createBenchmarkService(catalog, {
+      clock,
+      liveProbe: { enabled: true, resolve: resolveTo("10.1.2.3") },
+    });
+    expect(await privateDns.precheck({ endpoint_url: "https://sneaky.example/price" })).toMatchObject({
+      detail: expect.stringContaining("non-public"),
+    });
+    // Listed with a price: the probe will not run, so there is nothing to refuse.
+    expect(await privateDns.precheck({ endpoint_url: "https://2s.io/api/crypto/token-price" })).toBeNull();
+    // Placeholders: nothing concrete to call.
+    expect(await privateDns.precheck({ endpoint_url: "https://sneaky.example/price/{id}" })).toBeNull();
+    const publicDns = createBenchmarkService(catalog, {
+      clock,
+      liveProbe: { enabled: true, resolve: resolveTo("93.184.215.14") },
+    });
+    expect(await publicDns.precheck({ endpoint_url: "https://sneaky.example/price" })).toBeNull();
+  });
+});
+
+describe("the probe never tells whether a port is open", () => {
+  let open200: Server;
+  let closedPort: number;
+  beforeAll(async () => {
+    open200 = createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("hello"));
+    await new Promise<void>((r) => open200.listen(0, "127.0.0.1", () => r()));
+    // A port that was just free: bind, note it, close.
+    const tmp = createServer();
+    await new Promise<void>((r) => tmp.listen(0, "127.0.0.1", () => r()));
+    closedPort = (tmp.address() as AddressInfo).port;
+    await new Promise<void>((r) => tmp.close(() => r()));
+  });
+  afterAll(() => open200.close());
+
+  it("answers a closed port and an open non-x402 port alike, each only at the probe's deadline", async () => {
+    const timeoutMs = 300;
+    const svc = createBenchmarkService(catalog, {
+      clock,
+      liveProbe: { enabled: true, allowHosts: ["127.0.0.1"], timeoutMs },
+    });
+    const answers = [];
+    for (const port of [closedPort, (open200.address() as AddressInfo).port]) {
+      const started = performance.now();
+      const r = await svc.benchmark({ endpoint_url: `http://127.0.0.1:${port}/v1/price` }, ctx);
+      // Timers never fire early, so this lower bound holds however loaded the machine is.
+      expect(performance.now() - started).toBeGreaterThanOrEqual(timeoutMs - 1);
+      answers.push(r.live_probe);
+    }
+    expect(answers[0]).toEqual({ attempted: true, outcome: "no_price_observed", detail: NO_PRICE_OBSERVED });
+    expect(answers[1]).toEqual(answers[0]);
   });
 });

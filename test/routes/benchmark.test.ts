@@ -130,3 +130,114 @@ describe("pp_ref", () => {
     expect(res.body).not.toContain("<script>");
   });
 });
+
+describe("the paid benchmark on the real market", () => {
+  it("reports endpoint and service counts and the market's as-of date for 2s.io token-price", async () => {
+    const t = await app({});
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/benchmark/endpoint",
+      headers: { "content-type": "application/json", ...pay() },
+      payload: JSON.stringify({ endpoint_url: "https://2s.io/api/crypto/token-price" }),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.headers["payment-response"]).toBeDefined();
+    const r = res.json();
+    expect(r.market.endpoint_count).toBeGreaterThan(r.market.service_count);
+    expect(r.market.service_count).toBeGreaterThanOrEqual(8);
+    expect(r.market.as_of).toMatch(/^\d{4}-\d{2}-\d{2}T/);
+    expect(typeof r.market.age_days).toBe("number");
+    expect(r.price_percentile_counts).toEqual({
+      endpoint_count: r.market.endpoint_count,
+      service_count: r.market.service_count,
+    });
+    expect(r.suggested_test_price_band.service_count).toBe(r.market.service_count);
+    expect(r.route.price).toEqual({ usd: 0.0012, amount_atomic: "1200" });
+  });
+});
+
+/** Anything that looks like a path of this machine or a repository file. */
+const PATH_LIKE =
+  /(\.\.\/|\/work\/|\/home\/|\/tmp\/|\/var\/|\/usr\/|file:|[A-Za-z]:\\\\|\.json\b|data\/|shared\/)/;
+
+describe("no response contains a filesystem path", () => {
+  it("holds for paid answers (matched, listed, templated, unknown), 402s and 400s", async () => {
+    const t = await app({});
+    const urls = [
+      "https://2s.io/api/crypto/token-price",
+      "https://api.carbon-cashmere.de/v1/strategy-performance",
+      "https://api.vaults.fyi/v2/positions/:address",
+      "https://unknown-seller.example/v1/thing",
+    ];
+    for (const endpoint_url of urls) {
+      for (const headers of [pay(), {}]) {
+        const res = await t.app.inject({
+          method: "POST",
+          url: "/v1/benchmark/endpoint",
+          headers: { "content-type": "application/json", ...headers },
+          payload: JSON.stringify({ endpoint_url }),
+        });
+        expect([200, 402]).toContain(res.statusCode);
+        expect(res.body).not.toMatch(PATH_LIKE);
+        for (const h of ["payment-required", "payment-response"]) {
+          const v = res.headers[h];
+          if (typeof v === "string") expect(Buffer.from(v, "base64").toString("utf8")).not.toMatch(PATH_LIKE);
+        }
+      }
+    }
+    const bad = await t.app.inject({
+      method: "POST",
+      url: "/v1/benchmark/endpoint",
+      headers: { "content-type": "application/json" },
+      payload: JSON.stringify({ endpoint_url: "http://127.0.0.1:22/" }),
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.body).not.toMatch(PATH_LIKE);
+  });
+});
+
+describe("an endpoint_url the live probe would refuse", () => {
+  it.each([
+    "http://127.0.0.1/x",
+    "http://127.0.0.1:22/",
+    "http://localhost:8080/api",
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://10.0.0.5/api/price",
+    "http://192.168.1.1/",
+    "http://[::1]/",
+    "http://[fe80::1]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "http://intranet/price",
+    "https://user:secret@api.example.com/x",
+  ])("%s is a 400 before any 402, paid or not", async (endpoint_url) => {
+    const t = await app({});
+    for (const headers of [{}, pay()]) {
+      const res = await t.app.inject({
+        method: "POST",
+        url: "/v1/benchmark/endpoint",
+        headers: { "content-type": "application/json", ...headers },
+        payload: JSON.stringify({ endpoint_url }),
+      });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.headers["content-type"]).toMatch(/problem\+json/);
+      expect(res.headers["payment-required"]).toBeUndefined();
+      expect(res.json().errors[0].pointer).toBe("/endpoint_url");
+    }
+    expect(t.gateway.calls.verify).toBe(0);
+    expect(t.ledger.receipts()).toEqual([]);
+  });
+
+  it("a public URL still gets its 402", async () => {
+    const t = await app({});
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/benchmark/endpoint",
+      headers: { "content-type": "application/json" },
+      payload: JSON.stringify({ endpoint_url: "https://93.184.215.14/api/price" }),
+    });
+    expect(res.statusCode).toBe(402);
+  });
+});
