@@ -22,11 +22,16 @@ export function refuseByUrl(endpointUrl: string, allowHosts: readonly string[] =
   } catch {
     return null; // not a URL at all: the route's URL check answers that
   }
-  if (url.username !== "" || url.password !== "") return { detail: "must not carry user info (user:password@)" };
+  if (url.username !== "" || url.password !== "")
+    return { detail: "must not carry user info (user:password@)" };
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname;
   const lower = host.toLowerCase().replace(/\.$/, "");
   if (allowHosts.some((h) => h.toLowerCase() === lower)) return null;
-  if (lower === "localhost" || LOCAL_SUFFIXES.some((s) => lower.endsWith(s)) || !lower.includes(".") && !isIpLiteral(lower)) {
+  if (
+    lower === "localhost" ||
+    LOCAL_SUFFIXES.some((s) => lower.endsWith(s)) ||
+    (!lower.includes(".") && !isIpLiteral(lower))
+  ) {
     return { detail: "must name a public host, not a local or single-label name" };
   }
   if (isIpLiteral(lower)) {

@@ -15,7 +15,15 @@ import {
   probeEndpoint,
   type Resolver,
 } from "./live-probe.js";
-import { ageDays, figures, freshness, type ServiceVote, serviceVotes, servicePercentile } from "./market.js";
+import {
+  ageDays,
+  type Freshness,
+  figures,
+  freshness,
+  type ServiceVote,
+  servicePercentile,
+  serviceVotes,
+} from "./market.js";
 import {
   buildMarketIndex,
   type IndexedEntry,
@@ -147,6 +155,8 @@ function findPrice(match: MatchResult, observation: ProbeObservation | undefined
 
 /** The market the endpoint is compared in, without its own service. */
 interface MarketSelection {
+  /** Cache key: the pool, and the endpoint's own service when it has entries there. */
+  key: string;
   scope: "submarket" | "category" | "all";
   submarket: string | null;
   fallback_reason: string | null;
@@ -177,13 +187,15 @@ export function selectMarket(
 ): MarketSelection {
   const pick = (scope: MarketSelection["scope"], pool: Pool, sub: string | null, reason: string | null) => {
     const comparables = withoutService(pool, selfService);
+    const selfCount = pool.entries.length - comparables.length;
     return {
+      key: `${sub === null ? (scope === "all" ? "uncategorized" : category) : poolKey(category, sub)}|${selfCount > 0 ? selfService : ""}`,
       scope,
       submarket: sub,
       fallback_reason: reason,
       comparables,
       pool,
-      selfCount: pool.entries.length - comparables.length,
+      selfCount,
     };
   };
   if (category === "uncategorized")
@@ -225,11 +237,11 @@ function submarketFor(
 function marketReport(
   category: Category,
   sel: MarketSelection,
-  votes: readonly ServiceVote[],
+  summary: MarketSummary,
   now: Date,
 ): MarketReport {
-  const fig = figures(votes);
-  const fresh = freshness(sel.comparables, now);
+  const fig = summary.figures;
+  const fresh = summary.fresh;
   const where =
     sel.scope === "all"
       ? "all priced per-call Base-mainnet endpoints in the market (no category)"
@@ -253,11 +265,11 @@ function marketReport(
     weighting:
       "one vote per service: each service's price is the median of its comparable endpoints, and the percentiles are taken over those service prices",
     as_of: fresh.as_of,
-    age_days: fresh.age_days,
+    age_days: fresh.as_of === null ? null : ageDays(fresh.as_of, now),
     oldest_observed_at: fresh.oldest_observed_at,
     dated_count: fresh.dated_count,
     undated_count: fresh.undated_count,
-    usage_observed_count: sel.comparables.filter((e) => e.entry.calls_30d !== null).length,
+    usage_observed_count: summary.usageObserved,
     excluded: { ...sel.pool.excluded, self: sel.selfCount },
     basis: `${where}, excluding testnets, bundles/top-ups, approximate prices and the endpoint's own service`,
   };
@@ -351,6 +363,40 @@ function testBand(market: MarketReport, category: Category): BenchmarkResult["su
   };
 }
 
+interface MarketSummary {
+  votes: readonly ServiceVote[];
+  figures: ReturnType<typeof figures>;
+  /** Freshness without the age, which depends on the time of the call. */
+  fresh: Omit<Freshness, "age_days">;
+  usageObserved: number;
+}
+
+/**
+ * Per market (pool and excluded service), the votes, figures and freshness never change after
+ * load: computed on first use and kept, bounded by the catalog's (pool, service) pairs.
+ */
+const summaries = new WeakMap<MarketIndex, Map<string, MarketSummary>>();
+
+function summarize(index: MarketIndex, sel: MarketSelection): MarketSummary {
+  let cache = summaries.get(index);
+  if (cache === undefined) {
+    cache = new Map();
+    summaries.set(index, cache);
+  }
+  const hit = cache.get(sel.key);
+  if (hit !== undefined) return hit;
+  const votes = serviceVotes(sel.comparables);
+  const { age_days: _age, ...fresh } = freshness(sel.comparables, new Date(0));
+  const summary: MarketSummary = {
+    votes,
+    figures: figures(votes),
+    fresh,
+    usageObserved: sel.comparables.filter((e) => e.entry.calls_30d !== null).length,
+  };
+  cache.set(sel.key, summary);
+  return summary;
+}
+
 /** The benchmark given the match (and an optional probe result); pure apart from its inputs. */
 export function computeBenchmark(
   catalog: Catalog,
@@ -373,8 +419,9 @@ export function computeBenchmark(
     index.serviceByHost.get(serviceHost(input.endpoint_url)) ??
     serviceHost(input.endpoint_url);
   const selection = selectMarket(index, cat.category, submarketFor(norm, cat.category, primary), selfService);
-  const votes = serviceVotes(selection.comparables);
-  const market = marketReport(cat.category, selection, votes, now);
+  const summary = summarize(index, selection);
+  const votes = summary.votes;
+  const market = marketReport(cat.category, selection, summary, now);
 
   const confidence = confidenceOf(found.evidence, market, {
     price_age_days: found.evidence.observed_at === null ? null : ageDays(found.evidence.observed_at, now),
@@ -477,12 +524,17 @@ export const NO_PRICE_OBSERVED =
  */
 export function publicProbeReport(result: ProbeResult): LiveProbeReport {
   if (result.ok) {
-    return { attempted: true, outcome: "ok", detail: `402 answer read (x402 v${result.observation.x402_version})` };
+    return {
+      attempted: true,
+      outcome: "ok",
+      detail: `402 answer read (x402 v${result.observation.x402_version})`,
+    };
   }
   if (CONNECT_FAILURES.has(result.reason)) {
     return { attempted: true, outcome: "no_price_observed", detail: NO_PRICE_OBSERVED };
   }
-  if (result.reason === "template_url") return { attempted: false, outcome: "template_url", detail: result.detail };
+  if (result.reason === "template_url")
+    return { attempted: false, outcome: "template_url", detail: result.detail };
   return {
     attempted: true,
     outcome: "refused_address",
@@ -500,7 +552,8 @@ export function createBenchmarkService(
   const probeWouldRun = (input: BenchmarkInput): boolean => {
     if (live?.enabled !== true) return false;
     const primary = matchEntries(index, normalizeUrl(input.endpoint_url)).matches[0];
-    const priced = primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
+    const priced =
+      primary !== undefined && (primary.entry.price_usd !== null || primary.entry.amount_atomic !== null);
     return !priced && !normalizeUrl(input.endpoint_url).has_placeholders;
   };
   return {
