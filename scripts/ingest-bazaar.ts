@@ -19,6 +19,7 @@ import {
   compactRecording,
   listingItems,
   type Recording,
+  recordingFromListing,
   serializeRecording,
 } from "../src/benchmark/recording.js";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
@@ -79,21 +80,7 @@ async function main(): Promise<void> {
       maxPages: v["max-pages"] === undefined ? 100 : Number(v["max-pages"]),
     });
     const host = new URL(facilitatorUrl).host.toLowerCase().replace(/[^a-z0-9.-]/g, "-");
-    recording = compactRecording(listing.items, {
-      name: v.name ?? `${host}_${now.toISOString().slice(0, 10)}`,
-      facilitator_discovery_url: listing.listing_url,
-      recorded_at: now.toISOString(),
-      recorded_at_basis: `time of the live fetch (${listing.pages} page(s)${listing.complete ? "" : ", cut at the page limit"})`,
-      provenance: {
-        repository: null,
-        path: null,
-        commit: null,
-        git_blob: null,
-        license: null,
-        license_file: null,
-        envelope: "the facilitator's own pages, concatenated",
-      },
-    });
+    recording = recordingFromListing(listing, v.name ?? `${host}_${now.toISOString().slice(0, 10)}`, now);
   }
   const file = join(bazaarDir(), `${recording.name}.json`);
   if (v["dry-run"]) {

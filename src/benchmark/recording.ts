@@ -120,3 +120,26 @@ export function serializeRecording(rec: Recording): string {
   const headJson = JSON.stringify(head, null, 1).replace(/\n}$/, "");
   return `${headJson},\n "items": [\n${items.map((i) => `  ${JSON.stringify(i)}`).join(",\n")}\n ]\n}\n`;
 }
+
+/** A live listing as a recording (what `npm run ingest:bazaar -- --facilitator` stores). */
+export function recordingFromListing(
+  listing: { listing_url: string; items: readonly unknown[]; pages: number; complete: boolean },
+  name: string,
+  now: Date,
+): Recording {
+  return compactRecording(listing.items, {
+    name,
+    facilitator_discovery_url: listing.listing_url,
+    recorded_at: now.toISOString(),
+    recorded_at_basis: `time of the live fetch (${listing.pages} page(s)${listing.complete ? "" : ", cut at the page limit"})`,
+    provenance: {
+      repository: null,
+      path: null,
+      commit: null,
+      git_blob: null,
+      license: null,
+      license_file: null,
+      envelope: "the facilitator's own pages, concatenated",
+    },
+  });
+}

@@ -452,12 +452,8 @@ export function computeBenchmark(
       confidence_reasons: confidence.reasons,
     },
     match: {
-      type:
-        primary !== undefined && found.price !== null && observation === undefined
-          ? match.type
-          : observation !== undefined
-            ? "live_probe"
-            : match.type,
+      // The probe runs only when the catalog has no price, so an observation means the probe priced it.
+      type: observation !== undefined ? "live_probe" : match.type,
       matched_count: match.matches.length,
       template: norm.match_key,
       service: primary?.service ?? null,

@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot } from "../../src/store/catalog.js";
-import { compactItem } from "../../src/benchmark/recording.js";
+import { buildMarketSnapshot } from "../../src/benchmark/market-build.js";
+import { compactItem, recordingFromListing } from "../../src/benchmark/recording.js";
 import { readRecordings } from "../../scripts/market-files.js";
 import { bazaarItemToEntry, fetchBazaarListing, resourceKey } from "../../src/benchmark/bazaar.js";
 
@@ -272,5 +273,37 @@ describe("recording compaction", () => {
       listing_url: "https://f.example/discovery/resources",
     };
     expect(bazaarItemToEntry(c, ctx2)).toEqual(bazaarItemToEntry(raw, ctx2));
+  });
+});
+
+describe("a live listing, end to end (fetch → recording → market build)", () => {
+  it("goes through the same parser and de-duplication as the shipped recordings", async () => {
+    const listing = await fetchBazaarListing(fac.url, { pageSize: 2, type: "http" });
+    const rec = recordingFromListing(listing, "live-test", new Date("2026-11-23T12:00:00Z"));
+    expect(rec.facilitator_discovery_url).toBe(listing.listing_url);
+    expect(rec.items.length).toBe(6);
+    const compiled = JSON.parse(
+      readFileSync(join(repoRoot(), "data", "x402-catalog", "catalog.json"), "utf8"),
+    );
+    const snap = buildMarketSnapshot(compiled, "x402-catalog test", [...readRecordings(), rec]);
+    const live = snap.sources.find((s) => s.id === "bazaar:live-test");
+    expect(live).toMatchObject({
+      kind: "bazaar_recording",
+      origin: "recording:live-test",
+      read: 6,
+      kept: 3,
+      dropped: { testnet_only: 1, not_http_resource: 1, no_atomic_amount: 1 },
+    });
+    // api.exa.ai/search is hand-compiled with an exact price: the curated entry stays, once.
+    expect(snap.endpoints.filter((e) => resourceKey(e.url) === "api.exa.ai/search").length).toBe(1);
+    const weather = snap.endpoints.find((e) => e.url === "https://weather.fixture-seller.example/v1/current");
+    expect(weather).toMatchObject({
+      source_id: "bazaar:live-test",
+      source_url: listing.listing_url,
+      observed_at: "2025-11-20T00:53:20.000Z",
+      calls_30d: 400,
+      unique_payers_30d: 2,
+    });
+    expect(snap.build.kept - snap.build.duplicates_merged).toBe(snap.endpoints.length);
   });
 });
