@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
@@ -160,5 +161,64 @@ describe("paid unlock routes return the contract's fields", () => {
     const backtest = await post("/v1/unlock/backtest", { token: item.token, unlock_event_id: item.unlock_event_id }, pay(PRICES.backtest));
     expect(backtest.statusCode).toBe(200);
     expect(backtest.json()).toMatchObject({ windowDays: 14, reactions: expect.any(Array) });
+  });
+});
+
+describe("backtest tells the truth", () => {
+  /** ARB's 00:00 UTC prices straight from the shipped CSVs: the close of the previous UTC day's candle. */
+  function closeBefore(file: string): (date: string, offset: number) => number {
+    const rows = new Map(
+      readFileSync(new URL(`../../data/market-history/${file}`, import.meta.url), "utf8")
+        .trim()
+        .split("\n")
+        .slice(1)
+        .map((l) => l.split(","))
+        .map(([d, c]) => [d!, Number(c)]),
+    );
+    return (date, offset) => {
+      const day = new Date(Date.parse(`${date}T00:00:00Z`) + (offset - 1) * 86_400_000).toISOString().slice(0, 10);
+      const v = rows.get(day);
+      if (v === undefined) throw new Error(`${file}: no candle ${day}`);
+      return v;
+    };
+  }
+
+  it.each([14, 30, 60])("ARB 2024-03-16 cliff, %i days: reactions match an independent computation to 0.01 pp", async (w) => {
+    const arb = closeBefore("ARB.csv");
+    const eth = closeBefore("ETH.csv");
+    const d = "2024-03-16";
+    const pre = (arb(d, 0) / arb(d, -w) - 1) * 100;
+    const postRet = (arb(d, w) / arb(d, 0) - 1) * 100;
+    const ethPre = (eth(d, 0) / eth(d, -w) - 1) * 100;
+    const ethPost = (eth(d, w) / eth(d, 0) - 1) * 100;
+    const res = await post("/v1/unlock/backtest", { token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", windowDays: w }, pay(PRICES.backtest));
+    expect(res.statusCode).toBe(200);
+    const body = res.json() as { basis: string; synthetic: boolean; pooled_across_tokens: boolean; reactions: Record<string, number | string>[] };
+    expect(body).toMatchObject({ basis: "event", synthetic: false, pooled_across_tokens: false });
+    expect(body.reactions).toHaveLength(1);
+    const r = body.reactions[0]!;
+    expect(r).toMatchObject({ token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", unlock_date: d });
+    expect(Math.abs((r.pre_return_pct as number) - pre)).toBeLessThan(0.01);
+    expect(Math.abs((r.post_return_pct as number) - postRet)).toBeLessThan(0.01);
+    expect(Math.abs((r.abnormal_return_pct as number) - (postRet - ethPost))).toBeLessThan(0.01);
+    expect(Math.abs((r.pre_abnormal_return_pct as number) - (pre - ethPre))).toBeLessThan(0.01);
+  });
+
+  it("a backtest with no measurable reaction is refused with a problem before any payment request", async () => {
+    const before = t.gateway.calls.verify;
+    const unpaid = await post("/v1/unlock/backtest", { token: "APT", unlock_event_id: "unlock_apt_2022_10_12", windowDays: 14 });
+    expectProblem(unpaid, 422);
+    expect((unpaid.json() as { detail: string }).detail).toMatch(/No measurable reaction/);
+    const paid = await post("/v1/unlock/backtest", { token: "APT", unlock_event_id: "unlock_apt_2022_10_12", windowDays: 14 }, pay(PRICES.backtest));
+    expectProblem(paid, 422);
+    expect(t.gateway.calls.verify).toBe(before);
+  });
+
+  it("a future event falls back to the token's own history, each reaction naming its event", async () => {
+    const res = await post("/v1/unlock/backtest", { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16", windowDays: 30 }, pay(PRICES.backtest));
+    const body = res.json() as { basis: string; reactions: { token: string; unlock_event_id: string }[] };
+    expect(body.basis).toBe("token_history");
+    expect(body.reactions.length).toBeGreaterThan(0);
+    for (const r of body.reactions) expect(r.unlock_event_id).toMatch(/^unlock_arb_/);
   });
 });
