@@ -4,7 +4,7 @@
  *   npm run ingest -- [--base data/unlocks.snapshot.json] [--out data/unlocks.snapshot.json]
  *                     [--schedules keep|defillama] [--days 365] [--depth] [--tokens ARB,OP]
  *                     [--defillama-base URL] [--coingecko-base URL]
- *   npm run ingest -- --from-6mv ../shared/data/unlock-history-6mv --out /tmp/6mv.snapshot.json
+ *   npm run ingest -- --from-6mv data/unlock-history-6mv --out /tmp/6mv.snapshot.json
  *
  * Environment: DEFILLAMA_BASE_URL, COINGECKO_BASE_URL, COINGECKO_API_KEY.
  */
@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { repoRoot as rootDir } from "../src/store/paths.js";
 import { parseUnlockSnapshot, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
-import { import6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
+import { load6mv } from "../src/unlocks/import-6mv.js";
 import { COINGECKO_DEFAULT_BASE } from "../src/unlocks/ingest/coingecko.js";
 import { DEFILLAMA_DEFAULT_BASE } from "../src/unlocks/ingest/defillama.js";
 import { runIngest } from "../src/unlocks/ingest/run.js";
@@ -39,7 +39,10 @@ async function main(): Promise<void> {
     },
   });
   if (values["from-6mv"]) {
-    const snap = validateUnlockSnapshot(import6mv(read6mvDir(values["from-6mv"])), values["from-6mv"]);
+    const { snapshot, gates } = load6mv(values["from-6mv"], `${repoRoot}data/market-history`);
+    for (const g of gates.filter((x) => !x.passed))
+      console.warn(`excluded ${g.table}: own ETH column within 1 % of real ETH on ${(g.share_within_1pct * 100).toFixed(1)} % of days`);
+    const snap = validateUnlockSnapshot(snapshot, values["from-6mv"]);
     writeFileAtomic(values.out as string, `${JSON.stringify(snap)}\n`);
     console.log(`wrote ${values.out}: ${snap.tokens.length} tokens from ${values["from-6mv"]}`);
     return;

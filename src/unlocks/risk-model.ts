@@ -141,7 +141,15 @@ const round = (x: number, digits: number): number => {
  * Reported contributions form a waterfall that sums to the score: the magnitude factors add
  * 100·wᵢ·sᵢ, then each multiplier subtracts what it removes from the running total.
  */
-export function scoreRisk(inputs: RiskInputs): RiskResult {
+/** The tunable part of the model; calibration compares alternatives on the fit sample. */
+export interface ModelParams {
+  readonly weights: { readonly unlock_size: number; readonly absorption_ratio: number; readonly order_book_depth: number };
+  readonly categoryPrior: Readonly<Record<RecipientCategory, number>>;
+}
+export const SHIPPED_PARAMS: ModelParams = { weights: MAGNITUDE_WEIGHTS, categoryPrior: CATEGORY_PRIOR };
+
+export function scoreRisk(inputs: RiskInputs, params: ModelParams = SHIPPED_PARAMS): RiskResult {
+  const MAGNITUDE_WEIGHTS = params.weights;
   const sizeInput = inputs.pctCirculating ?? inputs.pctMaxSupply;
   const sizeKnown = sizeInput !== null && Number.isFinite(sizeInput);
   const sSize = sizeKnown ? sizeSubscore(sizeInput) : 0;
@@ -160,7 +168,7 @@ export function scoreRisk(inputs: RiskInputs): RiskResult {
   const wDepth = share(MAGNITUDE_WEIGHTS.order_book_depth, depthKnown);
   const magnitude = wSize * sSize + wAbs * sAbs + wDepth * sDepth;
 
-  const c = weighted(inputs.categories, CATEGORY_PRIOR);
+  const c = weighted(inputs.categories, params.categoryPrior);
   const t = weighted(inputs.types, TYPE_FACTOR);
   const conf = Math.min(1, Math.max(0, inputs.confidence));
   const q = CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * conf;

@@ -5,6 +5,7 @@ import { type MarketContext, marketContextFor } from "./market-context.js";
 import {
   CATEGORY_PRIOR,
   type FactorName,
+  type RiskInputs,
   type RiskResult,
   type Share,
   SOURCE_CONFIDENCE,
@@ -36,6 +37,8 @@ export interface ScoredEvent {
   readonly depthRatio: number | null;
   readonly confidence: number;
   readonly risk: RiskResult;
+  /** The model inputs, kept so calibration can rescore with other parameters. */
+  readonly inputs: RiskInputs;
   readonly evidence: readonly EvidenceRecord[];
 }
 
@@ -75,7 +78,16 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
   const confidence = eventConfidence(event);
   const categories = shares<RecipientCategory>(event, (c) => c.category);
   const types = shares<UnlockType>(event, (c) => (event.unlockType === "linear" ? "linear" : c.kind));
-  const risk = scoreRisk({ pctCirculating, pctMaxSupply, absorptionRatio, depthRatio, categories, types, confidence });
+  const inputs: RiskInputs = {
+    pctCirculating,
+    pctMaxSupply,
+    absorptionRatio,
+    depthRatio,
+    categories,
+    types,
+    confidence,
+  };
+  const risk = scoreRisk(inputs);
   const f = (name: FactorName) => risk.factors.find((x) => x.factor === name)!;
   const scheduleUrl = event.components[0]?.sourceUrl ?? token.sources[0] ?? null;
   const syntheticNote = ctx.synthetic ? ["market figures are SYNTHETIC (generated)"] : [];
@@ -179,6 +191,7 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
     depthRatio,
     confidence,
     risk,
+    inputs,
     evidence,
   };
 }
