@@ -14,7 +14,12 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { dataPath, repoRoot } from "../src/store/paths.js";
-import { buildUnlockStore, loadUnlockStore, toDailySeries, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
+import {
+  buildUnlockStore,
+  loadUnlockStore,
+  toDailySeries,
+  validateUnlockSnapshot,
+} from "../src/store/unlocks-snapshot.js";
 import {
   BOOT,
   CANDIDATES,
@@ -83,7 +88,13 @@ export async function runCalibration(): Promise<CalibrationOutput> {
   const samples = [
     { name: "fit: shipped tokens, 2023–2025", events: fit, store, scored: svc.events(), range: [2023, 2025] },
     { name: "holdout: shipped tokens, 2026", events: h26, store, scored: svc.events(), range: [2026, 2026] },
-    { name: "holdout: 6MV history (2020–2023)", events: h6, store: store6, scored: svc6.events(), range: [2000, 2100] },
+    {
+      name: "holdout: 6MV history (2020–2023)",
+      events: h6,
+      store: store6,
+      scored: svc6.events(),
+      range: [2000, 2100],
+    },
   ] as const;
   const nonEvents = samples.map((s) =>
     nonEventStudies(s.store, s.scored, new Set(s.events.map((e) => e.token)), btc, (d) => {
@@ -115,14 +126,20 @@ export async function runCalibration(): Promise<CalibrationOutput> {
     "| sample | window | events: mean CAR [95 % CI] | non-event days: mean CAR [95 % CI] | mean CAR vs BTC model |",
     "|---|---|---:|---:|---:|",
   );
-  const json: Record<string, unknown> = { model_version: MODEL_VERSION, events: all.length, tokens: tokens.size };
+  const json: Record<string, unknown> = {
+    model_version: MODEL_VERSION,
+    events: all.length,
+    tokens: tokens.size,
+  };
   samples.forEach((s, i) => {
     for (const w of WINDOWS) {
       const ev = meanCar(s.events, w.key);
       const ne = meanCar(nonEvents[i] as { token: string; study: (typeof all)[number]["study"] }[], w.key);
       const withBtc = s.events.filter((e) => e.study.carBtc !== null);
       const btcMean =
-        withBtc.length === 0 ? null : withBtc.reduce((a, e) => a + (e.study.carBtc?.[w.key] ?? 0), 0) / withBtc.length;
+        withBtc.length === 0
+          ? null
+          : withBtc.reduce((a, e) => a + (e.study.carBtc?.[w.key] ?? 0), 0) / withBtc.length;
       lines.push(
         `| ${s.name} | ${w.label} | ${iv(ev)} (n=${ev.n}) | ${iv(ne)} (n=${ne.n}) | ${f2(btcMean)} (n=${withBtc.length}) |`,
       );
@@ -140,7 +157,9 @@ export async function runCalibration(): Promise<CalibrationOutput> {
     "|---|---|---:|---:|",
   );
   const row = (sample: string, scorer: string, f: SkillFigures) =>
-    lines.push(`| ${sample} | ${scorer} | ${iv(f.spearman, 3)} (n=${f.spearman.n}) | ${iv(f.quintile_spread_pp)} |`);
+    lines.push(
+      `| ${sample} | ${scorer} | ${iv(f.spearman, 3)} (n=${f.spearman.n}) | ${iv(f.quintile_spread_pp)} |`,
+    );
   const fitSkill = CANDIDATES.map((c) => ({ c, f: skill(fit, scoreWith(c.params)) }));
   for (const { c, f } of fitSkill) row(samples[0].name, c.name, f);
   row(samples[0].name, "size only (% of est. circulating)", skill(fit, sizeOnly));
@@ -152,7 +171,9 @@ export async function runCalibration(): Promise<CalibrationOutput> {
     row(s.name, CANDIDATES[0]!.name, f);
     row(s.name, "size only (% of est. circulating)", skill(s.events, sizeOnly));
   }
-  const hasSkill = holdoutSkill.every((f) => excludesZeroBelow(f.spearman) && excludesZeroBelow(f.quintile_spread_pp));
+  const hasSkill = holdoutSkill.every(
+    (f) => excludesZeroBelow(f.spearman) && excludesZeroBelow(f.quintile_spread_pp),
+  );
   lines.push(
     "",
     `Most negative Spearman on the fit sample: “${best.c.name}”. ` +

@@ -22,7 +22,12 @@ export async function renderCarFigure(bands: readonly PathBand[], title: string)
     height: 300,
     data: { values },
     encoding: {
-      x: { field: "day", type: "quantitative", title: "days from unlock (0 = last close before it)", scale: { domain: [-30, 30] } },
+      x: {
+        field: "day",
+        type: "quantitative",
+        title: "days from unlock (0 = last close before it)",
+        scale: { domain: [-30, 30] },
+      },
     },
     layer: [
       {
@@ -33,8 +38,15 @@ export async function renderCarFigure(bands: readonly PathBand[], title: string)
           color,
         },
       },
-      { mark: { type: "line", strokeWidth: 2 }, encoding: { y: { field: "car", type: "quantitative" }, color } },
-      { mark: { type: "rule", strokeDash: [4, 4], color: "#666" }, data: { values: [{ day: 0 }] }, encoding: { x: { field: "day", type: "quantitative" } } },
+      {
+        mark: { type: "line", strokeWidth: 2 },
+        encoding: { y: { field: "car", type: "quantitative" }, color },
+      },
+      {
+        mark: { type: "rule", strokeDash: [4, 4], color: "#666" },
+        data: { values: [{ day: 0 }] },
+        encoding: { x: { field: "day", type: "quantitative" } },
+      },
     ],
     config: { legend: { orient: "bottom", columns: 2 } },
   };

@@ -50,10 +50,14 @@ const MarketFigures = Type.Object(
     adv_as_of: Str("Last candle of the ADV window"),
     depth_2pct_usd: NullableNum("±2% order-book depth; null = unknown (no order-book history is shipped)"),
     venue: Type.Union([Type.String(), Type.Null()], { description: "Exchange the figures come from" }),
-    instrument: Type.Union([Type.String(), Type.Null()], { description: "Instrument, e.g. USDT-margined perpetual" }),
+    instrument: Type.Union([Type.String(), Type.Null()], {
+      description: "Instrument, e.g. USDT-margined perpetual",
+    }),
     source_url: Type.Union([Type.String(), Type.Null()], { description: "Where the series comes from" }),
     stale_days: Int("Days from price_as_of to today (UTC)"),
-    circulating_supply_estimate: NullableNum("Estimated circulating supply before the unlock; null when unknown"),
+    circulating_supply_estimate: NullableNum(
+      "Estimated circulating supply before the unlock; null when unknown",
+    ),
     circulating_method: Str("How circulating supply was estimated"),
   },
   { ...open, description: "The market figures this item was valued with" },
@@ -73,7 +77,9 @@ const riskItemFields = {
   amount_tokens: Type.Optional(Num("Tokens released")),
   amount_usd: Type.Optional(Num("USD value of the release at the price in the evidence")),
   pct_circulating: Type.Optional(
-    NullableNum("Release as % of estimated circulating supply just before it (see market.circulating_method); null when unknown"),
+    NullableNum(
+      "Release as % of estimated circulating supply just before it (see market.circulating_method); null when unknown",
+    ),
   ),
   pct_max_supply: Type.Optional(NullableNum("Release as % of max supply (exact from the schedule)")),
   market: Type.Optional(MarketFigures),

@@ -47,10 +47,20 @@ interface Basis {
  * history), else the token's own earlier discrete unlocks, else earlier discrete unlocks of the same
  * recipient category across tokens (pooled, and said so). Null when none has any.
  */
-export function chooseBasis(store: UnlockStore, index: EventIndex, target: Prepared, w: number): Basis | null {
+export function chooseBasis(
+  store: UnlockStore,
+  index: EventIndex,
+  target: Prepared,
+  w: number,
+): Basis | null {
   const e = target.scored.event;
   const sym = target.scored.token.symbol;
-  const attempts: { basis: BacktestBasis; description: string; pooled: boolean; candidates: () => Prepared[] }[] = [
+  const attempts: {
+    basis: BacktestBasis;
+    description: string;
+    pooled: boolean;
+    candidates: () => Prepared[];
+  }[] = [
     {
       basis: "event",
       description: `the event itself: ${sym}'s real prices cover day −${w} to day +${w} around it`,

@@ -83,7 +83,12 @@ export function studyStore(
       study,
     };
   });
-  return { considered: discrete.length, uncovered: discrete.length - studies.size, overlapping: dropped, events };
+  return {
+    considered: discrete.length,
+    uncovered: discrete.length - studies.size,
+    overlapping: dropped,
+    events,
+  };
 }
 
 export interface NonEvent {
@@ -125,7 +130,10 @@ export function ranks(xs: readonly number[]): number[] {
   let i = 0;
   while (i < idx.length) {
     let j = i;
-    while (j + 1 < idx.length && (idx[j + 1] as readonly [number, number])[0] === (idx[i] as readonly [number, number])[0])
+    while (
+      j + 1 < idx.length &&
+      (idx[j + 1] as readonly [number, number])[0] === (idx[i] as readonly [number, number])[0]
+    )
       j++;
     const r = (i + j) / 2 + 1;
     for (let k = i; k <= j; k++) out[(idx[k] as readonly [number, number])[1]] = r;
@@ -172,18 +180,40 @@ export interface SkillFigures {
 
 type Scorer = (e: StudiedEvent) => number | null;
 
-export function skill(events: readonly StudiedEvent[], scorer: Scorer, w: WindowKey = SKILL_WINDOW): SkillFigures {
+export function skill(
+  events: readonly StudiedEvent[],
+  scorer: Scorer,
+  w: WindowKey = SKILL_WINDOW,
+): SkillFigures {
   const usable = events.filter((e) => scorer(e) !== null);
   const xs = (es: readonly StudiedEvent[]) => es.map((e) => scorer(e) as number);
   const ys = (es: readonly StudiedEvent[]) => es.map((e) => e.study.car[w]);
   return {
-    spearman: clusterBootstrap(usable, (e) => e.token, (es) => spearman(xs(es), ys(es)), BOOT),
-    quintile_spread_pp: clusterBootstrap(usable, (e) => e.token, (es) => quintileSpread(xs(es), ys(es)), BOOT),
+    spearman: clusterBootstrap(
+      usable,
+      (e) => e.token,
+      (es) => spearman(xs(es), ys(es)),
+      BOOT,
+    ),
+    quintile_spread_pp: clusterBootstrap(
+      usable,
+      (e) => e.token,
+      (es) => quintileSpread(xs(es), ys(es)),
+      BOOT,
+    ),
   };
 }
 
-export const meanCar = <T extends { token: string; study: EventStudy }>(xs: readonly T[], w: WindowKey): Interval =>
-  clusterBootstrap(xs, (x) => x.token, (es) => mean(es.map((e) => e.study.car[w])), BOOT);
+export const meanCar = <T extends { token: string; study: EventStudy }>(
+  xs: readonly T[],
+  w: WindowKey,
+): Interval =>
+  clusterBootstrap(
+    xs,
+    (x) => x.token,
+    (es) => mean(es.map((e) => e.study.car[w])),
+    BOOT,
+  );
 
 export const scoreWith =
   (params: ModelParams): Scorer =>
@@ -202,14 +232,23 @@ const FLAT_PRIOR = Object.fromEntries(
 
 /** The alternatives compared on the fit sample (2023–2025); the shipped one is the first. */
 export const CANDIDATES: readonly CandidateModel[] = [
-  { name: "shipped: size 0.45 / absorption 0.40 / depth 0.15, Keyrock recipient prior", params: SHIPPED_PARAMS },
+  {
+    name: "shipped: size 0.45 / absorption 0.40 / depth 0.15, Keyrock recipient prior",
+    params: SHIPPED_PARAMS,
+  },
   {
     name: "size-heavy 0.70 / 0.15 / 0.15, Keyrock prior",
-    params: { ...SHIPPED_PARAMS, weights: { unlock_size: 0.7, absorption_ratio: 0.15, order_book_depth: 0.15 } },
+    params: {
+      ...SHIPPED_PARAMS,
+      weights: { unlock_size: 0.7, absorption_ratio: 0.15, order_book_depth: 0.15 },
+    },
   },
   {
     name: "absorption-heavy 0.20 / 0.65 / 0.15, Keyrock prior",
-    params: { ...SHIPPED_PARAMS, weights: { unlock_size: 0.2, absorption_ratio: 0.65, order_book_depth: 0.15 } },
+    params: {
+      ...SHIPPED_PARAMS,
+      weights: { unlock_size: 0.2, absorption_ratio: 0.65, order_book_depth: 0.15 },
+    },
   },
   { name: "shipped weights, flat recipient prior", params: { ...SHIPPED_PARAMS, categoryPrior: FLAT_PRIOR } },
 ];
@@ -235,10 +274,15 @@ export function pathBands(
     if (es.length === 0) continue;
     for (let k = PATH.from; k <= PATH.to; k++) {
       const i = k - PATH.from;
-      const iv = clusterBootstrap(es, (e) => e.token, (xs) => mean(xs.map((e) => e.study.path[i] as number)), {
-        reps: 500,
-        seed: BOOT.seed + i,
-      });
+      const iv = clusterBootstrap(
+        es,
+        (e) => e.token,
+        (xs) => mean(xs.map((e) => e.study.path[i] as number)),
+        {
+          reps: 500,
+          seed: BOOT.seed + i,
+        },
+      );
       out.push({
         group: `${g} (n=${es.length})`,
         day: k,

@@ -150,7 +150,12 @@ export function gateTable(f: SixMvFile, eth: DailySeries): TableGate {
     if (Math.abs(row.eth_usd / real - 1) <= ETH_GATE.tolerance) ok++;
   }
   const share = n > 0 ? ok / n : 0;
-  return { table: tableName(f), days_compared: n, share_within_1pct: share, passed: n > 0 && share >= ETH_GATE.minShare };
+  return {
+    table: tableName(f),
+    days_compared: n,
+    share_within_1pct: share,
+    passed: n > 0 && share >= ETH_GATE.minShare,
+  };
 }
 
 export interface SixMvImport {

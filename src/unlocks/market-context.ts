@@ -60,7 +60,10 @@ function circulatingFor(
   token: TokenRecord,
   series: DailySeries | undefined,
   day: number,
-): Pick<MarketContext, "circulatingBefore" | "circulatingObservedAt" | "circulatingSource" | "circulatingMethod"> {
+): Pick<
+  MarketContext,
+  "circulatingBefore" | "circulatingObservedAt" | "circulatingSource" | "circulatingMethod"
+> {
   const real = series?.circulating ? seriesAt(series.circulating, series.startDay, day - 1) : null;
   if (real !== null && real > 0)
     return {
@@ -96,7 +99,8 @@ export function marketContextFor(store: UnlockStore, token: TokenRecord, day: nu
   if (series && histPrice !== null) {
     const adv = meanOver(series, series.volume, day - ADV_DAYS + 1, day, MIN_ADV_POINTS);
     const seg = segmentAt(series, day);
-    if (adv === null) assumptions.push("fewer than 20 days of same-venue volume before this unlock: ADV unknown");
+    if (adv === null)
+      assumptions.push("fewer than 20 days of same-venue volume before this unlock: ADV unknown");
     return {
       priceUsd: histPrice,
       priceObservedAt: formatDay(day - 1),

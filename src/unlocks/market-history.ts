@@ -40,7 +40,8 @@ export function parseMarketCsv(text: string, where: string): Candle[] {
     const v = Number(volume);
     if (Number.isNaN(day) || !(c > 0) || !(v >= 0)) throw new Error(`${where}:${i + 1}: bad row`);
     const prev = out[out.length - 1];
-    if (prev && day !== prev.day + 1) throw new Error(`${where}:${i + 1}: not the day after the previous row`);
+    if (prev && day !== prev.day + 1)
+      throw new Error(`${where}:${i + 1}: not the day after the previous row`);
     out.push({ day, close: c, volume: v });
   }
   return out;
@@ -94,7 +95,8 @@ export function buildTokenSeries(
       (c) => c.day < mainStart && (firstDay === null || c.day >= firstDay),
     );
     if (rows.length === 0 || (rows[rows.length - 1] as Candle).day !== mainStart - 1) continue;
-    if (before === null || (rows[0] as Candle).day < (before.rows[0] as Candle).day) before = { file: f, rows };
+    if (before === null || (rows[0] as Candle).day < (before.rows[0] as Candle).day)
+      before = { file: f, rows };
   }
   const rows = [...(before?.rows ?? []), ...main];
   const start = (rows[0] as Candle).day + 1;

@@ -143,7 +143,11 @@ const round = (x: number, digits: number): number => {
  */
 /** The tunable part of the model; calibration compares alternatives on the fit sample. */
 export interface ModelParams {
-  readonly weights: { readonly unlock_size: number; readonly absorption_ratio: number; readonly order_book_depth: number };
+  readonly weights: {
+    readonly unlock_size: number;
+    readonly absorption_ratio: number;
+    readonly order_book_depth: number;
+  };
   readonly categoryPrior: Readonly<Record<RecipientCategory, number>>;
 }
 export const SHIPPED_PARAMS: ModelParams = { weights: MAGNITUDE_WEIGHTS, categoryPrior: CATEGORY_PRIOR };

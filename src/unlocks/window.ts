@@ -43,7 +43,13 @@ const windowItem = (w: InWindow, t: number): RiskItem => ({
   window_amount_usd: round(w.usd, 2),
 });
 
-export function upcomingIn(store: UnlockStore, index: EventIndex, t: number, days: number, minRisk: number): UpcomingResponse {
+export function upcomingIn(
+  store: UnlockStore,
+  index: EventIndex,
+  t: number,
+  days: number,
+  minRisk: number,
+): UpcomingResponse {
   const unlocks: RiskItem[] = [];
   const byToken: Record<string, number> = {};
   for (const w of eventsInWindow(index.all, t, days)) {
@@ -107,7 +113,9 @@ export function summaryIn(
       "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete releases on those days and each linear stream's daily share of those days",
     eventCount: inWindow.length,
     mean_risk_score:
-      inWindow.length === 0 ? null : round(inWindow.reduce((s, w) => s + w.p.base.risk_score, 0) / inWindow.length, 2),
+      inWindow.length === 0
+        ? null
+        : round(inWindow.reduce((s, w) => s + w.p.base.risk_score, 0) / inWindow.length, 2),
     next_unlock:
       next === null
         ? null
@@ -124,11 +132,15 @@ export function summaryIn(
     tokens_unlocking: round(tokensUnlocking, 4),
     usd_unlocking: round(usdUnlocking, 2),
     pct_max_supply_unlocking:
-      rec.max_supply !== null && rec.max_supply > 0 ? round((tokensUnlocking / rec.max_supply) * 100, 4) : null,
+      rec.max_supply !== null && rec.max_supply > 0
+        ? round((tokensUnlocking / rec.max_supply) * 100, 4)
+        : null,
     pct_circulating_unlocking: circ > 0 ? round((tokensUnlocking / circ) * 100, 4) : null,
     circulating_supply: circ > 0 ? round(circ, 2) : null,
     circulating_method:
-      rec.supply.circulating === null ? CIRCULATING_METHOD : `reported circulating supply as of ${rec.supply.as_of}`,
+      rec.supply.circulating === null
+        ? CIRCULATING_METHOD
+        : `reported circulating supply as of ${rec.supply.as_of}`,
     by_category: [...byCat.values()]
       .map((c) => ({ ...c, amount_tokens: round(c.amount_tokens, 4), amount_usd: round(c.amount_usd, 2) }))
       .sort((a, b) => b.amount_usd - a.amount_usd),

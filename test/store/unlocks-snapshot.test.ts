@@ -28,7 +28,9 @@ describe("unlock snapshot", () => {
     expect(shipped.generator).toBeNull();
     expect(shipped.tokens.every((t) => !t.market.synthetic && t.prices?.synthetic === false)).toBe(true);
     // No real depth or circulating-supply series exists: unknown, never generated.
-    expect(shipped.tokens.every((t) => t.market.depth_2pct_usd === null && t.supply.circulating === null)).toBe(true);
+    expect(
+      shipped.tokens.every((t) => t.market.depth_2pct_usd === null && t.supply.circulating === null),
+    ).toBe(true);
     expect(shipped.tokens.reduce((n, t) => n + t.schedules.length, 0)).toBe(505);
     const arb = shipped.tokens.find((t) => t.symbol === "ARB")!;
     expect(arb.sources[0]).toContain("emissions-adapters");

@@ -128,7 +128,10 @@ describe("backtest fallback hierarchy", () => {
 
 describe("6MV importer", () => {
   it("names and excludes the 12 tables whose own ETH column fails the lag-0 gate", () => {
-    const failed = imported.gates.filter((g) => !g.passed).map((g) => g.table).sort();
+    const failed = imported.gates
+      .filter((g) => !g.passed)
+      .map((g) => g.table)
+      .sort();
     expect(failed).toEqual([
       "bitdao.public",
       "curve-dao-token.private",
@@ -145,7 +148,15 @@ describe("6MV importer", () => {
     ]);
     expect(imported.gates.filter((g) => g.passed)).toHaveLength(14);
     const symbols = snap.tokens.map((t) => t.symbol);
-    for (const gone of ["CURVEDAOTOKEN", "EULER", "FILECOIN", "STAKEWISE", "SWEATCOIN", "TORNADOCASH", "UNISWAP"])
+    for (const gone of [
+      "CURVEDAOTOKEN",
+      "EULER",
+      "FILECOIN",
+      "STAKEWISE",
+      "SWEATCOIN",
+      "TORNADOCASH",
+      "UNISWAP",
+    ])
       expect(symbols).not.toContain(gone);
     expect(snap.tokens.every((t) => t.prices?.benchmark_close === undefined)).toBe(true);
   });
@@ -166,5 +177,4 @@ describe("6MV importer", () => {
     expect(spearman([1, 2, 3, 4], [4, 3, 2, 1])).toBeCloseTo(-1, 12);
     expect(spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])).toBeCloseTo(0.8, 12);
   });
-
 });

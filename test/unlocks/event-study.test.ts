@@ -7,7 +7,17 @@ import { clusterBootstrap, fitMarketModel, mulberry32, studyEvent } from "../../
 function series(returns: readonly number[]): DailySeries {
   const close = [100];
   for (const r of returns) close.push((close[close.length - 1] as number) * Math.exp(r));
-  return { startDay: 0, close, volume: null, circulating: null, benchmarkClose: null, source: "test", sourceUrl: null, synthetic: false, segments: [] };
+  return {
+    startDay: 0,
+    close,
+    volume: null,
+    circulating: null,
+    benchmarkClose: null,
+    source: "test",
+    sourceUrl: null,
+    synthetic: false,
+    segments: [],
+  };
 }
 
 describe("market-model event study", () => {
@@ -55,7 +65,12 @@ describe("statistics", () => {
     expect(a.lo!).toBeLessThan(2.5);
     expect(a.hi!).toBeGreaterThan(2.5);
     // Identical clusters: every resample gives the same value, so the interval collapses.
-    const same = clusterBootstrap(items.map((x) => ({ ...x, v: 1 })), (x) => x.token, stat, { reps: 200, seed: 3 });
+    const same = clusterBootstrap(
+      items.map((x) => ({ ...x, v: 1 })),
+      (x) => x.token,
+      stat,
+      { reps: 200, seed: 3 },
+    );
     expect([same.lo, same.hi]).toEqual([1, 1]);
   });
 

@@ -180,20 +180,23 @@ function scheduleIntegral(symbol: string, from: number, to: number): number {
 
 describe("windows prorated by day", () => {
   const t0 = parseDay("2026-11-22");
-  it.each([1, 7, 10, 30, 45, 90, 365])("%i-day totals equal the schedule integral within 0.1 %% for every token", (days) => {
-    const up = svc.upcoming(days, 0);
-    for (const token of store.tokens) {
-      const want = scheduleIntegral(token.symbol, t0, t0 + days + 1);
-      const sum = svc.summary(token.symbol, days).tokens_unlocking;
-      const listed = up.window_amount_tokens_by_token[token.symbol] ?? 0;
-      if (want === 0) {
-        expect(sum).toBe(0);
-        continue;
+  it.each([1, 7, 10, 30, 45, 90, 365])(
+    "%i-day totals equal the schedule integral within 0.1 %% for every token",
+    (days) => {
+      const up = svc.upcoming(days, 0);
+      for (const token of store.tokens) {
+        const want = scheduleIntegral(token.symbol, t0, t0 + days + 1);
+        const sum = svc.summary(token.symbol, days).tokens_unlocking;
+        const listed = up.window_amount_tokens_by_token[token.symbol] ?? 0;
+        if (want === 0) {
+          expect(sum).toBe(0);
+          continue;
+        }
+        expect(Math.abs(sum / want - 1)).toBeLessThan(0.001);
+        expect(Math.abs(listed / want - 1)).toBeLessThan(0.001);
       }
-      expect(Math.abs(sum / want - 1)).toBeLessThan(0.001);
-      expect(Math.abs(listed / want - 1)).toBeLessThan(0.001);
-    }
-  });
+    },
+  );
 
   it("shows the current month's remaining stream", () => {
     const up = svc.upcoming(7, 0);
