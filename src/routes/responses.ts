@@ -45,10 +45,6 @@ const paymentRequiredHeader = {
 
 export const notFoundResponse = problem("Unknown token or unlock event (checked before any payment request)");
 
-export const noReactionsResponse = problem(
-  "No measurable market reaction for this backtest (checked before any payment request), or Idempotency-Key reused with a different request or proof",
-);
-
 /** Error responses every paid route documents; the 402 body differs between v1-capable routes and the benchmark. */
 export function paidErrorResponses(price: PaidRoute) {
   return {
