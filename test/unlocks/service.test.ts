@@ -9,6 +9,7 @@ import {
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import { parseDay } from "../../src/store/unlocks-dates.js";
 import { releasedBefore } from "../../src/unlocks/events.js";
+import { sizeSubscore } from "../../src/unlocks/risk-model.js";
 import { createUnlockService, NoReactionsError, UnlockLookupError } from "../../src/unlocks/service.js";
 
 const NOW = new Date("2026-11-22T00:00:00Z");
@@ -103,6 +104,23 @@ describe("unlock service on the shipped snapshot", () => {
       item.pct_circulating!,
       3,
     );
+  });
+
+  it("no event of the shipped snapshot is valued with a generated figure", () => {
+    const events = svc.events();
+    expect(events.length).toBeGreaterThan(2000);
+    expect(events.every((s) => s.context.synthetic === false)).toBe(true);
+    // Unknown circulating supply is not scored as a saturated maximum: size is scored on % of max supply.
+    const unknown = events.filter((e) => e.pctCirculating === null);
+    expect(unknown.length).toBeGreaterThan(0);
+    for (const s of unknown) {
+      const size = s.evidence.find((e) => e.factor === "unlock_size")!;
+      expect(size.unit).toBe("% of max supply");
+      expect(size.value).toBeCloseTo(s.pctMaxSupply!, 3);
+      expect(s.risk.factors.find((f) => f.factor === "unlock_size")!.subscore).toBe(
+        sizeSubscore(s.pctMaxSupply!) === 1 ? 1 : Number(sizeSubscore(s.pctMaxSupply!).toFixed(4)),
+      );
+    }
   });
 
   it("every precomputed event's evidence sums to its score", () => {
