@@ -189,6 +189,7 @@ export const RiskSummary = Type.Object(
     pct_max_supply_unlocking: Type.Optional(NullableNum("Tokens unlocking as % of max supply")),
     circulating_supply: Type.Optional(NullableNum("Estimated circulating supply today; null when unknown")),
     circulating_method: Type.Optional(Str("How circulating supply was estimated")),
+    market: Type.Optional(MarketFigures),
     score_kind: Type.Optional(Str("What the risk scores are")),
     by_category: Type.Optional(Type.Array(CategoryTotal, { description: "Totals by recipient category" })),
     top_events: Type.Optional(

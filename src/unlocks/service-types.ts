@@ -117,6 +117,8 @@ export interface RiskSummary {
   pct_circulating_unlocking: number | null;
   circulating_supply: number | null;
   circulating_method: string;
+  /** The token's latest real market figures (what future events in the window are valued at). */
+  market: MarketFigures;
   by_category: CategoryTotal[];
   top_events: RiskItem[];
   model_version: string;

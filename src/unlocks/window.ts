@@ -1,4 +1,4 @@
-import { formatDay } from "../store/unlocks-dates.js";
+import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import type { RecipientCategory } from "../store/unlocks-types.js";
 import { amountInWindow } from "./events.js";
@@ -141,6 +141,22 @@ export function summaryIn(
       rec.supply.circulating === null
         ? CIRCULATING_METHOD
         : `reported circulating supply as of ${rec.supply.as_of}`,
+    market: {
+      price_usd: rec.market.price_usd,
+      price_as_of: rec.market.as_of,
+      adv_30d_usd: rec.market.adv_30d_usd === null ? null : round(rec.market.adv_30d_usd, 2),
+      adv_as_of: rec.market.as_of,
+      depth_2pct_usd: rec.market.depth_2pct_usd,
+      venue: rec.market.venue ?? null,
+      instrument: rec.market.instrument ?? null,
+      source_url: rec.market.source_url,
+      stale_days: t - parseDay(rec.market.as_of),
+      circulating_supply_estimate: circ > 0 ? round(circ, 2) : null,
+      circulating_method:
+        rec.supply.circulating === null
+          ? CIRCULATING_METHOD
+          : `reported circulating supply as of ${rec.supply.as_of}`,
+    },
     by_category: [...byCat.values()]
       .map((c) => ({ ...c, amount_tokens: round(c.amount_tokens, 4), amount_usd: round(c.amount_usd, 2) }))
       .sort((a, b) => b.amount_usd - a.amount_usd),

@@ -143,6 +143,12 @@ describe("unlock service on the shipped snapshot", () => {
       2,
     );
     expect(s.synthetic).toBe(false);
+    expect(s.market).toMatchObject({
+      venue: "Binance",
+      price_as_of: "2026-03-18",
+      stale_days: 249,
+      depth_2pct_usd: null,
+    });
     expect(s.next_unlock?.unlock_event_id).toBe(events.find((u) => u.days_until >= 0)!.unlock_event_id);
     expect(s.top_events[0]!.risk_score).toBe(s.maxRiskScore);
   });
