@@ -149,6 +149,25 @@ export async function runCalibration(): Promise<CalibrationOutput> {
 
   lines.push(
     "",
+    "### By group (all samples pooled)",
+    "",
+    "| group | events | tokens | CAR [−30,−1] | CAR [0,+14] | CAR [0,+30] |",
+    "|---|---:|---:|---:|---:|---:|",
+  );
+  for (const [title, groupOf, order] of [
+    ["size", sizeGroup, SIZE_GROUPS],
+    ["recipient", recipientGroup, RECIPIENT_GROUPS],
+  ] as const) {
+    for (const g of order) {
+      const es = all.filter((e) => groupOf(e) === g);
+      if (es.length === 0) continue;
+      lines.push(
+        `| ${title}: ${g} | ${es.length} | ${new Set(es.map((e) => e.token)).size} | ${iv(meanCar(es, "pre"))} | ${iv(meanCar(es, "d014"))} | ${iv(meanCar(es, "d030"))} |`,
+      );
+    }
+  }
+  lines.push(
+    "",
     `### Skill: does a higher score precede a lower CAR ${WINDOWS.find((w) => w.key === SKILL_WINDOW)?.label}?`,
     "",
     "Skill would show as a negative Spearman and a negative top-minus-bottom quintile spread, with intervals below zero.",
@@ -163,6 +182,7 @@ export async function runCalibration(): Promise<CalibrationOutput> {
   const fitSkill = CANDIDATES.map((c) => ({ c, f: skill(fit, scoreWith(c.params)) }));
   for (const { c, f } of fitSkill) row(samples[0].name, c.name, f);
   row(samples[0].name, "size only (% of est. circulating)", skill(fit, sizeOnly));
+  row(`${samples[0].name}, pre-unlock window [−30,−1]`, CANDIDATES[0]!.name, skill(fit, scoreWith(CANDIDATES[0]!.params), "pre"));
   const best = [...fitSkill].sort((a, b) => (a.f.spearman.estimate ?? 0) - (b.f.spearman.estimate ?? 0))[0]!;
   const holdoutSkill: SkillFigures[] = [];
   for (const s of [samples[1], samples[2]]) {
