@@ -182,7 +182,11 @@ export async function runCalibration(): Promise<CalibrationOutput> {
   const fitSkill = CANDIDATES.map((c) => ({ c, f: skill(fit, scoreWith(c.params)) }));
   for (const { c, f } of fitSkill) row(samples[0].name, c.name, f);
   row(samples[0].name, "size only (% of est. circulating)", skill(fit, sizeOnly));
-  row(`${samples[0].name}, pre-unlock window [−30,−1]`, CANDIDATES[0]!.name, skill(fit, scoreWith(CANDIDATES[0]!.params), "pre"));
+  row(
+    `${samples[0].name}, pre-unlock window [−30,−1]`,
+    CANDIDATES[0]!.name,
+    skill(fit, scoreWith(CANDIDATES[0]!.params), "pre"),
+  );
   const best = [...fitSkill].sort((a, b) => (a.f.spearman.estimate ?? 0) - (b.f.spearman.estimate ?? 0))[0]!;
   const holdoutSkill: SkillFigures[] = [];
   for (const s of [samples[1], samples[2]]) {
