@@ -7,12 +7,16 @@ import {
   NoReactionsError,
   type RiskItem,
   UnlockLookupError,
+  type UpcomingResponse,
   type UnlockService,
 } from "./service-types.js";
 import { summaryIn, upcomingIn } from "./window.js";
 
 export * from "./service-types.js";
 export { MAX_REACTIONS } from "./backtest-basis.js";
+
+/** Upcoming answers kept (oldest dropped first). */
+const UPCOMING_CACHE = 64;
 
 /**
  * The unlock service: every event is expanded and scored once (event-index), requests slice those
@@ -21,6 +25,20 @@ export { MAX_REACTIONS } from "./backtest-basis.js";
 export function createUnlockService(store: UnlockStore, clock: () => Date = () => new Date()): UnlockService {
   const index = buildEventIndex(store);
   const today = (): number => dayOf(clock());
+  // Building ~1,000 items for a year-long window costs tens of ms: answers depend only on
+  // (today, days, minRisk), so recent ones are kept (items are never mutated after this point).
+  const recent = new Map<string, UpcomingResponse>();
+  function upcoming(days: number, minRisk: number): UpcomingResponse {
+    const t = today();
+    const key = `${t}:${days}:${minRisk}`;
+    let hit = recent.get(key);
+    if (hit === undefined) {
+      hit = upcomingIn(store, index, t, days, minRisk);
+      if (recent.size >= UPCOMING_CACHE) recent.delete(recent.keys().next().value as string);
+      recent.set(key, hit);
+    }
+    return hit;
+  }
 
   function lookupEvent(token: string, id: string): EventLookup {
     try {
@@ -61,7 +79,7 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
   return {
     lookupEvent,
     hasToken: (token) => index.byToken.has(token.toLowerCase()),
-    upcoming: (days, minRisk) => upcomingIn(store, index, today(), days, minRisk),
+    upcoming,
     score,
     summary,
     backtestRefusal,
