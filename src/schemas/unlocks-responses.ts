@@ -278,6 +278,28 @@ export const BacktestResult = Type.Object(
     summary: Type.Optional(ReactionSummary),
     method: Type.Optional(Str("How returns are measured")),
     data_through: Type.Optional(Str("Last day of price history")),
+    price_sources: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            symbol: Str("Token (or benchmark) symbol"),
+            segments: Type.Array(
+              Type.Object(
+                {
+                  from: Str("First day (00:00 UTC price)"),
+                  to: Str("Last day"),
+                  venue: Str("Exchange"),
+                  instrument: Str("Instrument"),
+                },
+                open,
+              ),
+            ),
+          },
+          open,
+        ),
+        { description: "Venue and instrument of every price series the reactions use" },
+      ),
+    ),
     model_version: Type.Optional(Str("Risk model version")),
     synthetic: Type.Optional(
       Type.Boolean({ description: "true exactly when any figure in the response is generated" }),

@@ -129,6 +129,21 @@ export function backtestResult(store: UnlockStore, target: Prepared, w: number, 
     method:
       "prices at 00:00 UTC (the close of the previous UTC day's candle), so day 0 is the last close before the unlock; pre = day −w → day 0, post = day 0 → day +w; abnormal = token return − ETH return over the same days (market-adjusted); unlocks of one token closer than w days are counted once (the higher-risk one is kept)",
     data_through: Number.isFinite(through) ? formatDay(through) : "unknown",
+    price_sources: [...new Set([...reactions.map((r) => r.token), store.benchmark.symbol])].map((symbol) => {
+      const s =
+        symbol === store.benchmark.symbol
+          ? store.benchmark.series
+          : store.pricesBySymbol.get(symbol.toLowerCase());
+      return {
+        symbol,
+        segments: (s?.segments ?? []).map((g) => ({
+          from: g.from,
+          to: g.to,
+          venue: g.venue,
+          instrument: g.instrument,
+        })),
+      };
+    }),
     model_version: MODEL_VERSION,
     synthetic: reactions.some((r) => r.synthetic),
   };

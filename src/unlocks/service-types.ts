@@ -150,6 +150,11 @@ export interface BacktestResult {
   summary: ReactionSummary;
   method: string;
   data_through: string;
+  /** Where each measured token's (and the benchmark's) prices come from, stretch by stretch. */
+  price_sources: {
+    symbol: string;
+    segments: { from: string; to: string; venue: string; instrument: string }[];
+  }[];
   model_version: string;
   synthetic: boolean;
 }

@@ -282,6 +282,11 @@ describe("backtest tells the truth", () => {
         reactions: Record<string, number | string>[];
       };
       expect(body).toMatchObject({ basis: "event", synthetic: false, pooled_across_tokens: false });
+      expect(
+        (
+          body as unknown as { price_sources: { symbol: string; segments: { venue: string }[] }[] }
+        ).price_sources.map((p) => p.symbol),
+      ).toEqual(["ARB", "ETH"]);
       expect(body.reactions).toHaveLength(1);
       const r = body.reactions[0]!;
       expect(r).toMatchObject({ token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", unlock_date: d });
