@@ -1,77 +1,51 @@
 /**
- * Builds data/unlocks.snapshot.json from the compiled real schedules plus the seeded synthetic
- * market generator (prices, volumes, supplies are SYNTHETIC and flagged so).
+ * Builds data/unlock.snapshot.json from shipped data only: the compiled real schedules
+ * (data/unlock-schedules/schedules.json) and the real daily market history (data/market-history/).
+ * Nothing is generated: where no real figure exists (depth, circulating supply) it is null.
  *
- *   npm run snapshot [-- --schedules <schedules.json>] [--out <path>] [--seed <n>] [--history-from YYYY-MM-DD]
+ *   npm run snapshot [-- --schedules <schedules.json>] [--market <dir>] [--out <path>]
  */
 
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { repoRoot as rootDir } from "../src/store/paths.js";
+import { dataPath } from "../src/store/paths.js";
+import { parseDay } from "../src/store/unlocks-dates.js";
 import { validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import type { TokenRecord, UnlockSnapshot } from "../src/store/unlocks-types.js";
 import { type CompiledSchedules, scheduleFacts } from "../src/unlocks/import-schedules.js";
-import { GENERATOR_NAME, generateBenchmark, generateTokenMarket } from "../src/unlocks/synthetic.js";
+import {
+  buildBenchmarkSeries,
+  buildTokenSeries,
+  type MarketIndex,
+  readMarketIndex,
+} from "../src/unlocks/market-history.js";
+import { marketFromSeries, unknownSupply } from "../src/unlocks/market-snapshot.js";
 
-const repoRoot = `${rootDir()}/`;
-export const DEFAULT_SEED = 402;
-/** Past unlocks in the schedules start in 2024; 120 days of pre-window history (the longest backtest) before that. */
-export const DEFAULT_HISTORY_FROM = "2023-09-01";
-
-export function buildShippedSnapshot(
-  compiled: CompiledSchedules,
-  seed: number,
-  historyFrom: string,
-): UnlockSnapshot {
+export function buildShippedSnapshot(compiled: CompiledSchedules, marketDir: string): UnlockSnapshot {
+  const index: MarketIndex = readMarketIndex(marketDir);
   const asOf = compiled.compiled_on;
-  const bench = generateBenchmark(seed, historyFrom, asOf);
   const tokens: TokenRecord[] = compiled.tokens.map((t) => {
     const facts = scheduleFacts(t);
-    const placeholder: TokenRecord = {
-      ...facts,
-      supply: {
-        circulating: 0,
-        total: null,
-        as_of: asOf,
-        source: "-",
-        source_url: null,
-        synthetic: true,
-        assumptions: [],
-      },
-      market: {
-        price_usd: 1,
-        adv_30d_usd: null,
-        depth_2pct_usd: null,
-        as_of: asOf,
-        source: "-",
-        source_url: null,
-        synthetic: true,
-        assumptions: [],
-      },
-      prices: null,
-    };
-    const m = generateTokenMarket(placeholder, bench, seed, asOf, historyFrom);
-    return { ...placeholder, supply: m.supply, market: m.market, prices: m.prices };
+    const firstDay = Math.min(...facts.schedules.map((p) => parseDay(p.start)));
+    const prices = buildTokenSeries(marketDir, index, t.symbol, Number.isFinite(firstDay) ? firstDay : null);
+    if (!prices) throw new Error(`${t.symbol}: no market history in ${marketDir}`);
+    return { ...facts, supply: unknownSupply(t.max_supply, asOf), market: marketFromSeries(prices), prices };
   });
+  const bench = buildBenchmarkSeries(marketDir, index, "ETH");
   return {
     schema_version: 1,
     generated_at: `${asOf}T00:00:00.000Z`,
     as_of: asOf,
-    synthetic: true,
+    synthetic: false,
     description:
-      "Real vesting schedules (../shared/data/unlock-schedules, compiled " +
-      `${asOf}) with SYNTHETIC market context and price history from ${GENERATOR_NAME} (seed ${seed}). ` +
-      "Schedule facts are real; prices, volumes, depth and circulating supplies are generated for demonstration.",
-    generator: {
-      name: GENERATOR_NAME,
-      seed,
-      description:
-        "Seeded random walks: benchmark GBM; token log-returns = beta x benchmark + idiosyncratic noise; " +
-        "rescaled to a log-uniform market cap; volume = turnover x market cap with noise; see data/README.md. No unlock effect is built in.",
-    },
-    benchmark: { symbol: "ETH", name: "Ether (synthetic path)", prices: bench.series },
+      `Real vesting schedules (compiled ${asOf}) and real daily closes and quote volumes ` +
+      `(${index.files.find((f) => f.role === "primary")?.venue} USDT-margined perpetuals, older history from Binance spot / Bybit perps; ` +
+      "see data/market-history/index.json). Market figures are as of each series' last candle (2026-03-18), not as of the schedules. " +
+      "Order-book depth and circulating supply are unknown (null), never generated.",
+    generator: null,
+    benchmark: { symbol: "ETH", name: "Ether", prices: bench },
     tokens,
   };
 }
@@ -79,17 +53,13 @@ export function buildShippedSnapshot(
 function main(): void {
   const { values } = parseArgs({
     options: {
-      schedules: { type: "string", default: `${repoRoot}../shared/data/unlock-schedules/schedules.json` },
-      out: { type: "string", default: `${repoRoot}data/unlocks.snapshot.json` },
-      seed: { type: "string", default: String(DEFAULT_SEED) },
-      "history-from": { type: "string", default: DEFAULT_HISTORY_FROM },
+      schedules: { type: "string", default: dataPath("unlock-schedules/schedules.json") },
+      market: { type: "string", default: dataPath("market-history") },
+      out: { type: "string", default: dataPath("unlocks.snapshot.json") },
     },
   });
   const compiled = JSON.parse(readFileSync(values.schedules as string, "utf8")) as CompiledSchedules;
-  const snap = validateUnlockSnapshot(
-    buildShippedSnapshot(compiled, Number(values.seed), values["history-from"] as string),
-    "(built)",
-  );
+  const snap = validateUnlockSnapshot(buildShippedSnapshot(compiled, values.market as string), "(built)");
   const text = `${JSON.stringify(snap)}\n`;
   writeFileAtomic(values.out as string, text);
   console.log(

@@ -9,6 +9,13 @@ import { notFoundResponse, paid, paidErrorResponses } from "./responses.js";
 
 const TAG = "unlocks";
 
+/** Replaces the shared 422 entry on the backtest route: both causes are listed. */
+const noReactionsResponse = {
+  $ref: "Problem#",
+  description:
+    "No measurable market reaction for this backtest (checked before any payment request), or Idempotency-Key reused with a different request or proof",
+};
+
 const notFound = (service: UnlockService, token: string, eventId?: string): void => {
   if (eventId === undefined) {
     if (!service.hasToken(token))
@@ -20,6 +27,12 @@ const notFound = (service: UnlockService, token: string, eventId?: string): void
     throw new HttpProblem(404, "unknown-token", `No unlock schedule is known for token ${token}.`);
   if (found === "unknown_event")
     throw new HttpProblem(404, "unknown-unlock-event", `Token ${token} has no unlock event ${eventId}.`);
+};
+
+/** A backtest with nothing to measure is refused before payment: nobody pays for an empty answer. */
+const measurable = (service: UnlockService, token: string, eventId: string, windowDays: number): void => {
+  const reason = service.backtestRefusal(token, eventId, windowDays);
+  if (reason !== null) throw new HttpProblem(422, "no-measurable-reactions", reason);
 };
 
 /** The four unlock-risk routes: schema + price + one service call each. Existence is checked before payment. */
@@ -97,7 +110,8 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
       schema: {
         tags: [TAG],
         summary: "Historical post-unlock market reactions for one event",
-        description: "Price per call: 0.50 USD. Unknown token or event: 404, before any payment.",
+        description:
+          "Price per call: 0.50 USD. Unknown token or event: 404; no measurable reaction on any basis: 422 — both before any payment.",
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: BacktestBody,
@@ -105,11 +119,15 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
           200: paid(BacktestResult),
           404: notFoundResponse,
           ...paidErrorResponses(PRICES.backtest),
+          422: noReactionsResponse,
         },
         "x-payment-info": paymentInfo(PRICES.backtest),
       },
       preHandler: [
-        async (request) => notFound(unlocks, request.body.token, request.body.unlock_event_id),
+        async (request) => {
+          notFound(unlocks, request.body.token, request.body.unlock_event_id);
+          measurable(unlocks, request.body.token, request.body.unlock_event_id, request.body.windowDays);
+        },
         app.payments.guard(PRICES.backtest),
       ],
     },

@@ -42,11 +42,33 @@ export const RecipientShare = Type.Object(
   open,
 );
 
+const MarketFigures = Type.Object(
+  {
+    price_usd: Num("Price used to value the release (USDT quote, taken as USD)"),
+    price_as_of: Str("UTC date of the daily candle whose close is the price"),
+    adv_30d_usd: NullableNum("Mean daily quote volume of the 30 candles ending adv_as_of; null when unknown"),
+    adv_as_of: Str("Last candle of the ADV window"),
+    depth_2pct_usd: NullableNum("±2% order-book depth; null = unknown (no order-book history is shipped)"),
+    venue: Type.Union([Type.String(), Type.Null()], { description: "Exchange the figures come from" }),
+    instrument: Type.Union([Type.String(), Type.Null()], {
+      description: "Instrument, e.g. USDT-margined perpetual",
+    }),
+    source_url: Type.Union([Type.String(), Type.Null()], { description: "Where the series comes from" }),
+    stale_days: Int("Days from price_as_of to today (UTC)"),
+    circulating_supply_estimate: NullableNum(
+      "Estimated circulating supply before the unlock; null when unknown",
+    ),
+    circulating_method: Str("How circulating supply was estimated"),
+  },
+  { ...open, description: "The market figures this item was valued with" },
+);
+
 const riskItemFields = {
   token: Str("Token symbol"),
   unlock_event_id: Str("Event id unlock_<symbol>_<yyyy>_<mm>_<dd>[_n]"),
   risk_score: Num("Modeled sell-pressure risk, 0–100"),
   risk_level: Level,
+  score_kind: Type.Optional(Str("What the score is (a supply-pressure ranking, not a price forecast)")),
   token_name: Type.Optional(Str("Token name")),
   unlock_date: Type.Optional(
     Str("Unlock date (UTC); for linear streams the first streaming day of the month"),
@@ -55,7 +77,25 @@ const riskItemFields = {
   amount_tokens: Type.Optional(Num("Tokens released")),
   amount_usd: Type.Optional(Num("USD value of the release at the price in the evidence")),
   pct_circulating: Type.Optional(
-    NullableNum("Release as % of circulating supply just before it; null if none circulates"),
+    NullableNum(
+      "Release as % of estimated circulating supply just before it (see market.circulating_method); null when unknown",
+    ),
+  ),
+  pct_max_supply: Type.Optional(NullableNum("Release as % of max supply (exact from the schedule)")),
+  market: Type.Optional(MarketFigures),
+  window_amount_tokens: Type.Optional(
+    Num("Tokens of this event released inside the requested window (linear streams prorated by day)"),
+  ),
+  window_amount_usd: Type.Optional(Num("USD value of window_amount_tokens")),
+  stream: Type.Optional(
+    Type.Object(
+      {
+        stream_start: Str("First streaming day of this month's stream"),
+        stream_end: Str("Last streaming day of this month's stream"),
+        month_amount_tokens: Num("Tokens the stream releases over the whole month"),
+      },
+      { ...open, description: "Linear events only" },
+    ),
   ),
   absorption_ratio: Type.Optional(NullableNum("Release USD value ÷ 30-day average daily volume")),
   recipient_category: Type.Optional(
@@ -82,7 +122,14 @@ export const UpcomingResponse = Type.Object(
   {
     days: Int("Forward window in days"),
     minRisk: Int("Minimum risk score included"),
-    unlocks: Type.Array(RiskItem, { description: "Unlocks with today ≤ date ≤ today + days, by date" }),
+    unlocks: Type.Array(RiskItem, {
+      description:
+        "Events releasing tokens on days today..today + days (discrete releases; linear months overlapping the window, prorated), by date",
+    }),
+    window_amount_tokens_by_token: Type.Optional(
+      Type.Record(Type.String(), Type.Number(), { description: "Tokens released in the window, per token" }),
+    ),
+    score_kind: Type.Optional(Str("What risk_score is")),
     window_start: Type.Optional(Str("First day of the window (today, UTC)")),
     window_end: Type.Optional(Str("Last day of the window (inclusive)")),
     count: Type.Optional(Int("Number of unlocks returned")),
@@ -137,9 +184,13 @@ export const RiskSummary = Type.Object(
     tokens_unlocking: Type.Optional(Num("Tokens unlocking in the window")),
     usd_unlocking: Type.Optional(Num("USD unlocking in the window")),
     pct_circulating_unlocking: Type.Optional(
-      NullableNum("Tokens unlocking as % of current circulating supply"),
+      NullableNum("Tokens unlocking as % of estimated circulating supply today"),
     ),
-    circulating_supply: Type.Optional(Num("Circulating supply as of the snapshot")),
+    pct_max_supply_unlocking: Type.Optional(NullableNum("Tokens unlocking as % of max supply")),
+    circulating_supply: Type.Optional(NullableNum("Estimated circulating supply today; null when unknown")),
+    circulating_method: Type.Optional(Str("How circulating supply was estimated")),
+    market: Type.Optional(MarketFigures),
+    score_kind: Type.Optional(Str("What the risk scores are")),
     by_category: Type.Optional(Type.Array(CategoryTotal, { description: "Totals by recipient category" })),
     top_events: Type.Optional(
       Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" }),
@@ -197,7 +248,12 @@ export const BacktestResult = Type.Object(
       Type.Array(Reaction, { description: "Non-overlapping past reactions, by date" }),
     ),
     basis: Type.Optional(
-      Str("Which history was used: event (the event itself), token_history, category_history, or none"),
+      Str(
+        "Which history was measured: event (the event itself), token_history (the token's own earlier unlocks) or category_history (other tokens' unlocks of the same recipient category)",
+      ),
+    ),
+    pooled_across_tokens: Type.Optional(
+      Type.Boolean({ description: "true when the reactions (and the summary) mix several tokens" }),
     ),
     basis_description: Type.Optional(Str("The basis in words")),
     benchmark: Type.Optional(Str("Benchmark for abnormal returns")),
@@ -222,8 +278,32 @@ export const BacktestResult = Type.Object(
     summary: Type.Optional(ReactionSummary),
     method: Type.Optional(Str("How returns are measured")),
     data_through: Type.Optional(Str("Last day of price history")),
+    price_sources: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            symbol: Str("Token (or benchmark) symbol"),
+            segments: Type.Array(
+              Type.Object(
+                {
+                  from: Str("First day (00:00 UTC price)"),
+                  to: Str("Last day"),
+                  venue: Str("Exchange"),
+                  instrument: Str("Instrument"),
+                },
+                open,
+              ),
+            ),
+          },
+          open,
+        ),
+        { description: "Venue and instrument of every price series the reactions use" },
+      ),
+    ),
     model_version: Type.Optional(Str("Risk model version")),
-    synthetic: Type.Optional(Type.Boolean({ description: "true when the prices are synthetic" })),
+    synthetic: Type.Optional(
+      Type.Boolean({ description: "true exactly when any figure in the response is generated" }),
+    ),
   },
   open,
 );

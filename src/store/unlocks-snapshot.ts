@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { Compile } from "typebox/compile";
 import { dataPath } from "./paths.js";
 import { parseDay } from "./unlocks-dates.js";
-import { type PriceSeries, type TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
+import { type PriceSeries, type SeriesSegment, type TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
 
 export type { TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
 
@@ -16,6 +16,7 @@ export interface DailySeries {
   readonly source: string;
   readonly sourceUrl: string | null;
   readonly synthetic: boolean;
+  readonly segments: readonly SeriesSegment[];
 }
 
 export interface UnlockStore {
@@ -128,7 +129,7 @@ export function validateUnlockSnapshot(raw: unknown, source = "(memory)"): Unloc
   return snap;
 }
 
-function toDailySeries(s: PriceSeries): DailySeries {
+export function toDailySeries(s: PriceSeries): DailySeries {
   return {
     startDay: parseDay(s.start),
     close: s.close,
@@ -138,6 +139,7 @@ function toDailySeries(s: PriceSeries): DailySeries {
     source: s.source,
     sourceUrl: s.source_url,
     synthetic: s.synthetic,
+    segments: s.segments ?? [],
   };
 }
 

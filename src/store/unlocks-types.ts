@@ -73,7 +73,8 @@ const Provenance = {
 };
 
 export const SupplyInfo = Type.Object({
-  circulating: Type.Number({ minimum: 0 }),
+  /** null when no real circulating-supply figure exists (never generated). */
+  circulating: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
   total: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
   ...Provenance,
   assumptions: Type.Array(Type.String()),
@@ -84,10 +85,28 @@ export const MarketInfo = Type.Object({
   price_usd: Type.Number({ exclusiveMinimum: 0 }),
   adv_30d_usd: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
   depth_2pct_usd: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+  /** Venue and instrument of price and volume, e.g. Binance / USDT-margined perpetual. */
+  venue: Type.Optional(Type.String()),
+  instrument: Type.Optional(Type.String()),
+  /** Days averaged for adv_30d_usd, ending on as_of. */
+  adv_window: Type.Optional(Type.Object({ from: IsoDate, to: IsoDate, days: Type.Integer({ minimum: 0 }) })),
   ...Provenance,
   assumptions: Type.Array(Type.String()),
 });
 export type MarketInfo = Static<typeof MarketInfo>;
+
+/** Which venue a stretch of a series comes from (series may splice an older venue in front). */
+export const SeriesSegment = Type.Object({
+  from: IsoDate,
+  to: IsoDate,
+  venue: Type.String(),
+  instrument: Type.String(),
+  quote: Type.String(),
+  /** false where volume is left null because it comes from another venue than the rest. */
+  volume: Type.Boolean(),
+  source_url: Type.String(),
+});
+export type SeriesSegment = Static<typeof SeriesSegment>;
 
 /**
  * Daily series, dense from `start`: element i is day start+i. Prices are 00:00 UTC snapshots
@@ -103,6 +122,7 @@ export const PriceSeries = Type.Object({
   source: Type.String({ minLength: 1 }),
   source_url: Type.Union([Type.String(), Type.Null()]),
   synthetic: Type.Boolean(),
+  segments: Type.Optional(Type.Array(SeriesSegment)),
 });
 export type PriceSeries = Static<typeof PriceSeries>;
 

@@ -1,51 +1,126 @@
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
-import { computeReaction, mean, median, selectNonOverlapping } from "./backtest.js";
-import type { UnlockService } from "./service.js";
+import { formatDay } from "../store/unlocks-dates.js";
+import type { DailySeries, UnlockStore } from "../store/unlocks-snapshot.js";
+import { mean, selectNonOverlapping } from "./backtest.js";
+import {
+  clusterBootstrap,
+  type EventStudy,
+  type Interval,
+  PATH,
+  studyEvent,
+  WINDOWS,
+  type WindowKey,
+} from "./event-study.js";
+import { type ModelParams, SHIPPED_PARAMS, scoreRisk } from "./risk-model.js";
+import type { ScoredEvent } from "./scoring.js";
 
-export const SIZE_BUCKETS = [
-  { label: "<0.1%", lo: 0, hi: 0.1 },
-  { label: "0.1–0.5%", lo: 0.1, hi: 0.5 },
-  { label: "0.5–1%", lo: 0.5, hi: 1 },
-  { label: "1–5%", lo: 1, hi: 5 },
-  { label: "5–10%", lo: 5, hi: 10 },
-  { label: ">10%", lo: 10, hi: Number.POSITIVE_INFINITY },
-] as const;
+/**
+ * Releases of one token within this many days are one event (the higher-scored one kept): a release
+ * split over consecutive days is one shock. Later overlapping windows stay in; the token-clustered
+ * bootstrap carries their dependence.
+ */
+export const DEDUP_DAYS = 3;
+/** Non-event days: sampled every STRIDE days, with no discrete unlock of the token within ±QUIET days. */
+export const NON_EVENT = { stride: 7, quiet: 14 } as const;
+export const BOOT = { reps: 2000, seed: 402 } as const;
+/** The window the skill figures are measured on. */
+export const SKILL_WINDOW: WindowKey = "d014";
 
-export const PRE_WINDOW = 30;
-export const POST_WINDOW = 14;
-
-export interface CalibrationRow {
-  group: string;
-  count: number;
-  mean_pre_abnormal_pct: number | null;
-  median_pre_abnormal_pct: number | null;
-  mean_post_abnormal_pct: number | null;
-  median_post_abnormal_pct: number | null;
+export interface StudiedEvent {
+  readonly sample: string;
+  readonly id: string;
+  readonly token: string;
+  readonly date: string;
+  readonly category: string;
+  readonly sizePct: number | null;
+  readonly score: number;
+  readonly scored: ScoredEvent;
+  readonly study: EventStudy;
 }
 
-export interface CalibrationSample {
-  id: string;
-  token: string;
-  date: string;
-  category: string;
-  recipient_class: "private" | "public";
-  unlock_type: string;
-  pct_circulating: number | null;
-  risk_score: number;
-  pre_abnormal_pct: number;
-  post_abnormal_pct: number;
+export interface StudySet {
+  readonly considered: number;
+  readonly uncovered: number;
+  readonly overlapping: number;
+  readonly events: StudiedEvent[];
 }
 
-export interface CalibrationReport {
-  events_considered: number;
-  events_measured: number;
-  excluded_overlapping: number;
-  by_size: CalibrationRow[];
-  by_class: CalibrationRow[];
-  by_category: CalibrationRow[];
-  spearman_risk_vs_post_abnormal: number | null;
-  spearman_size_vs_post_abnormal: number | null;
-  samples: CalibrationSample[];
+/** Every discrete unlock of the store whose estimation and event windows are covered by real prices. */
+export function studyStore(
+  store: UnlockStore,
+  scored: readonly ScoredEvent[],
+  btc: DailySeries | null,
+  sample: (s: ScoredEvent) => string | null,
+): StudySet {
+  const discrete = scored.filter((s) => s.event.unlockType !== "linear" && sample(s) !== null);
+  const studies = new Map<string, { s: ScoredEvent; study: EventStudy }>();
+  for (const s of discrete) {
+    const series = store.pricesBySymbol.get(s.token.symbol.toLowerCase());
+    if (!series) continue;
+    const study = studyEvent(series, store.benchmark.series, btc, s.event.day);
+    if (study) studies.set(s.event.id, { s, study });
+  }
+  const subjects = [...studies.values()].map(({ s }) => ({
+    id: s.event.id,
+    symbol: s.event.symbol,
+    day: s.event.day,
+    recipientCategory: s.event.recipientCategory,
+    unlockType: s.event.unlockType,
+    riskScore: s.risk.score,
+    pctCirculating: s.pctCirculating,
+  }));
+  const { kept, dropped } = selectNonOverlapping(subjects, DEDUP_DAYS);
+  const events = kept.map((k) => {
+    const { s, study } = studies.get(k.id) as { s: ScoredEvent; study: EventStudy };
+    return {
+      sample: sample(s) as string,
+      id: s.event.id,
+      token: s.token.symbol,
+      date: s.event.date,
+      category: s.event.recipientCategory,
+      sizePct: s.pctCirculating ?? s.pctMaxSupply,
+      score: s.risk.score,
+      scored: s,
+      study,
+    };
+  });
+  return {
+    considered: discrete.length,
+    uncovered: discrete.length - studies.size,
+    overlapping: dropped,
+    events,
+  };
+}
+
+export interface NonEvent {
+  readonly token: string;
+  readonly study: EventStudy;
+}
+
+/** The same tokens on days without unlocks, studied the same way: the drift an unlock effect must beat. */
+export function nonEventStudies(
+  store: UnlockStore,
+  scored: readonly ScoredEvent[],
+  tokens: ReadonlySet<string>,
+  btc: DailySeries | null,
+  inSample: (day: number) => boolean,
+): NonEvent[] {
+  const unlockDays = new Map<string, number[]>();
+  for (const s of scored)
+    if (s.event.unlockType !== "linear")
+      unlockDays.set(s.token.symbol, [...(unlockDays.get(s.token.symbol) ?? []), s.event.day]);
+  const out: NonEvent[] = [];
+  for (const sym of [...tokens].sort()) {
+    const series = store.pricesBySymbol.get(sym.toLowerCase());
+    if (!series) continue;
+    const days = unlockDays.get(sym) ?? [];
+    const end = series.startDay + series.close.length;
+    for (let d = series.startDay - PATH.from + 120; d < end - PATH.to; d += NON_EVENT.stride) {
+      if (!inSample(d) || days.some((u) => Math.abs(u - d) <= NON_EVENT.quiet)) continue;
+      const study = studyEvent(series, store.benchmark.series, btc, d);
+      if (study) out.push({ token: sym, study });
+    }
+  }
+  return out;
 }
 
 /** Average ranks (ties share the mean rank). */
@@ -87,126 +162,152 @@ export function spearman(a: readonly number[], b: readonly number[]): number | n
   return da === 0 || db === 0 ? null : num / Math.sqrt(da * db);
 }
 
-const r2 = (x: number | null): number | null => (x === null ? null : Math.round(x * 100) / 100);
+/** Mean CAR of the top fifth by score minus the bottom fifth (negative = higher scores fell more). */
+export function quintileSpread(scores: readonly number[], cars: readonly number[]): number | null {
+  const n = scores.length;
+  if (n < 10) return null;
+  const order = scores.map((s, i) => [s, i] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const q = Math.floor(n / 5);
+  const avg = (slice: readonly (readonly [number, number])[]) =>
+    slice.reduce((s, [, i]) => s + (cars[i] as number), 0) / slice.length;
+  return avg(order.slice(n - q)) - avg(order.slice(0, q));
+}
 
-function row(group: string, samples: readonly CalibrationSample[]): CalibrationRow {
-  const pre = samples.map((s) => s.pre_abnormal_pct);
-  const post = samples.map((s) => s.post_abnormal_pct);
+export interface SkillFigures {
+  readonly spearman: Interval;
+  readonly quintile_spread_pp: Interval;
+}
+
+type Scorer = (e: StudiedEvent) => number | null;
+
+export function skill(
+  events: readonly StudiedEvent[],
+  scorer: Scorer,
+  w: WindowKey = SKILL_WINDOW,
+): SkillFigures {
+  const usable = events.filter((e) => scorer(e) !== null);
+  const xs = (es: readonly StudiedEvent[]) => es.map((e) => scorer(e) as number);
+  const ys = (es: readonly StudiedEvent[]) => es.map((e) => e.study.car[w]);
   return {
-    group,
-    count: samples.length,
-    mean_pre_abnormal_pct: r2(mean(pre)),
-    median_pre_abnormal_pct: r2(median(pre)),
-    mean_post_abnormal_pct: r2(mean(post)),
-    median_post_abnormal_pct: r2(median(post)),
+    spearman: clusterBootstrap(
+      usable,
+      (e) => e.token,
+      (es) => spearman(xs(es), ys(es)),
+      BOOT,
+    ),
+    quintile_spread_pp: clusterBootstrap(
+      usable,
+      (e) => e.token,
+      (es) => quintileSpread(xs(es), ys(es)),
+      BOOT,
+    ),
   };
 }
 
-const isPrivate = (category: string): boolean => category === "team" || category === "investors";
-
-/**
- * Measures every discrete (cliff/step) unlock of the store: abnormal return vs the benchmark over
- * −30..0 and 0..+14 days, non-overlapping within a token at the 14-day window.
- */
-export function calibrate(store: UnlockStore, service: UnlockService): CalibrationReport {
-  const discrete = service.events().filter((s) => s.event.unlockType !== "linear");
-  const subjects = discrete.map((s) => ({
-    id: s.event.id,
-    symbol: s.event.symbol,
-    day: s.event.day,
-    recipientCategory: s.event.recipientCategory,
-    unlockType: s.event.unlockType,
-    riskScore: s.risk.score,
-    pctCirculating: s.pctCirculating,
-  }));
-  const measured: CalibrationSample[] = [];
-  const computable = subjects.filter((subj) => {
-    const series = store.pricesBySymbol.get(subj.symbol.toLowerCase());
-    return (
-      series !== undefined &&
-      computeReaction(subj, series, store.benchmark, PRE_WINDOW) !== null &&
-      computeReaction(subj, series, store.benchmark, POST_WINDOW) !== null
-    );
-  });
-  const { kept, dropped } = selectNonOverlapping(computable, POST_WINDOW);
-  for (const subj of kept) {
-    const series = store.pricesBySymbol.get(subj.symbol.toLowerCase())!;
-    const pre = computeReaction(subj, series, store.benchmark, PRE_WINDOW)!;
-    const post = computeReaction(subj, series, store.benchmark, POST_WINDOW)!;
-    measured.push({
-      id: subj.id,
-      token: subj.symbol,
-      date: pre.unlock_date,
-      category: subj.recipientCategory,
-      recipient_class: isPrivate(subj.recipientCategory) ? "private" : "public",
-      unlock_type: subj.unlockType,
-      pct_circulating: subj.pctCirculating,
-      risk_score: subj.riskScore,
-      pre_abnormal_pct: pre.pre_abnormal_return_pct,
-      post_abnormal_pct: post.abnormal_return_pct,
-    });
-  }
-  const withSize = measured.filter((s) => s.pct_circulating !== null);
-  const bySize = SIZE_BUCKETS.map((b) =>
-    row(
-      b.label,
-      withSize.filter((s) => (s.pct_circulating as number) >= b.lo && (s.pct_circulating as number) < b.hi),
-    ),
+export const meanCar = <T extends { token: string; study: EventStudy }>(
+  xs: readonly T[],
+  w: WindowKey,
+): Interval =>
+  clusterBootstrap(
+    xs,
+    (x) => x.token,
+    (es) => mean(es.map((e) => e.study.car[w])),
+    BOOT,
   );
-  const unknownSize = measured.filter((s) => s.pct_circulating === null);
-  if (unknownSize.length > 0) bySize.push(row("unknown (nothing circulating)", unknownSize));
-  const categories = [...new Set(measured.map((s) => s.category))].sort();
-  return {
-    events_considered: subjects.length,
-    events_measured: measured.length,
-    excluded_overlapping: dropped,
-    by_size: bySize,
-    by_class: (["private", "public"] as const).map((c) =>
-      row(
-        c,
-        measured.filter((s) => s.recipient_class === c),
-      ),
-    ),
-    by_category: categories.map((c) =>
-      row(
-        c,
-        measured.filter((s) => s.category === c),
-      ),
-    ),
-    spearman_risk_vs_post_abnormal: r2(
-      spearman(
-        measured.map((s) => s.risk_score),
-        measured.map((s) => s.post_abnormal_pct),
-      ),
-    ),
-    spearman_size_vs_post_abnormal: r2(
-      spearman(
-        withSize.map((s) => s.pct_circulating as number),
-        withSize.map((s) => s.post_abnormal_pct),
-      ),
-    ),
-    samples: measured,
-  };
+
+export const scoreWith =
+  (params: ModelParams): Scorer =>
+  (e) =>
+    scoreRisk(e.scored.inputs, params).score;
+export const sizeOnly: Scorer = (e) => e.sizePct;
+
+export interface CandidateModel {
+  readonly name: string;
+  readonly params: ModelParams;
 }
 
-export function formatReport(r: CalibrationReport): string {
-  const fmt = (x: number | null) => (x === null ? "—" : x.toFixed(2));
-  const table = (title: string, rows: CalibrationRow[]) =>
-    [
-      `\n${title}`,
-      "| group | n | mean AR −30..0 % | median AR −30..0 % | mean AR 0..+14 % | median AR 0..+14 % |",
-      "|---|---:|---:|---:|---:|---:|",
-      ...rows.map(
-        (x) =>
-          `| ${x.group} | ${x.count} | ${fmt(x.mean_pre_abnormal_pct)} | ${fmt(x.median_pre_abnormal_pct)} | ${fmt(x.mean_post_abnormal_pct)} | ${fmt(x.median_post_abnormal_pct)} |`,
-      ),
-    ].join("\n");
-  return [
-    `discrete unlock events: ${r.events_considered}; measured (non-overlapping at ${POST_WINDOW} days, full windows): ${r.events_measured}; dropped as overlapping: ${r.excluded_overlapping}`,
-    table("By size (% of circulating supply)", r.by_size),
-    table("By recipient class (private = team + investors)", r.by_class),
-    table("By recipient category", r.by_category),
-    `\nSpearman rank correlation, risk_score vs abnormal return 0..+14: ${fmt(r.spearman_risk_vs_post_abnormal)} (n=${r.events_measured})`,
-    `Spearman rank correlation, % of circulating vs abnormal return 0..+14: ${fmt(r.spearman_size_vs_post_abnormal)}`,
-  ].join("\n");
+const FLAT_PRIOR = Object.fromEntries(
+  Object.keys(SHIPPED_PARAMS.categoryPrior).map((k) => [k, 1]),
+) as unknown as ModelParams["categoryPrior"];
+
+/** The alternatives compared on the fit sample (2023–2025); the shipped one is the first. */
+export const CANDIDATES: readonly CandidateModel[] = [
+  {
+    name: "shipped: size 0.45 / absorption 0.40 / depth 0.15, Keyrock recipient prior",
+    params: SHIPPED_PARAMS,
+  },
+  {
+    name: "size-heavy 0.70 / 0.15 / 0.15, Keyrock prior",
+    params: {
+      ...SHIPPED_PARAMS,
+      weights: { unlock_size: 0.7, absorption_ratio: 0.15, order_book_depth: 0.15 },
+    },
+  },
+  {
+    name: "absorption-heavy 0.20 / 0.65 / 0.15, Keyrock prior",
+    params: {
+      ...SHIPPED_PARAMS,
+      weights: { unlock_size: 0.2, absorption_ratio: 0.65, order_book_depth: 0.15 },
+    },
+  },
+  { name: "shipped weights, flat recipient prior", params: { ...SHIPPED_PARAMS, categoryPrior: FLAT_PRIOR } },
+];
+
+export interface PathBand {
+  readonly group: string;
+  readonly day: number;
+  readonly car: number;
+  readonly lo: number;
+  readonly hi: number;
+  readonly n: number;
 }
+
+/** Average CAR path −30..+30 of each group with a token-clustered 95 % band. */
+export function pathBands(
+  events: readonly StudiedEvent[],
+  groupOf: (e: StudiedEvent) => string,
+  order: readonly string[],
+): PathBand[] {
+  const out: PathBand[] = [];
+  for (const g of order) {
+    const es = events.filter((e) => groupOf(e) === g);
+    if (es.length === 0) continue;
+    for (let k = PATH.from; k <= PATH.to; k++) {
+      const i = k - PATH.from;
+      const iv = clusterBootstrap(
+        es,
+        (e) => e.token,
+        (xs) => mean(xs.map((e) => e.study.path[i] as number)),
+        {
+          reps: 500,
+          seed: BOOT.seed + i,
+        },
+      );
+      out.push({
+        group: `${g} (n=${es.length})`,
+        day: k,
+        car: iv.estimate as number,
+        lo: iv.lo ?? (iv.estimate as number),
+        hi: iv.hi ?? (iv.estimate as number),
+        n: es.length,
+      });
+    }
+  }
+  return out;
+}
+
+export const SIZE_GROUPS = ["<0.5%", "0.5–2%", "2–5%", "≥5%"] as const;
+export function sizeGroup(e: StudiedEvent): string {
+  const p = e.sizePct ?? 0;
+  return p < 0.5 ? "<0.5%" : p < 2 ? "0.5–2%" : p < 5 ? "2–5%" : "≥5%";
+}
+export const RECIPIENT_GROUPS = ["team", "investors", "ecosystem & community", "other"] as const;
+export function recipientGroup(e: StudiedEvent): string {
+  if (e.category === "team" || e.category === "investors") return e.category;
+  if (e.category === "ecosystem" || e.category === "community" || e.category === "airdrop")
+    return "ecosystem & community";
+  return "other";
+}
+
+export const yearOf = (day: number): number => Number(formatDay(day).slice(0, 4));
+export { WINDOWS };

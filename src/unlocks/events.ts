@@ -36,6 +36,15 @@ export interface UnlockEvent {
   readonly amount: number;
   readonly recipientCategory: RecipientCategory;
   readonly components: readonly ReleaseComponent[];
+  /** Linear events only: the daily streams making up the month, each over days [from, to). */
+  readonly streams: readonly Stream[];
+}
+
+/** `perDay` tokens on each day in [from, to). */
+export interface Stream {
+  readonly from: number;
+  readonly to: number;
+  readonly perDay: number;
 }
 
 interface Release {
@@ -44,6 +53,7 @@ interface Release {
   readonly amount: number;
   readonly piece: SchedulePiece;
   readonly linear: boolean;
+  readonly stream?: Stream;
 }
 
 /** Release days of a step piece: `steps` equal releases, the first on start, spaced by step_days or calendar months. */
@@ -82,7 +92,14 @@ function linearReleases(piece: SchedulePiece): Release[] {
   while (from < end) {
     const nextMonth = addMonths(monthStart(from), 1);
     const to = Math.min(nextMonth, end);
-    out.push({ day: from, endDay: to - 1, amount: perDay * (to - from), piece, linear: true });
+    out.push({
+      day: from,
+      endDay: to - 1,
+      amount: perDay * (to - from),
+      piece,
+      linear: true,
+      stream: { from, to, perDay },
+    });
     from = to;
   }
   return out;
@@ -141,6 +158,7 @@ interface Group {
   endDay: number;
   linear: boolean;
   components: Map<string, ReleaseComponent>;
+  streams: Stream[];
 }
 
 function addRelease(group: Group, r: Release): void {
@@ -155,6 +173,7 @@ function addRelease(group: Group, r: Release): void {
     timingPrecision: r.piece.timing_precision,
     sourceUrl: r.piece.source_url,
   });
+  if (r.stream) group.streams.push(r.stream);
   group.day = Math.min(group.day, r.day);
   group.endDay = Math.max(group.endDay, r.endDay);
 }
@@ -180,7 +199,7 @@ export function expandTokenEvents(token: TokenRecord): UnlockEvent[] {
       const map = r.linear ? linear : discrete;
       let g = map.get(key);
       if (!g) {
-        g = { day: r.day, endDay: r.endDay, linear: r.linear, components: new Map() };
+        g = { day: r.day, endDay: r.endDay, linear: r.linear, components: new Map(), streams: [] };
         map.set(key, g);
       }
       addRelease(g, r);
@@ -205,6 +224,19 @@ export function expandTokenEvents(token: TokenRecord): UnlockEvent[] {
       amount: components.reduce((s, c) => s + c.amount, 0),
       recipientCategory: dominantCategory(components),
       components,
+      streams: g.streams,
     };
   });
+}
+
+/**
+ * Tokens an event releases on days [from, to): all of a discrete release on its day, and for a
+ * linear month exactly each stream's daily rate times the days it shares with the window.
+ */
+export function amountInWindow(event: UnlockEvent, from: number, to: number): number {
+  if (event.unlockType !== "linear" || event.streams.length === 0)
+    return event.day >= from && event.day < to ? event.amount : 0;
+  let sum = 0;
+  for (const s of event.streams) sum += s.perDay * Math.max(0, Math.min(s.to, to) - Math.max(s.from, from));
+  return sum;
 }

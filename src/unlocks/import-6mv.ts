@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
+import { type DailySeries, seriesAt, toDailySeries } from "../store/unlocks-snapshot.js";
+import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
 import type {
   PriceSeries,
   RecipientCategory,
@@ -122,30 +124,70 @@ function denseSeries(byDay: Map<number, number | null>): { start: number; values
   return { start, values };
 }
 
-/** Converts the 6MV files into a snapshot (real prices, supplies and unlocks; ETH as benchmark). */
-export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
+/** 6MV's date D holds the 00:00 UTC price of D+1 (local-time labelling): every row moves one day later. */
+export const SIXMV_DAY_SHIFT = 1;
+/** Lag-0 gate: a table's own ETH column must be within 1 % of the real ETH on at least 95 % of its days. */
+export const ETH_GATE = { tolerance: 0.01, minShare: 0.95 } as const;
+
+export interface TableGate {
+  table: string;
+  days_compared: number;
+  share_within_1pct: number;
+  passed: boolean;
+}
+
+export const tableName = (f: SixMvFile): string => `${f.coingecko_id}.${f.allocation_class}`;
+
+/** Compares a table's own ETH column (dates shifted) with the real ETH series on the same day. */
+export function gateTable(f: SixMvFile, eth: DailySeries): TableGate {
+  let n = 0;
+  let ok = 0;
+  for (const row of f.days) {
+    if (!(row.eth_usd !== null && row.eth_usd > 0)) continue;
+    const real = seriesAt(eth.close, eth.startDay, parseDay(row.date) + SIXMV_DAY_SHIFT);
+    if (real === null) continue;
+    n++;
+    if (Math.abs(row.eth_usd / real - 1) <= ETH_GATE.tolerance) ok++;
+  }
+  const share = n > 0 ? ok / n : 0;
+  return {
+    table: tableName(f),
+    days_compared: n,
+    share_within_1pct: share,
+    passed: n > 0 && share >= ETH_GATE.minShare,
+  };
+}
+
+export interface SixMvImport {
+  snapshot: UnlockSnapshot;
+  gates: TableGate[];
+}
+
+/**
+ * Converts the 6MV files into a snapshot: real prices, supplies and unlocks with dates shifted to
+ * 00:00 UTC of D+1, measured against the real ETH series (`eth`) aligned by date. Tables whose own
+ * ETH column fails the lag-0 gate are left out entirely (named in `gates`), their dates being suspect.
+ */
+export function import6mv(allFiles: readonly SixMvFile[], ethPrices: PriceSeries): SixMvImport {
+  const eth = toDailySeries(ethPrices);
+  const gates = allFiles.map((f) => gateTable(f, eth));
+  const files = allFiles.filter((_, i) => (gates[i] as TableGate).passed);
   const byId = new Map<string, SixMvFile[]>();
   for (const f of files) byId.set(f.coingecko_id, [...(byId.get(f.coingecko_id) ?? []), f]);
-  const eth = new Map<number, number | null>();
   let lastDay = Number.NEGATIVE_INFINITY;
   const tokens: TokenRecord[] = [];
   for (const [id, group] of [...byId.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const price = new Map<number, number | null>();
-    const ownEth = new Map<number, number | null>();
     const circ = new Map<number, number | null>();
     const schedules: SchedulePiece[] = [];
     let total: number | null = null;
     for (const f of group) {
       const perGroup = new Map<string, Map<number, number>>();
       for (const row of f.days) {
-        const d = parseDay(row.date);
+        const d = parseDay(row.date) + SIXMV_DAY_SHIFT;
         lastDay = Math.max(lastDay, d);
         if (row.price_usd !== null && row.price_usd > 0 && !price.get(d)) price.set(d, row.price_usd);
         else if (!price.has(d)) price.set(d, null);
-        if (row.eth_usd !== null && row.eth_usd > 0) {
-          if (!eth.has(d)) eth.set(d, row.eth_usd);
-          if (!ownEth.get(d)) ownEth.set(d, row.eth_usd);
-        }
         if (row.circulating_supply !== null && row.circulating_supply > 0)
           circ.set(d, row.circulating_supply);
         else if (!circ.has(d)) circ.set(d, null);
@@ -173,9 +215,6 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
     const c = denseSeries(circ);
     // Align circulating to the price series' range.
     const circAligned = p.values.map((_, i) => c.values[p.start + i - c.start] ?? null);
-    // eth_usd disagrees between files for the same date (see data/README.md), so each token keeps the
-    // ETH column of its own table, as the dataset defines it.
-    const ethAligned = p.values.map((_, i) => ownEth.get(p.start + i) ?? null);
     const lastPrice = [...p.values].reverse().find((v) => v !== null) ?? 1;
     const lastCirc = [...circAligned].reverse().find((v) => v !== null) ?? 0;
     const asOf = formatDay(p.start + p.values.length - 1);
@@ -184,7 +223,6 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
       close: p.values,
       volume_usd: null,
       circulating: circAligned,
-      benchmark_close: ethAligned,
       source: SIXMV_SOURCE,
       source_url: SIXMV_URL,
       synthetic: false,
@@ -221,8 +259,7 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
       prices,
     });
   }
-  const e = denseSeries(eth);
-  return {
+  const snapshot: UnlockSnapshot = {
     schema_version: 1,
     generated_at: new Date(0).toISOString(),
     as_of: formatDay(lastDay),
@@ -230,20 +267,10 @@ export function import6mv(files: readonly SixMvFile[]): UnlockSnapshot {
     description:
       "6th Man Ventures unlock history (real daily prices, supplies and unlocks) for tests and calibration",
     generator: null,
-    benchmark: {
-      symbol: "ETH",
-      name: "Ether",
-      prices: {
-        start: formatDay(e.start),
-        close: e.values,
-        volume_usd: null,
-        source: SIXMV_SOURCE,
-        source_url: SIXMV_URL,
-        synthetic: false,
-      },
-    },
+    benchmark: { symbol: "ETH", name: "Ether", prices: ethPrices },
     tokens,
   };
+  return { snapshot, gates };
 }
 
 export function read6mvDir(dir: string): SixMvFile[] {
@@ -251,4 +278,10 @@ export function read6mvDir(dir: string): SixMvFile[] {
     .filter((f) => f.endsWith(".json") && f !== "index.json")
     .sort()
     .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as SixMvFile);
+}
+
+/** The shipped 6MV tables measured against the shipped real ETH series (Binance spot back to 2018). */
+export function load6mv(sixmvDir: string, marketDir: string): SixMvImport {
+  const eth = buildBenchmarkSeries(marketDir, readMarketIndex(marketDir), "ETH");
+  return import6mv(read6mvDir(sixmvDir), eth);
 }

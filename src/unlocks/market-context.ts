@@ -1,14 +1,18 @@
-import { formatDay } from "../store/unlocks-dates.js";
+import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import { type DailySeries, seriesAt, type UnlockStore } from "../store/unlocks-snapshot.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
 import { scheduledReleasedBefore } from "./events.js";
+import { ADV_DAYS, CIRCULATING_METHOD } from "./market-snapshot.js";
 
 /** The market figures an event is scored against, each with where and when it was observed. */
 export interface MarketContext {
   readonly priceUsd: number;
+  /** Date of the candle whose close is the price. */
   readonly priceObservedAt: string;
   readonly priceSource: string;
   readonly priceSourceUrl: string | null;
+  readonly venue: string | null;
+  readonly instrument: string | null;
   readonly advUsd: number | null;
   readonly advObservedAt: string;
   readonly advSource: string;
@@ -17,14 +21,14 @@ export interface MarketContext {
   readonly circulatingBefore: number | null;
   readonly circulatingObservedAt: string;
   readonly circulatingSource: string;
+  readonly circulatingMethod: string;
   readonly synthetic: boolean;
   readonly assumptions: readonly string[];
 }
 
-const ADV_DAYS = 30;
 const MIN_ADV_POINTS = 20;
 
-/** Mean of the series over [from, to], or null when fewer than `minPoints` values are present. */
+/** Mean of the series over index days [from, to], or null when fewer than `minPoints` values are present. */
 export function meanOver(
   series: DailySeries,
   values: readonly (number | null)[] | null,
@@ -45,84 +49,93 @@ export function meanOver(
   return n >= minPoints ? sum / n : null;
 }
 
+export const seriesEndDay = (s: DailySeries): number => s.startDay + s.close.length - 1;
+
+function segmentAt(series: DailySeries, day: number): { venue: string; instrument: string } | null {
+  const seg = series.segments.find((s) => parseDay(s.from) <= day && day <= parseDay(s.to));
+  return seg ? { venue: seg.venue, instrument: seg.instrument } : null;
+}
+
+function circulatingFor(
+  token: TokenRecord,
+  series: DailySeries | undefined,
+  day: number,
+): Pick<
+  MarketContext,
+  "circulatingBefore" | "circulatingObservedAt" | "circulatingSource" | "circulatingMethod"
+> {
+  const real = series?.circulating ? seriesAt(series.circulating, series.startDay, day - 1) : null;
+  if (real !== null && real > 0)
+    return {
+      circulatingBefore: real,
+      circulatingObservedAt: formatDay(day - 1),
+      circulatingSource: series?.source ?? token.supply.source,
+      circulatingMethod: "reported circulating supply the day before the unlock",
+    };
+  const scheduled = scheduledReleasedBefore(token, day);
+  return {
+    circulatingBefore: scheduled > 0 ? scheduled : null,
+    circulatingObservedAt: formatDay(day),
+    circulatingSource: "shipped vesting schedule",
+    circulatingMethod: CIRCULATING_METHOD,
+  };
+}
+
 /**
- * Past events are valued with the history around their own date (price at 00:00 UTC of the unlock day,
- * volume averaged over the 30 days before it); future events with the snapshot's current market context.
+ * An event inside the token's price history is valued with the history around its own date: the
+ * 00:00 UTC price of the unlock day (the last close before it) and the mean volume of the 30 candles
+ * before it. An event outside it (future, or before the token traded) uses the snapshot's latest
+ * figures, which say how old they are.
  */
 export function marketContextFor(store: UnlockStore, token: TokenRecord, day: number): MarketContext {
   const series = store.pricesBySymbol.get(token.symbol.toLowerCase());
   const assumptions: string[] = [];
-  let synthetic = token.market.synthetic || token.supply.synthetic;
-  const histPrice = series && day <= store.asOfDay ? seriesAt(series.close, series.startDay, day) : null;
-  let priceUsd = token.market.price_usd;
-  let priceObservedAt = token.market.as_of;
-  let priceSource = token.market.source;
-  let priceSourceUrl = token.market.source_url;
-  let advUsd = token.market.adv_30d_usd;
-  let advObservedAt = token.market.as_of;
-  let advSource = token.market.source;
+  const histPrice = series ? seriesAt(series.close, series.startDay, day) : null;
+  const circ = circulatingFor(token, series, day);
+  if (circ.circulatingBefore === null)
+    assumptions.push(
+      "nothing is scheduled to circulate before this unlock: % of circulating is unknown and size is scored on % of max supply",
+    );
   if (series && histPrice !== null) {
-    priceUsd = histPrice;
-    priceObservedAt = formatDay(day);
-    priceSource = series.source;
-    priceSourceUrl = series.sourceUrl;
-    synthetic = synthetic || series.synthetic;
-    const adv = meanOver(series, series.volume, day - ADV_DAYS, day - 1, MIN_ADV_POINTS);
-    if (adv !== null) {
-      advUsd = adv;
-      advObservedAt = formatDay(day - 1);
-      advSource = series.source;
-    } else {
-      assumptions.push(
-        "no volume history before this past unlock: the snapshot's current 30-day ADV is used",
-      );
-    }
-  } else if (day < store.asOfDay) {
-    assumptions.push("no price history on the unlock date: valued at the snapshot's current price");
-  } else {
-    assumptions.push(`future unlock valued at the price and 30-day ADV as of ${token.market.as_of}`);
+    const adv = meanOver(series, series.volume, day - ADV_DAYS + 1, day, MIN_ADV_POINTS);
+    const seg = segmentAt(series, day);
+    if (adv === null)
+      assumptions.push("fewer than 20 days of same-venue volume before this unlock: ADV unknown");
+    return {
+      priceUsd: histPrice,
+      priceObservedAt: formatDay(day - 1),
+      priceSource: series.source,
+      priceSourceUrl: series.sourceUrl,
+      venue: seg?.venue ?? token.market.venue ?? null,
+      instrument: seg?.instrument ?? token.market.instrument ?? null,
+      advUsd: adv,
+      advObservedAt: formatDay(day - 1),
+      advSource: series.source,
+      // Depth is only ever known as of a snapshot; applying today's book to a past unlock would mislead.
+      depthUsd: null,
+      depthObservedAt: formatDay(day - 1),
+      ...circ,
+      synthetic: series.synthetic,
+      assumptions,
+    };
   }
-
-  const histCirc = series?.circulating ? seriesAt(series.circulating, series.startDay, day - 1) : null;
-  let circulatingBefore: number | null;
-  let circulatingObservedAt: string;
-  let circulatingSource: string;
-  if (histCirc !== null && histCirc !== undefined && histCirc > 0) {
-    circulatingBefore = histCirc;
-    circulatingObservedAt = formatDay(day - 1);
-    circulatingSource = series?.source ?? token.supply.source;
-  } else {
-    const asOfNext = store.asOfDay + 1;
-    const projected =
-      token.supply.circulating +
-      scheduledReleasedBefore(token, day) -
-      scheduledReleasedBefore(token, asOfNext);
-    circulatingBefore = projected > 0 ? projected : null;
-    circulatingObservedAt = token.supply.as_of;
-    circulatingSource = token.supply.source;
-    if (day !== asOfNext) {
-      assumptions.push(
-        `circulating supply before the unlock = ${token.supply.as_of} circulating supply ${day > asOfNext ? "plus" : "minus"} scheduled releases in between (no inflation, burns or unscheduled transfers)`,
-      );
-    }
-    if (circulatingBefore === null)
-      assumptions.push("nothing circulates before this unlock: size scored as saturated");
-  }
+  assumptions.push(
+    `valued at the last real close (${token.market.as_of}) and the 30-day ADV ending then; see market.stale_days`,
+  );
   return {
-    priceUsd,
-    priceObservedAt,
-    priceSource,
-    priceSourceUrl,
-    advUsd,
-    advObservedAt,
-    advSource,
-    // Depth is only known as of the snapshot; applying today's book to a past unlock would mislead.
-    depthUsd: histPrice !== null ? null : token.market.depth_2pct_usd,
+    priceUsd: token.market.price_usd,
+    priceObservedAt: token.market.as_of,
+    priceSource: token.market.source,
+    priceSourceUrl: token.market.source_url,
+    venue: token.market.venue ?? null,
+    instrument: token.market.instrument ?? null,
+    advUsd: token.market.adv_30d_usd,
+    advObservedAt: token.market.as_of,
+    advSource: token.market.source,
+    depthUsd: token.market.depth_2pct_usd,
     depthObservedAt: token.market.as_of,
-    circulatingBefore,
-    circulatingObservedAt,
-    circulatingSource,
-    synthetic,
+    ...circ,
+    synthetic: token.market.synthetic,
     assumptions,
   };
 }

@@ -2,7 +2,7 @@ import type { RecipientCategory, SourceType, TimingPrecision } from "../store/un
 import type { UnlockType } from "./events.js";
 
 /** Bumped whenever a weight, curve or threshold below changes; echoed on every risk item. */
-export const MODEL_VERSION = "unlock-risk-1.0.0";
+export const MODEL_VERSION = "unlock-risk-2.0.0";
 
 /** Magnitude weights (sum to 1). Unknown liquidity inputs hand their weight to the known ones pro rata. */
 export const MAGNITUDE_WEIGHTS = {
@@ -17,15 +17,19 @@ export const SATURATION = { pctCirculating: 10, absorptionRatio: 5, depthRatio: 
 const SCALE = { pctCirculating: 0.25, absorptionRatio: 0.1, depthRatio: 1 } as const;
 
 /** Prior sell propensity by recipient (1 = most likely to sell soon after unlock). */
+/**
+ * Team unlocks hit hardest, investor unlocks less, ecosystem-development unlocks least (Keyrock,
+ * "Token Unlocks: ..." 2024, 16,000+ unlock events; see docs/risk-model.md).
+ */
 export const CATEGORY_PRIOR: Readonly<Record<RecipientCategory, number>> = {
-  investors: 1,
-  team: 0.95,
-  airdrop: 0.9,
-  other: 0.8,
-  community: 0.75,
-  ecosystem: 0.7,
+  team: 1,
+  investors: 0.9,
+  airdrop: 0.85,
+  other: 0.75,
+  community: 0.7,
   foundation: 0.65,
-  treasury: 0.55,
+  treasury: 0.6,
+  ecosystem: 0.55,
 };
 
 /** Discrete releases land at once; linear streams are absorbed over the month. */
@@ -55,8 +59,10 @@ export interface Share<K extends string> {
 }
 
 export interface RiskInputs {
-  /** Unlock as % of circulating supply just before it; null when nothing circulates yet (scored as saturated). */
+  /** Unlock as % of (estimated) circulating supply just before it; null when unknown. */
   readonly pctCirculating: number | null;
+  /** Unlock as % of max supply; the size input when circulating supply is unknown; null when no max supply. */
+  readonly pctMaxSupply: number | null;
   /** Unlock value ÷ 30-day average daily volume (days of volume); null when volume is unknown. */
   readonly absorptionRatio: number | null;
   /** Unlock value ÷ ±2% order-book depth; null when depth is unknown. */
@@ -100,8 +106,9 @@ function logCurve(x: number, scale: number, saturation: number): number {
   return Math.min(1, Math.log1p(x / scale) / Math.log1p(saturation / scale));
 }
 
+/** Unknown size scores 0 and is marked unknown (its weight moves to the known inputs): never saturated. */
 export function sizeSubscore(pct: number | null): number {
-  return pct === null ? 1 : logCurve(pct, SCALE.pctCirculating, SATURATION.pctCirculating);
+  return pct === null ? 0 : logCurve(pct, SCALE.pctCirculating, SATURATION.pctCirculating);
 }
 export function absorptionSubscore(ratio: number): number {
   return logCurve(ratio, SCALE.absorptionRatio, SATURATION.absorptionRatio);
@@ -134,22 +141,38 @@ const round = (x: number, digits: number): number => {
  * Reported contributions form a waterfall that sums to the score: the magnitude factors add
  * 100·wᵢ·sᵢ, then each multiplier subtracts what it removes from the running total.
  */
-export function scoreRisk(inputs: RiskInputs): RiskResult {
-  const sSize = sizeSubscore(inputs.pctCirculating);
+/** The tunable part of the model; calibration compares alternatives on the fit sample. */
+export interface ModelParams {
+  readonly weights: {
+    readonly unlock_size: number;
+    readonly absorption_ratio: number;
+    readonly order_book_depth: number;
+  };
+  readonly categoryPrior: Readonly<Record<RecipientCategory, number>>;
+}
+export const SHIPPED_PARAMS: ModelParams = { weights: MAGNITUDE_WEIGHTS, categoryPrior: CATEGORY_PRIOR };
+
+export function scoreRisk(inputs: RiskInputs, params: ModelParams = SHIPPED_PARAMS): RiskResult {
+  const MAGNITUDE_WEIGHTS = params.weights;
+  const sizeInput = inputs.pctCirculating ?? inputs.pctMaxSupply;
+  const sizeKnown = sizeInput !== null && Number.isFinite(sizeInput);
+  const sSize = sizeKnown ? sizeSubscore(sizeInput) : 0;
   const absKnown = inputs.absorptionRatio !== null && Number.isFinite(inputs.absorptionRatio);
   const depthKnown = inputs.depthRatio !== null && Number.isFinite(inputs.depthRatio);
   const sAbs = absKnown ? absorptionSubscore(inputs.absorptionRatio as number) : 0;
   const sDepth = depthKnown ? depthSubscore(inputs.depthRatio as number) : 0;
   const knownWeight =
-    MAGNITUDE_WEIGHTS.unlock_size +
+    (sizeKnown ? MAGNITUDE_WEIGHTS.unlock_size : 0) +
     (absKnown ? MAGNITUDE_WEIGHTS.absorption_ratio : 0) +
     (depthKnown ? MAGNITUDE_WEIGHTS.order_book_depth : 0);
-  const wSize = MAGNITUDE_WEIGHTS.unlock_size / knownWeight;
-  const wAbs = absKnown ? MAGNITUDE_WEIGHTS.absorption_ratio / knownWeight : 0;
-  const wDepth = depthKnown ? MAGNITUDE_WEIGHTS.order_book_depth / knownWeight : 0;
+  // Nothing known about the size of the release: magnitude 0, every factor marked unknown.
+  const share = (w: number, known: boolean) => (known && knownWeight > 0 ? w / knownWeight : 0);
+  const wSize = share(MAGNITUDE_WEIGHTS.unlock_size, sizeKnown);
+  const wAbs = share(MAGNITUDE_WEIGHTS.absorption_ratio, absKnown);
+  const wDepth = share(MAGNITUDE_WEIGHTS.order_book_depth, depthKnown);
   const magnitude = wSize * sSize + wAbs * sAbs + wDepth * sDepth;
 
-  const c = weighted(inputs.categories, CATEGORY_PRIOR);
+  const c = weighted(inputs.categories, params.categoryPrior);
   const t = weighted(inputs.types, TYPE_FACTOR);
   const conf = Math.min(1, Math.max(0, inputs.confidence));
   const q = CONFIDENCE_FLOOR + (1 - CONFIDENCE_FLOOR) * conf;
@@ -157,7 +180,13 @@ export function scoreRisk(inputs: RiskInputs): RiskResult {
   const raw = 100 * magnitude * c * t * q;
   const score = round(raw, 1);
   const unrounded: FactorScore[] = [
-    { factor: "unlock_size", subscore: sSize, weight: wSize, contribution: 100 * wSize * sSize, known: true },
+    {
+      factor: "unlock_size",
+      subscore: sSize,
+      weight: wSize,
+      contribution: 100 * wSize * sSize,
+      known: sizeKnown,
+    },
     {
       factor: "absorption_ratio",
       subscore: sAbs,
@@ -202,3 +231,10 @@ export function scoreRisk(inputs: RiskInputs): RiskResult {
   }));
   return { score, level: riskLevel(score), magnitude, factors };
 }
+
+/**
+ * What the score is. Calibration (docs/risk-model.md) found no out-of-sample skill at predicting
+ * abnormal returns, so it is sold as a ranking of scheduled supply pressure, not a forecast.
+ */
+export const SCORE_KIND =
+  "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of price moves (no out-of-sample skill, see docs/risk-model.md)";

@@ -5,6 +5,7 @@ import { type MarketContext, marketContextFor } from "./market-context.js";
 import {
   CATEGORY_PRIOR,
   type FactorName,
+  type RiskInputs,
   type RiskResult,
   type Share,
   SOURCE_CONFIDENCE,
@@ -31,10 +32,13 @@ export interface ScoredEvent {
   readonly context: MarketContext;
   readonly amountUsd: number;
   readonly pctCirculating: number | null;
+  readonly pctMaxSupply: number | null;
   readonly absorptionRatio: number | null;
   readonly depthRatio: number | null;
   readonly confidence: number;
   readonly risk: RiskResult;
+  /** The model inputs, kept so calibration can rescore with other parameters. */
+  readonly inputs: RiskInputs;
   readonly evidence: readonly EvidenceRecord[];
 }
 
@@ -67,33 +71,44 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
   const ctx = marketContextFor(store, token, event.day);
   const amountUsd = event.amount * ctx.priceUsd;
   const pctCirculating = ctx.circulatingBefore === null ? null : (event.amount / ctx.circulatingBefore) * 100;
+  const pctMaxSupply =
+    token.max_supply !== null && token.max_supply > 0 ? (event.amount / token.max_supply) * 100 : null;
   const absorptionRatio = ctx.advUsd !== null && ctx.advUsd > 0 ? amountUsd / ctx.advUsd : null;
   const depthRatio = ctx.depthUsd !== null && ctx.depthUsd > 0 ? amountUsd / ctx.depthUsd : null;
   const confidence = eventConfidence(event);
   const categories = shares<RecipientCategory>(event, (c) => c.category);
   const types = shares<UnlockType>(event, (c) => (event.unlockType === "linear" ? "linear" : c.kind));
-  const risk = scoreRisk({ pctCirculating, absorptionRatio, depthRatio, categories, types, confidence });
+  const inputs: RiskInputs = {
+    pctCirculating,
+    pctMaxSupply,
+    absorptionRatio,
+    depthRatio,
+    categories,
+    types,
+    confidence,
+  };
+  const risk = scoreRisk(inputs);
   const f = (name: FactorName) => risk.factors.find((x) => x.factor === name)!;
   const scheduleUrl = event.components[0]?.sourceUrl ?? token.sources[0] ?? null;
-  const syntheticNote = ctx.synthetic
-    ? ["market figures are SYNTHETIC (seeded generator), for demonstration only"]
-    : [];
+  const syntheticNote = ctx.synthetic ? ["market figures are SYNTHETIC (generated)"] : [];
+  const venue = ctx.venue ? ` on ${ctx.venue} ${ctx.instrument ?? ""}`.trimEnd() : "";
   const mkt = marketConfidence(ctx);
 
   const evidence: EvidenceRecord[] = [
     {
       factor: "unlock_size",
-      value: pctCirculating === null ? null : r4(pctCirculating),
-      unit: "% of circulating supply",
+      value: pctCirculating === null ? (pctMaxSupply === null ? null : r4(pctMaxSupply)) : r4(pctCirculating),
+      unit: pctCirculating === null ? "% of max supply" : "% of estimated circulating supply",
       weight: f("unlock_size").weight,
       contribution: f("unlock_size").contribution,
       source_url: scheduleUrl,
       observed_at: ctx.circulatingObservedAt,
-      confidence: r4(Math.min(confidence, token.supply.synthetic ? 0.5 : 0.9)),
+      confidence: r4(Math.min(confidence, pctCirculating === null ? 0.9 : 0.6)),
       assumptions: [
         `${r4(event.amount)} tokens unlock (${event.components.length} schedule piece${event.components.length === 1 ? "" : "s"})`,
-        ...ctx.assumptions.filter((a) => a.startsWith("circulating") || a.startsWith("nothing")),
-        ...token.supply.assumptions,
+        ...(pctMaxSupply === null ? [] : [`${r4(pctMaxSupply)}% of max supply ${token.max_supply}`]),
+        `circulating: ${ctx.circulatingMethod}`,
+        ...ctx.assumptions.filter((a) => a.startsWith("nothing")),
       ],
     },
     {
@@ -106,11 +121,11 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
       observed_at: ctx.advObservedAt,
       confidence: mkt,
       assumptions: [
-        `unlock valued at ${ctx.priceUsd} USD per token (${ctx.priceSource}, ${ctx.priceObservedAt})`,
+        `unlock valued at ${ctx.priceUsd} USD per token (close of ${ctx.priceObservedAt}${venue})`,
         ...(absorptionRatio === null
           ? ["30-day volume unknown: this weight was redistributed to the other size inputs"]
           : [`30-day ADV ${Math.round(ctx.advUsd as number)} USD (${ctx.advSource})`]),
-        ...ctx.assumptions.filter((a) => !a.startsWith("circulating") && !a.startsWith("nothing")),
+        ...ctx.assumptions.filter((a) => !a.startsWith("nothing")),
         ...syntheticNote,
       ],
     },
@@ -171,10 +186,12 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
     context: ctx,
     amountUsd,
     pctCirculating,
+    pctMaxSupply,
     absorptionRatio,
     depthRatio,
     confidence,
     risk,
+    inputs,
     evidence,
   };
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
@@ -11,11 +12,21 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
-const pay = (price: (typeof PRICES)[keyof typeof PRICES]) => ({ "payment-signature": b64(v2Proof(requirementsV2(price, terms))) });
+const pay = (price: (typeof PRICES)[keyof typeof PRICES]) => ({
+  "payment-signature": b64(v2Proof(requirementsV2(price, terms))),
+});
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  t.app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) });
+  t.app.inject({
+    method: "POST",
+    url,
+    headers: { "content-type": "application/json", ...headers },
+    payload: JSON.stringify(body),
+  });
 
-function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number) {
+function expectProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; json(): unknown },
+  status: number,
+) {
   expect(res.statusCode).toBe(status);
   expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
   expect(res.headers["payment-required"]).toBeUndefined();
@@ -49,10 +60,18 @@ describe("GET /v1/unlocks/upcoming: the contract's query", () => {
   });
 
   it("applies the defaults and echoes them once paid", async () => {
-    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: pay(PRICES.upcoming) });
+    const res = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming",
+      headers: pay(PRICES.upcoming),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ days: 30, minRisk: 0 });
-    const custom = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365&minRisk=40", headers: pay(PRICES.upcoming) });
+    const custom = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming?days=365&minRisk=40",
+      headers: pay(PRICES.upcoming),
+    });
     const body = custom.json() as { days: number; minRisk: number; unlocks: { risk_score: number }[] };
     expect(body).toMatchObject({ days: 365, minRisk: 40 });
     expect(body.unlocks.length).toBeGreaterThan(0);
@@ -72,17 +91,32 @@ describe("POST routes: bodies as the contract states", () => {
     ["/v1/unlock-risk", "empty token", { token: "", unlock_event_id: "x" }, "/token"],
     ["/v1/unlock-risk", "empty event id", { token: "ARB", unlock_event_id: "" }, "/unlock_event_id"],
     ["/v1/unlock-risk", "extra field", { token: "ARB", unlock_event_id: "x", extra: 1 }, "/extra"],
-    ["/v1/unlock-risk", "string boolean", { token: "ARB", unlock_event_id: "x", includeEvidence: "true" }, "/includeEvidence"],
+    [
+      "/v1/unlock-risk",
+      "string boolean",
+      { token: "ARB", unlock_event_id: "x", includeEvidence: "true" },
+      "/includeEvidence",
+    ],
     ["/v1/token/risk-summary", "lookback 0", { token: "ARB", lookbackDays: 0 }, "/lookbackDays"],
     ["/v1/token/risk-summary", "lookback 366", { token: "ARB", lookbackDays: 366 }, "/lookbackDays"],
     ["/v1/token/risk-summary", "fractional lookback", { token: "ARB", lookbackDays: 1.5 }, "/lookbackDays"],
     ["/v1/token/risk-summary", "string lookback", { token: "ARB", lookbackDays: "30" }, "/lookbackDays"],
-    ["/v1/unlock/backtest", "window 121", { token: "ARB", unlock_event_id: "x", windowDays: 121 }, "/windowDays"],
+    [
+      "/v1/unlock/backtest",
+      "window 121",
+      { token: "ARB", unlock_event_id: "x", windowDays: 121 },
+      "/windowDays",
+    ],
     ["/v1/unlock/backtest", "window 0", { token: "ARB", unlock_event_id: "x", windowDays: 0 }, "/windowDays"],
     ["/v1/benchmark/endpoint", "relative url", { endpoint_url: "/api/x" }, "/endpoint_url"],
     ["/v1/benchmark/endpoint", "ftp url", { endpoint_url: "ftp://a.example/x" }, "/endpoint_url"],
     ["/v1/benchmark/endpoint", "credentials", { endpoint_url: "https://u:p@a.example/x" }, "/endpoint_url"],
-    ["/v1/benchmark/endpoint", "bad category", { endpoint_url: "https://a.example/x", category_hint: "food" }, "/category_hint"],
+    [
+      "/v1/benchmark/endpoint",
+      "bad category",
+      { endpoint_url: "https://a.example/x", category_hint: "food" },
+      "/category_hint",
+    ],
     ["/v1/benchmark/endpoint", "extra field", { endpoint_url: "https://a.example/x", price: 1 }, "/price"],
   ];
   it.each(cases)("%s %s → 400 at %s", async (url, _name, body, pointer) => {
@@ -94,9 +128,19 @@ describe("POST routes: bodies as the contract states", () => {
   });
 
   it("a body that is not JSON is a 400; a non-JSON content type is a 415", async () => {
-    const bad = await t.app.inject({ method: "POST", url: "/v1/unlock-risk", headers: { "content-type": "application/json" }, payload: "{" });
+    const bad = await t.app.inject({
+      method: "POST",
+      url: "/v1/unlock-risk",
+      headers: { "content-type": "application/json" },
+      payload: "{",
+    });
     expectProblem(bad, 400);
-    const text = await t.app.inject({ method: "POST", url: "/v1/unlock-risk", headers: { "content-type": "text/plain" }, payload: "x" });
+    const text = await t.app.inject({
+      method: "POST",
+      url: "/v1/unlock-risk",
+      headers: { "content-type": "text/plain" },
+      payload: "x",
+    });
     expectProblem(text, 415);
   });
 
@@ -131,7 +175,11 @@ describe("unknown tokens and events: 404 before any payment request", () => {
   });
 
   it("an event of another token is unknown for this token", async () => {
-    const upcoming = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365", headers: pay(PRICES.upcoming) });
+    const upcoming = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming?days=365",
+      headers: pay(PRICES.upcoming),
+    });
     const items = (upcoming.json() as { unlocks: { token: string; unlock_event_id: string }[] }).unlocks;
     const first = items[0]!;
     const other = items.find((u) => u.token !== first.token)!;
@@ -142,23 +190,140 @@ describe("unknown tokens and events: 404 before any payment request", () => {
 
 describe("paid unlock routes return the contract's fields", () => {
   it("score, summary and backtest of a real upcoming event", async () => {
-    const upcoming = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=90", headers: pay(PRICES.upcoming) });
+    const upcoming = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming?days=90",
+      headers: pay(PRICES.upcoming),
+    });
     const item = (upcoming.json() as { unlocks: { token: string; unlock_event_id: string }[] }).unlocks[0]!;
-    expect(item).toMatchObject({ token: expect.any(String), unlock_event_id: expect.stringMatching(/^unlock_[a-z0-9]+_\d{4}_\d{2}_\d{2}/) });
+    expect(item).toMatchObject({
+      token: expect.any(String),
+      unlock_event_id: expect.stringMatching(/^unlock_[a-z0-9]+_\d{4}_\d{2}_\d{2}/),
+    });
 
-    const risk = await post("/v1/unlock-risk", { token: item.token.toLowerCase(), unlock_event_id: item.unlock_event_id }, pay(PRICES.unlockRisk));
+    const risk = await post(
+      "/v1/unlock-risk",
+      { token: item.token.toLowerCase(), unlock_event_id: item.unlock_event_id },
+      pay(PRICES.unlockRisk),
+    );
     expect(risk.statusCode).toBe(200);
     const scored = risk.json() as Record<string, unknown>;
-    expect(scored).toMatchObject({ token: item.token, unlock_event_id: item.unlock_event_id, risk_level: expect.any(String) });
+    expect(scored).toMatchObject({
+      token: item.token,
+      unlock_event_id: item.unlock_event_id,
+      risk_level: expect.any(String),
+    });
     expect(Array.isArray(scored.evidence)).toBe(true);
-    const noEvidence = await post("/v1/unlock-risk", { token: item.token, unlock_event_id: item.unlock_event_id, includeEvidence: false }, pay(PRICES.unlockRisk));
+    const noEvidence = await post(
+      "/v1/unlock-risk",
+      { token: item.token, unlock_event_id: item.unlock_event_id, includeEvidence: false },
+      pay(PRICES.unlockRisk),
+    );
     expect((noEvidence.json() as Record<string, unknown>).evidence).toBeUndefined();
 
     const summary = await post("/v1/token/risk-summary", { token: item.token }, pay(PRICES.riskSummary));
-    expect(summary.json()).toMatchObject({ token: item.token, windowDays: 90, eventCount: expect.any(Number) });
+    expect(summary.json()).toMatchObject({
+      token: item.token,
+      windowDays: 90,
+      eventCount: expect.any(Number),
+    });
 
-    const backtest = await post("/v1/unlock/backtest", { token: item.token, unlock_event_id: item.unlock_event_id }, pay(PRICES.backtest));
+    const backtest = await post(
+      "/v1/unlock/backtest",
+      { token: item.token, unlock_event_id: item.unlock_event_id },
+      pay(PRICES.backtest),
+    );
     expect(backtest.statusCode).toBe(200);
     expect(backtest.json()).toMatchObject({ windowDays: 14, reactions: expect.any(Array) });
+  });
+});
+
+describe("backtest tells the truth", () => {
+  /** ARB's 00:00 UTC prices straight from the shipped CSVs: the close of the previous UTC day's candle. */
+  function closeBefore(file: string): (date: string, offset: number) => number {
+    const rows = new Map(
+      readFileSync(new URL(`../../data/market-history/${file}`, import.meta.url), "utf8")
+        .trim()
+        .split("\n")
+        .slice(1)
+        .map((l) => l.split(","))
+        .map(([d, c]) => [d!, Number(c)]),
+    );
+    return (date, offset) => {
+      const day = new Date(Date.parse(`${date}T00:00:00Z`) + (offset - 1) * 86_400_000)
+        .toISOString()
+        .slice(0, 10);
+      const v = rows.get(day);
+      if (v === undefined) throw new Error(`${file}: no candle ${day}`);
+      return v;
+    };
+  }
+
+  it.each([14, 30, 60])(
+    "ARB 2024-03-16 cliff, %i days: reactions match an independent computation to 0.01 pp",
+    async (w) => {
+      const arb = closeBefore("ARB.csv");
+      const eth = closeBefore("ETH.csv");
+      const d = "2024-03-16";
+      const pre = (arb(d, 0) / arb(d, -w) - 1) * 100;
+      const postRet = (arb(d, w) / arb(d, 0) - 1) * 100;
+      const ethPre = (eth(d, 0) / eth(d, -w) - 1) * 100;
+      const ethPost = (eth(d, w) / eth(d, 0) - 1) * 100;
+      const res = await post(
+        "/v1/unlock/backtest",
+        { token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", windowDays: w },
+        pay(PRICES.backtest),
+      );
+      expect(res.statusCode).toBe(200);
+      const body = res.json() as {
+        basis: string;
+        synthetic: boolean;
+        pooled_across_tokens: boolean;
+        reactions: Record<string, number | string>[];
+      };
+      expect(body).toMatchObject({ basis: "event", synthetic: false, pooled_across_tokens: false });
+      expect(
+        (
+          body as unknown as { price_sources: { symbol: string; segments: { venue: string }[] }[] }
+        ).price_sources.map((p) => p.symbol),
+      ).toEqual(["ARB", "ETH"]);
+      expect(body.reactions).toHaveLength(1);
+      const r = body.reactions[0]!;
+      expect(r).toMatchObject({ token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", unlock_date: d });
+      expect(Math.abs((r.pre_return_pct as number) - pre)).toBeLessThan(0.01);
+      expect(Math.abs((r.post_return_pct as number) - postRet)).toBeLessThan(0.01);
+      expect(Math.abs((r.abnormal_return_pct as number) - (postRet - ethPost))).toBeLessThan(0.01);
+      expect(Math.abs((r.pre_abnormal_return_pct as number) - (pre - ethPre))).toBeLessThan(0.01);
+    },
+  );
+
+  it("a backtest with no measurable reaction is refused with a problem before any payment request", async () => {
+    const before = t.gateway.calls.verify;
+    const unpaid = await post("/v1/unlock/backtest", {
+      token: "APT",
+      unlock_event_id: "unlock_apt_2022_10_12",
+      windowDays: 14,
+    });
+    expectProblem(unpaid, 422);
+    expect((unpaid.json() as { detail: string }).detail).toMatch(/No measurable reaction/);
+    const paid = await post(
+      "/v1/unlock/backtest",
+      { token: "APT", unlock_event_id: "unlock_apt_2022_10_12", windowDays: 14 },
+      pay(PRICES.backtest),
+    );
+    expectProblem(paid, 422);
+    expect(t.gateway.calls.verify).toBe(before);
+  });
+
+  it("a future event falls back to the token's own history, each reaction naming its event", async () => {
+    const res = await post(
+      "/v1/unlock/backtest",
+      { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16", windowDays: 30 },
+      pay(PRICES.backtest),
+    );
+    const body = res.json() as { basis: string; reactions: { token: string; unlock_event_id: string }[] };
+    expect(body.basis).toBe("token_history");
+    expect(body.reactions.length).toBeGreaterThan(0);
+    for (const r of body.reactions) expect(r.unlock_event_id).toMatch(/^unlock_arb_/);
   });
 });

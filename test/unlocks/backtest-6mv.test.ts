@@ -2,19 +2,35 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { buildUnlockStore, validateUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
 import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";
-import { calibrate, spearman } from "../../src/unlocks/calibration.js";
-import { import6mv, piecesFromDaily, read6mvDir, type SixMvFile } from "../../src/unlocks/import-6mv.js";
+import { spearman } from "../../src/unlocks/calibration.js";
+import { load6mv, piecesFromDaily, type SixMvFile } from "../../src/unlocks/import-6mv.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 
-const DIR = new URL("../../../shared/data/unlock-history-6mv/", import.meta.url);
-const snap = validateUnlockSnapshot(import6mv(read6mvDir(DIR.pathname)), "6mv");
+// Shipped copies (data/), never ../shared: see data/README.md for provenance.
+const DIR = new URL("../../data/unlock-history-6mv/", import.meta.url);
+const MARKET = new URL("../../data/market-history/", import.meta.url);
+const imported = load6mv(DIR.pathname, MARKET.pathname);
+const snap = validateUnlockSnapshot(imported.snapshot, "6mv");
 const store = buildUnlockStore(snap);
 const svc = createUnlockService(store, () => new Date("2023-05-01T00:00:00Z"));
 
-/** Straight from the raw file: price and ETH price on a date. */
+/** Real ETH closes by candle date, straight from the shipped Binance spot CSV. */
+const ethCandle = new Map(
+  readFileSync(new URL("alt/binance-spot/ETH.csv", MARKET), "utf8")
+    .trim()
+    .split("\n")
+    .slice(1)
+    .map((l) => l.split(","))
+    .map(([d, c]) => [d!, Number(c)]),
+);
+
+/**
+ * Straight from the raw 6MV file: its row D is the 00:00 UTC price of D+1, i.e. the close of the
+ * UTC day D — the same instant as the close of ETH's candle D.
+ */
 function raw(file: string): Map<string, { p: number; e: number }> {
   const f = JSON.parse(readFileSync(new URL(file, DIR), "utf8")) as SixMvFile;
-  return new Map(f.days.map((d) => [d.date, { p: d.price_usd as number, e: d.eth_usd as number }]));
+  return new Map(f.days.map((d) => [d.date, { p: d.price_usd as number, e: ethCandle.get(d.date)! }]));
 }
 const shift = (date: string, days: number): string =>
   new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
@@ -40,13 +56,14 @@ describe("backtest arithmetic on real 6MV events", () => {
         peak = Math.max(peak, at(k).p);
         dd = Math.min(dd, (at(k).p / peak - 1) * 100);
       }
-      const id = `unlock_${c.token.toLowerCase()}_${c.date.replaceAll("-", "_")}`;
+      // Unlocks move with their prices: the 6MV row D unlock is dated D+1 (00:00 UTC).
+      const id = `unlock_${c.token.toLowerCase()}_${shift(c.date, 1).replaceAll("-", "_")}`;
       const b = svc.backtest(c.token, id, c.w);
       expect(b.basis).toBe("event");
       expect(b.synthetic).toBe(false);
       expect(b.reactions).toHaveLength(1);
       const r = b.reactions[0]!;
-      expect(r.unlock_date).toBe(c.date);
+      expect(r.unlock_date).toBe(shift(c.date, 1));
       expect(r.benchmark).toBe("ETH");
       expect(r.pre_return_pct).toBeCloseTo(pre, 3);
       expect(r.post_return_pct).toBeCloseTo(post, 3);
@@ -60,11 +77,17 @@ describe("backtest arithmetic on real 6MV events", () => {
 
   it("does not double-count unlocks closer together than the window", () => {
     // LOOKSRARE unlocks on 2022-12-11 and 2022-12-12: a 2023-04 event's token history keeps one of them.
-    const later = svc.events().find((s) => s.event.symbol === "LOOKSRARE" && s.event.date === "2023-03-12")!;
+    const later = svc.events().find((s) => s.event.symbol === "LOOKSRARE" && s.event.date === "2023-03-13")!;
     const b = svc.backtest("LOOKSRARE", later.event.id, 14);
     expect(b.basis).toBe("event");
-    const hist = svc.backtest("NYM", "unlock_nym_2023_04_13", 30);
-    expect(hist.basis).toBe("token_history");
+    // An event outside its token's price coverage (or a linear month): the token's own earlier discrete unlocks answer.
+    const hist = svc
+      .events()
+      .filter((s) => svc.backtestRefusal(s.event.symbol, s.event.id, 30) === null)
+      .map((s) => svc.backtest(s.event.symbol, s.event.id, 30))
+      .find((b) => b.basis === "token_history" && b.excluded_overlapping > 0)!;
+    expect(hist).toBeDefined();
+    expect(hist.reactions.every((r) => r.token === hist.token)).toBe(true);
     const dates = hist.reactions.map((r) => Date.parse(r.unlock_date) / 86_400_000).sort((a, b) => a - b);
     for (let i = 1; i < dates.length; i++) expect(dates[i]! - dates[i - 1]!).toBeGreaterThanOrEqual(30);
     expect(hist.excluded_overlapping).toBeGreaterThan(0);
@@ -72,7 +95,7 @@ describe("backtest arithmetic on real 6MV events", () => {
 });
 
 describe("backtest fallback hierarchy", () => {
-  it("falls back to the category across tokens, then to none", () => {
+  it("falls back to the category across other tokens, pooled and said so; then refuses", () => {
     // A copy of the 6MV store plus a token whose only unlock is after the data ends.
     const extra: UnlockSnapshot = structuredClone(snap);
     const tmpl = extra.tokens.find((t) => t.symbol === "LOOKSRARE")!;
@@ -96,16 +119,48 @@ describe("backtest fallback hierarchy", () => {
     );
     const b = s.backtest("FRESH", "unlock_fresh_2023_12_01", 14);
     expect(b.basis).toBe("category_history");
+    expect(b.pooled_across_tokens).toBe(true);
     expect(b.reactions.length).toBeGreaterThan(0);
     expect(b.reactions.every((r) => r.recipient_category === "team" && r.token !== "FRESH")).toBe(true);
-    const none = s.backtest("LONELY", "unlock_lonely_2023_12_01", 14);
-    expect(none.basis).toBe("none");
-    expect(none.reactions).toEqual([]);
-    expect(none.summary.sample_size).toBe(0);
+    expect(s.backtestRefusal("LONELY", "unlock_lonely_2023_12_01", 14)).toMatch(/No measurable reaction/);
   });
 });
 
-describe("6MV importer and calibration", () => {
+describe("6MV importer", () => {
+  it("names and excludes the 12 tables whose own ETH column fails the lag-0 gate", () => {
+    const failed = imported.gates
+      .filter((g) => !g.passed)
+      .map((g) => g.table)
+      .sort();
+    expect(failed).toEqual([
+      "bitdao.public",
+      "curve-dao-token.private",
+      "euler.private",
+      "filecoin.private",
+      "nym.public",
+      "pooltogether.public",
+      "stakewise.private",
+      "stakewise.public",
+      "sweatcoin.private",
+      "sweatcoin.public",
+      "tornado-cash.private",
+      "uniswap.private",
+    ]);
+    expect(imported.gates.filter((g) => g.passed)).toHaveLength(14);
+    const symbols = snap.tokens.map((t) => t.symbol);
+    for (const gone of [
+      "CURVEDAOTOKEN",
+      "EULER",
+      "FILECOIN",
+      "STAKEWISE",
+      "SWEATCOIN",
+      "TORNADOCASH",
+      "UNISWAP",
+    ])
+      expect(symbols).not.toContain(gone);
+    expect(snap.tokens.every((t) => t.prices?.benchmark_close === undefined)).toBe(true);
+  });
+
   it("splits a daily series into a linear stream and a one-off release", () => {
     const days = new Map<number, number>();
     for (let d = 100; d < 130; d++) days.set(d, 10);
@@ -121,13 +176,5 @@ describe("6MV importer and calibration", () => {
     expect(spearman([1, 2, 3, 4], [10, 20, 30, 40])).toBeCloseTo(1, 12);
     expect(spearman([1, 2, 3, 4], [4, 3, 2, 1])).toBeCloseTo(-1, 12);
     expect(spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5])).toBeCloseTo(0.8, 12);
-  });
-
-  it("calibration buckets partition the measured events", () => {
-    const r = calibrate(store, svc);
-    expect(r.events_measured).toBeGreaterThan(30);
-    expect(r.by_size.reduce((s, x) => s + x.count, 0)).toBe(r.events_measured);
-    expect(r.by_class.reduce((s, x) => s + x.count, 0)).toBe(r.events_measured);
-    expect(r.spearman_risk_vs_post_abnormal).not.toBeNull();
   });
 });

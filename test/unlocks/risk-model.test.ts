@@ -8,6 +8,7 @@ const kind = fc.constantFrom("cliff" as const, "step" as const, "linear" as cons
 const ratio = fc.option(fc.double({ min: 0, max: 1e4, noNaN: true }), { nil: null });
 const inputs: fc.Arbitrary<RiskInputs> = fc.record({
   pctCirculating: fc.option(fc.double({ min: 0, max: 500, noNaN: true }), { nil: null }),
+  pctMaxSupply: fc.option(fc.double({ min: 0, max: 100, noNaN: true }), { nil: null }),
   absorptionRatio: ratio,
   depthRatio: ratio,
   categories: fc.array(fc.record({ key: category, share: fc.double({ min: 0.01, max: 1, noNaN: true }) }), {
@@ -79,6 +80,7 @@ describe("risk model properties", () => {
   it("ranks cliffs above linear streams and confirmed above inferred schedules", () => {
     const base: RiskInputs = {
       pctCirculating: 2,
+      pctMaxSupply: 0.5,
       absorptionRatio: 1,
       depthRatio: null,
       categories: [{ key: "investors", share: 1 }],
@@ -92,6 +94,41 @@ describe("risk model properties", () => {
     expect(scoreRisk(base).score).toBeGreaterThan(
       scoreRisk({ ...base, categories: [{ key: "treasury", share: 1 }] }).score,
     );
+  });
+
+  it("puts team above investors and ecosystem last (Keyrock's published ordering)", () => {
+    const base: RiskInputs = {
+      pctCirculating: 2,
+      pctMaxSupply: 0.5,
+      absorptionRatio: 1,
+      depthRatio: null,
+      categories: [{ key: "team", share: 1 }],
+      types: [{ key: "cliff", share: 1 }],
+      confidence: 1,
+    };
+    const at = (key: RiskInputs["categories"][number]["key"]) =>
+      scoreRisk({ ...base, categories: [{ key, share: 1 }] }).score;
+    expect(at("team")).toBeGreaterThan(at("investors"));
+    expect(at("investors")).toBeGreaterThan(at("ecosystem"));
+  });
+
+  it("never scores unknown supply as maximum risk", () => {
+    const unknown: RiskInputs = {
+      pctCirculating: null,
+      pctMaxSupply: null,
+      absorptionRatio: null,
+      depthRatio: null,
+      categories: [{ key: "team", share: 1 }],
+      types: [{ key: "cliff", share: 1 }],
+      confidence: 1,
+    };
+    const r = scoreRisk(unknown);
+    expect(r.score).toBe(0);
+    expect(r.factors.find((f) => f.factor === "unlock_size")?.known).toBe(false);
+    // With only % of max supply known, size is scored on it and its weight carries the magnitude.
+    const small = scoreRisk({ ...unknown, pctMaxSupply: 0.1 });
+    expect(small.score).toBeGreaterThan(0);
+    expect(small.score).toBeLessThan(50);
   });
 
   it("level thresholds", () => {

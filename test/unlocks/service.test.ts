@@ -7,7 +7,10 @@ import {
   UpcomingResponse,
 } from "../../src/schemas/unlocks-responses.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
-import { createUnlockService, UnlockLookupError } from "../../src/unlocks/service.js";
+import { parseDay } from "../../src/store/unlocks-dates.js";
+import { releasedBefore } from "../../src/unlocks/events.js";
+import { sizeSubscore } from "../../src/unlocks/risk-model.js";
+import { createUnlockService, NoReactionsError, UnlockLookupError } from "../../src/unlocks/service.js";
 
 const NOW = new Date("2026-11-22T00:00:00Z");
 const store = loadUnlockStore();
@@ -31,16 +34,24 @@ describe("unlock service on the shipped snapshot", () => {
     expect(all).toMatchObject({
       days: 30,
       minRisk: 0,
-      synthetic: true,
+      synthetic: false,
       window_start: "2026-11-22",
       window_end: "2026-12-22",
     });
     expect(all.unlocks.length).toBeGreaterThan(0);
     expect(all.unlocks.map((u) => u.unlock_event_id)).toContain("unlock_mon_2026_11_24");
     for (const u of all.unlocks) {
-      expect(u.days_until).toBeGreaterThanOrEqual(0);
+      // A linear month that began before today is listed for its remaining days.
+      if (u.unlock_type === "linear") expect(u.stream!.stream_end >= "2026-11-22").toBe(true);
+      else expect(u.days_until).toBeGreaterThanOrEqual(0);
       expect(u.days_until).toBeLessThanOrEqual(30);
       expect(u.evidence).toBeUndefined();
+      expect(u.synthetic).toBe(false);
+      expect(u.market.depth_2pct_usd).toBeNull();
+      // Future events are valued at the token's last real close, which says how old it is.
+      const token = store.tokenBySymbol.get(u.token.toLowerCase())!;
+      expect(u.market.price_as_of).toBe(token.market.as_of);
+      expect(u.market.stale_days).toBe(parseDay("2026-11-22") - parseDay(token.market.as_of));
     }
     const dates = all.unlocks.map((u) => u.unlock_date);
     expect([...dates].sort()).toEqual(dates);
@@ -59,9 +70,17 @@ describe("unlock service on the shipped snapshot", () => {
       days_until: 24,
       unlock_type: "step",
       recipient_category: "team",
-      synthetic: true,
+      synthetic: false,
       as_of: "2026-11-22",
     });
+    expect(item.market).toMatchObject({
+      venue: "Binance",
+      instrument: "USDT-margined perpetual futures (USDⓈ-M)",
+      price_as_of: "2026-03-18",
+      depth_2pct_usd: null,
+    });
+    // 92.65M ARB against 10B max supply.
+    expect(item.pct_max_supply).toBeCloseTo(0.9265, 3);
     expect(item.evidence).toHaveLength(6);
     const sum = item.evidence!.reduce((s, e) => s + e.contribution, 0);
     expect(Math.abs(sum - item.risk_score)).toBeLessThanOrEqual(0.5);
@@ -87,6 +106,23 @@ describe("unlock service on the shipped snapshot", () => {
     );
   });
 
+  it("no event of the shipped snapshot is valued with a generated figure", () => {
+    const events = svc.events();
+    expect(events.length).toBeGreaterThan(2000);
+    expect(events.every((s) => s.context.synthetic === false)).toBe(true);
+    // Unknown circulating supply is not scored as a saturated maximum: size is scored on % of max supply.
+    const unknown = events.filter((e) => e.pctCirculating === null);
+    expect(unknown.length).toBeGreaterThan(0);
+    for (const s of unknown) {
+      const size = s.evidence.find((e) => e.factor === "unlock_size")!;
+      expect(size.unit).toBe("% of max supply");
+      expect(size.value).toBeCloseTo(s.pctMaxSupply!, 3);
+      expect(s.risk.factors.find((f) => f.factor === "unlock_size")!.subscore).toBe(
+        sizeSubscore(s.pctMaxSupply!) === 1 ? 1 : Number(sizeSubscore(s.pctMaxSupply!).toFixed(4)),
+      );
+    }
+  });
+
   it("every precomputed event's evidence sums to its score", () => {
     for (const s of svc.events()) {
       const sum = s.evidence.reduce((a, e) => a + e.contribution, 0);
@@ -103,10 +139,17 @@ describe("unlock service on the shipped snapshot", () => {
     expect(s.eventCount).toBe(events.length);
     expect(s.maxRiskScore).toBe(Math.max(...events.map((u) => u.risk_score)));
     expect(s.tokens_unlocking).toBeCloseTo(
-      events.reduce((a, u) => a + u.amount_tokens, 0),
+      events.reduce((a, u) => a + u.window_amount_tokens!, 0),
       2,
     );
-    expect(s.next_unlock?.unlock_event_id).toBe(events[0]!.unlock_event_id);
+    expect(s.synthetic).toBe(false);
+    expect(s.market).toMatchObject({
+      venue: "Binance",
+      price_as_of: "2026-03-18",
+      stale_days: 249,
+      depth_2pct_usd: null,
+    });
+    expect(s.next_unlock?.unlock_event_id).toBe(events.find((u) => u.days_until >= 0)!.unlock_event_id);
     expect(s.top_events[0]!.risk_score).toBe(s.maxRiskScore);
   });
 
@@ -129,7 +172,9 @@ describe("unlock service on the shipped snapshot", () => {
     const b = svc.backtest("ARB", "unlock_arb_2026_12_16", 60);
     expect(Value.Check(BacktestResult, b)).toBe(true);
     expect(b.basis).toBe("token_history");
-    expect(b.synthetic).toBe(true);
+    expect(b.pooled_across_tokens).toBe(false);
+    expect(b.reactions.every((r) => r.token === "ARB")).toBe(true);
+    expect(b.synthetic).toBe(false);
     expect(b.reactions.length).toBeGreaterThan(3);
     const days = b.reactions.map((r) => Date.parse(r.unlock_date) / 86_400_000);
     for (let i = 1; i < days.length; i++) expect(days[i]! - days[i - 1]!).toBeGreaterThanOrEqual(60);
@@ -141,5 +186,48 @@ describe("unlock service on the shipped snapshot", () => {
     const b = svc.backtest("ARB", "unlock_arb_2025_03_16", 14);
     expect(b.basis).toBe("event");
     expect(b.reactions.map((r) => r.unlock_event_id)).toEqual(["unlock_arb_2025_03_16"]);
+  });
+
+  it("refuses, with a reason, a backtest with nothing measurable", () => {
+    // APT's first unlock predates every shipped price series, and no earlier community unlock exists.
+    expect(svc.backtestRefusal("APT", "unlock_apt_2022_10_12", 14)).toMatch(/No measurable reaction/);
+    expect(() => svc.backtest("APT", "unlock_apt_2022_10_12", 14)).toThrow(NoReactionsError);
+    expect(svc.backtestRefusal("ARB", "unlock_arb_2025_03_16", 14)).toBeNull();
+  });
+});
+
+/** The schedule's integral over days [from, to): what every window total must equal. */
+function scheduleIntegral(symbol: string, from: number, to: number): number {
+  const t = store.tokenBySymbol.get(symbol.toLowerCase())!;
+  return t.schedules.reduce((s, p) => s + releasedBefore(p, to) - releasedBefore(p, from), 0);
+}
+
+describe("windows prorated by day", () => {
+  const t0 = parseDay("2026-11-22");
+  it.each([1, 7, 10, 30, 45, 90, 365])(
+    "%i-day totals equal the schedule integral within 0.1 %% for every token",
+    (days) => {
+      const up = svc.upcoming(days, 0);
+      for (const token of store.tokens) {
+        const want = scheduleIntegral(token.symbol, t0, t0 + days + 1);
+        const sum = svc.summary(token.symbol, days).tokens_unlocking;
+        const listed = up.window_amount_tokens_by_token[token.symbol] ?? 0;
+        if (want === 0) {
+          expect(sum).toBe(0);
+          continue;
+        }
+        expect(Math.abs(sum / want - 1)).toBeLessThan(0.001);
+        expect(Math.abs(listed / want - 1)).toBeLessThan(0.001);
+      }
+    },
+  );
+
+  it("shows the current month's remaining stream", () => {
+    const up = svc.upcoming(7, 0);
+    const arbStream = up.unlocks.find((u) => u.token === "ARB" && u.unlock_type === "linear")!;
+    expect(arbStream.unlock_date).toBe("2026-11-01");
+    expect(arbStream.stream!.stream_end).toBe("2026-11-30");
+    // 8 of the month's 30 streaming days (Nov 22..29) fall in the 7-day window.
+    expect(arbStream.window_amount_tokens! / arbStream.stream!.month_amount_tokens).toBeCloseTo(8 / 30, 6);
   });
 });

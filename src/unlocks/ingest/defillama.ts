@@ -3,13 +3,37 @@ import type { RecipientCategory, SchedulePiece } from "../../store/unlocks-types
 import { type FetchLike, getJson, joinUrl } from "./http.js";
 
 /**
- * DefiLlama emissions adapter. `GET {base}/emission/{slug}` answers `{ body, lastModified }` where
- * body (an object, or the same object serialised as a string) holds `metadata.unlockEvents`: per
+ * DefiLlama emissions adapter. The keyless datasets host serves `GET {base}/emissions/{slug}`; the
+ * legacy `api.llama.fi/emission/{slug}` (now 402 without a plan) and the pro API document
+ * `{ body, lastModified }`. `body` is documented as an object but served as a JSON string by the
+ * legacy host: both are accepted, as is a bare body. It holds `metadata.unlockEvents`: per
  * timestamp, `cliffAllocations` `{recipient, category, unlockType, amount}` and `linearAllocations`
  * `{recipient, category, unlockType, previousRatePerWeek, newRatePerWeek, endTimestamp}`.
- * Default base: https://api.llama.fi (pro: https://pro-api.llama.fi/<key>/api).
  */
-export const DEFILLAMA_DEFAULT_BASE = "https://api.llama.fi";
+export const DEFILLAMA_DEFAULT_BASE = "https://defillama-datasets.llama.fi";
+
+/** The datasets host says `emissions/`, the API hosts `emission/`. */
+export function emissionUrl(base: string, slug: string): string {
+  const path = /defillama-datasets/.test(base) ? "emissions" : "emission";
+  return joinUrl(base, `${path}/${encodeURIComponent(slug)}`);
+}
+
+/** The emission document from any of the served shapes: `{body: object}`, `{body: "<json>"}` or the body itself. */
+export function emissionBody(raw: unknown, url: string): DlEmissionBody {
+  const env = raw as { body?: unknown } | null;
+  if (env === null || typeof env !== "object") throw new Error(`${url}: response is not an object`);
+  let body: unknown = "body" in env ? env.body : env;
+  if (typeof body === "string") {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      throw new Error(`${url}: body is a string but not JSON`);
+    }
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    throw new Error(`${url}: response has no body`);
+  return body as DlEmissionBody;
+}
 
 export interface DlCliff {
   recipient: string;
@@ -30,7 +54,13 @@ export interface DlUnlockEvent {
   cliffAllocations?: DlCliff[];
   linearAllocations?: DlLinear[];
 }
+/** The documented (pro API) shape: per allocation label, cumulative `unlocked` at timestamps. */
+export interface DlDocumentedSeries {
+  label: string;
+  data: { timestamp: number; unlocked: number; rawEmission?: number; burned?: number }[];
+}
 export interface DlEmissionBody {
+  documentedData?: { data?: DlDocumentedSeries[] };
   name?: string;
   gecko_id?: string;
   metadata?: { sources?: string[]; notes?: string[]; unlockEvents?: DlUnlockEvent[]; token?: string };
@@ -121,6 +151,74 @@ export function piecesFromUnlockEvents(events: readonly DlUnlockEvent[], sourceU
   return pieces.sort((a, b) => a.start.localeCompare(b.start) || a.recipient.localeCompare(b.recipient));
 }
 
+/**
+ * Pieces from the documented shape: the first point's cumulative amount is a cliff on its date;
+ * each later increase streams linearly between the two dates (consecutive equal daily rates merge).
+ */
+export function piecesFromDocumented(
+  series: readonly DlDocumentedSeries[],
+  sourceUrl: string,
+): SchedulePiece[] {
+  const base = {
+    steps: null,
+    step_days: null,
+    source_type: "aggregator" as const,
+    timing_precision: "day" as const,
+    source_url: sourceUrl,
+  };
+  const pieces: SchedulePiece[] = [];
+  for (const s of series) {
+    const category = dlCategory(s.label, "");
+    const pts = [...s.data]
+      .filter((p) => Number.isFinite(p.unlocked))
+      .sort((a, b) => a.timestamp - b.timestamp);
+    const first = pts[0];
+    if (!first) continue;
+    if (first.unlocked > 0)
+      pieces.push({
+        ...base,
+        recipient: s.label,
+        category,
+        kind: "cliff",
+        start: formatDay(dayOfTs(first.timestamp)),
+        end: null,
+        amount_tokens: first.unlocked,
+      });
+    let run: { start: number; end: number; rate: number } | null = null;
+    const flush = () => {
+      if (run)
+        pieces.push({
+          ...base,
+          recipient: s.label,
+          category,
+          kind: "linear",
+          start: formatDay(run.start),
+          end: formatDay(run.end),
+          amount_tokens: run.rate * (run.end - run.start),
+        });
+      run = null;
+    };
+    for (let i = 1; i < pts.length; i++) {
+      const a = dayOfTs((pts[i - 1] as (typeof pts)[number]).timestamp);
+      const b = dayOfTs((pts[i] as (typeof pts)[number]).timestamp);
+      const inc = (pts[i] as (typeof pts)[number]).unlocked - (pts[i - 1] as (typeof pts)[number]).unlocked;
+      if (!(b > a) || !(inc > 0)) {
+        flush();
+        continue;
+      }
+      const rate = inc / (b - a);
+      const r = run as { start: number; end: number; rate: number } | null;
+      if (r && r.end === a && Math.abs(rate - r.rate) <= 1e-9 * r.rate) r.end = b;
+      else {
+        flush();
+        run = { start: a, end: b, rate };
+      }
+    }
+    flush();
+  }
+  return pieces.sort((a, b) => a.start.localeCompare(b.start) || a.recipient.localeCompare(b.recipient));
+}
+
 export interface DlEmission {
   readonly name: string | null;
   readonly geckoId: string | null;
@@ -131,17 +229,21 @@ export interface DlEmission {
 }
 
 export async function fetchEmission(fetchImpl: FetchLike, base: string, slug: string): Promise<DlEmission> {
-  const url = joinUrl(base, `emission/${encodeURIComponent(slug)}`);
-  const raw = (await getJson(fetchImpl, url)) as { body?: unknown; lastModified?: string };
-  const body = (typeof raw.body === "string" ? JSON.parse(raw.body) : raw.body) as DlEmissionBody | undefined;
-  if (!body || typeof body !== "object") throw new Error(`${url}: response has no body`);
+  const url = emissionUrl(base, slug);
+  const raw = (await getJson(fetchImpl, url)) as { lastModified?: string };
+  const body = emissionBody(raw, url);
   const events = body.metadata?.unlockEvents ?? [];
+  const sourceUrl = `https://defillama.com/unlocks/${slug}`;
+  const documented = body.documentedData?.data ?? [];
   return {
     name: body.name ?? null,
     geckoId: body.gecko_id ?? null,
     sources: body.metadata?.sources ?? [],
     notes: body.metadata?.notes ?? [],
-    pieces: piecesFromUnlockEvents(events, `https://defillama.com/unlocks/${slug}`),
+    pieces:
+      events.length > 0 || documented.length === 0
+        ? piecesFromUnlockEvents(events, sourceUrl)
+        : piecesFromDocumented(documented, sourceUrl),
     lastModified: raw.lastModified ?? null,
   };
 }

@@ -1,23 +1,28 @@
 import { SingleBar } from "cli-progress";
 import { writeFileAtomic } from "../../store/atomic-write.js";
-import { dayOf, formatDay, parseDay } from "../../store/unlocks-dates.js";
+import { formatDay } from "../../store/unlocks-dates.js";
 import { validateUnlockSnapshot } from "../../store/unlocks-snapshot.js";
-import type { TokenRecord, UnlockSnapshot } from "../../store/unlocks-types.js";
-import { type CgClient, type CgMarket, fetchDailySeries, fetchDepth, fetchMarkets } from "./coingecko.js";
+import type { MarketInfo, TokenRecord, UnlockSnapshot } from "../../store/unlocks-types.js";
+import { marketFromSeries } from "../market-snapshot.js";
+import { BINANCE_INSTRUMENT, BINANCE_VENUE, type Depth, fetchDepth, fetchKlines, pairOf } from "./binance.js";
+import { type CgClient, fetchMarkets } from "./coingecko.js";
 import { fetchEmission } from "./defillama.js";
+import { mergeCandles } from "./series-merge.js";
 import type { FetchLike } from "./http.js";
 
 export interface IngestOptions {
   readonly base: UnlockSnapshot;
   readonly out: string;
+  readonly binanceBase: string;
   readonly defillamaBase: string;
   readonly coingeckoBase: string;
+  /** CoinGecko is optional: without a key, circulating supply stays unknown. */
   readonly coingeckoApiKey?: string | undefined;
-  /** "defillama" replaces schedules from the emissions API; "keep" keeps the curated ones. */
+  /** "defillama" replaces schedules from the emissions dataset; "keep" keeps the curated ones. */
   readonly schedules: "defillama" | "keep";
-  readonly historyDays: number;
+  /** Daily candles fetched per token (Binance allows up to 1500). */
+  readonly days: number;
   readonly depth: boolean;
-  readonly benchmarkId: string;
   readonly fetchImpl?: FetchLike;
   readonly clock?: () => Date;
   readonly progress?: boolean;
@@ -26,63 +31,86 @@ export interface IngestOptions {
 
 export interface IngestReport {
   readonly out: string;
-  readonly asOf: string;
   readonly tokens: number;
   readonly schedulesUpdated: string[];
   readonly marketsUpdated: string[];
+  readonly depthUpdated: string[];
+  readonly supplyUpdated: string[];
   readonly kept: string[];
   readonly warnings: string[];
 }
 
+function withDepth(market: MarketInfo, d: Depth, symbol: string, now: Date): MarketInfo {
+  const at = new Date(d.observedAtMs ?? now.getTime()).toISOString();
+  return {
+    ...market,
+    depth_2pct_usd: d.bidUsd2pct,
+    assumptions: [
+      ...market.assumptions.filter((a) => !a.startsWith("±2% order-book depth")),
+      `±2% order-book depth: USDT on the bid side within 2% below mid (${d.mid}) of the ${BINANCE_VENUE} ${pairOf(symbol)} perpetual book at ${at} (1000 levels); ask side ${Math.round(d.askUsd2pct)} USDT. One snapshot, one venue.`,
+    ],
+  };
+}
+
 /**
- * Refreshes a snapshot from the providers and writes it atomically (temp file + rename): a crash or a
- * validation failure leaves the previous snapshot in place. Tokens a provider cannot serve keep their
- * previous data (and its synthetic flag), with a warning.
+ * Refreshes a snapshot from keyless public sources and writes it atomically (temp file + rename): a
+ * crash or a validation failure leaves the previous snapshot in place. Prices and volumes come from
+ * the same venue and instrument as the shipped series (Binance USDⓈ-M daily klines), depth from its
+ * order book, schedules from DefiLlama's datasets host, circulating supply from CoinGecko only with a
+ * key. A token a source cannot serve keeps its previous figures, with a warning.
  */
 export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   const fetchImpl = opts.fetchImpl ?? (globalThis.fetch as unknown as FetchLike);
   const now = (opts.clock ?? (() => new Date()))();
-  const asOfDay = dayOf(now);
-  const lastCompleteDay = asOfDay; // 00:00 price of today is already a complete observation
-  const asOf = formatDay(asOfDay);
-  const cg: CgClient = { base: opts.coingeckoBase, fetchImpl, apiKey: opts.coingeckoApiKey };
   const warnings: string[] = [];
   const schedulesUpdated: string[] = [];
   const marketsUpdated: string[] = [];
+  const depthUpdated: string[] = [];
+  const supplyUpdated: string[] = [];
   const kept: string[] = [];
   const wanted = opts.onlySymbols?.map((s) => s.toLowerCase());
   const selected = opts.base.tokens.filter((t) => !wanted || wanted.includes(t.symbol.toLowerCase()));
   const bar = opts.progress
     ? new SingleBar({ format: "ingest [{bar}] {value}/{total} {token}", hideCursor: true })
     : null;
-  bar?.start(selected.length * 2 + 2, 0, { token: "" });
-
-  const ids = selected.map((t) => t.coingecko_id).filter((x): x is string => !!x);
-  let markets = new Map<string, CgMarket>();
-  try {
-    markets = await fetchMarkets(cg, ids);
-  } catch (err) {
-    warnings.push(`markets: ${(err as Error).message}`);
-  }
-  bar?.increment(1, { token: "markets" });
+  bar?.start(selected.length + 1, 0, { token: "" });
+  const seg = (symbol: string) => ({
+    venue: BINANCE_VENUE,
+    instrument: BINANCE_INSTRUMENT,
+    quote: "USDT",
+    source_url: `${opts.binanceBase.replace(/\/+$/, "")}/fapi/v1/klines?symbol=${pairOf(symbol)}&interval=1d`,
+  });
 
   let benchmark = opts.base.benchmark;
   try {
-    const s = await fetchDailySeries(cg, opts.benchmarkId, opts.historyDays, lastCompleteDay);
-    if (s)
-      benchmark = {
-        symbol: benchmark.symbol,
-        name: benchmark.name.replace(/ \(synthetic path\)$/, ""),
-        prices: s,
-      };
-    else warnings.push(`benchmark ${opts.benchmarkId}: empty price history, previous kept`);
+    const candles = await fetchKlines(
+      fetchImpl,
+      opts.binanceBase,
+      benchmark.symbol,
+      opts.days,
+      now.getTime(),
+    );
+    benchmark = { ...benchmark, prices: mergeCandles(benchmark.prices, candles, seg(benchmark.symbol)) };
   } catch (err) {
-    warnings.push(`benchmark ${opts.benchmarkId}: ${(err as Error).message}; previous kept`);
+    warnings.push(`benchmark ${benchmark.symbol}: ${(err as Error).message}; previous kept`);
   }
   bar?.increment(1, { token: benchmark.symbol });
 
-  const tokens: TokenRecord[] = [];
+  let supplies = new Map<string, { circulating_supply?: number | null }>();
+  if (opts.coingeckoApiKey) {
+    const cg: CgClient = { base: opts.coingeckoBase, fetchImpl, apiKey: opts.coingeckoApiKey };
+    try {
+      supplies = await fetchMarkets(
+        cg,
+        selected.map((t) => t.coingecko_id).filter((x): x is string => !!x),
+      );
+    } catch (err) {
+      warnings.push(`CoinGecko markets: ${(err as Error).message}; circulating supply left as it was`);
+    }
+  }
+
   const bySymbol = new Map(selected.map((t) => [t.symbol, t]));
+  const tokens: TokenRecord[] = [];
   for (const original of opts.base.tokens) {
     if (!bySymbol.has(original.symbol)) {
       tokens.push(original);
@@ -104,46 +132,44 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
         warnings.push(`${t.symbol}: emissions ${(err as Error).message}; schedules kept`);
       }
     }
-    bar?.increment(1, { token: t.symbol });
-    const m = t.coingecko_id ? markets.get(t.coingecko_id) : undefined;
     try {
-      if (!t.coingecko_id || !m || !(m.current_price && m.current_price > 0))
-        throw new Error("no market data");
-      const series = await fetchDailySeries(cg, t.coingecko_id, opts.historyDays, lastCompleteDay);
-      const depth = opts.depth ? await fetchDepth(cg, t.coingecko_id).catch(() => null) : null;
-      const vols = series?.volume_usd?.slice(-30).filter((v): v is number => v !== null) ?? [];
-      const adv =
-        vols.length >= 20 ? vols.reduce((a, b) => a + b, 0) / vols.length : (m.total_volume ?? null);
-      const url = `https://www.coingecko.com/en/coins/${t.coingecko_id}`;
-      t = {
-        ...t,
-        supply: {
-          circulating: m.circulating_supply ?? t.supply.circulating,
-          total: m.total_supply ?? t.supply.total,
-          as_of: asOf,
-          source: m.circulating_supply ? "CoinGecko coins/markets" : t.supply.source,
-          source_url: m.circulating_supply ? url : t.supply.source_url,
-          synthetic: m.circulating_supply ? false : t.supply.synthetic,
-          assumptions: m.circulating_supply ? [] : t.supply.assumptions,
-        },
-        market: {
-          price_usd: m.current_price,
-          adv_30d_usd: adv,
-          depth_2pct_usd: depth,
-          as_of: asOf,
-          source: "CoinGecko coins/markets + market_chart",
-          source_url: url,
-          synthetic: false,
-          assumptions: vols.length >= 20 ? [] : ["30-day ADV unavailable: the reported 24 h volume is used"],
-        },
-        prices: series ?? t.prices,
-      };
+      const candles = await fetchKlines(fetchImpl, opts.binanceBase, t.symbol, opts.days, now.getTime());
+      if (candles.length === 0) throw new Error("no closed candle");
+      const prices = mergeCandles(t.prices, candles, seg(t.symbol));
+      t = { ...t, prices, market: marketFromSeries(prices) };
       marketsUpdated.push(t.symbol);
     } catch (err) {
       kept.push(t.symbol);
       warnings.push(
-        `${t.symbol}: prices ${(err as Error).message}; previous market data kept${t.market.synthetic ? " (synthetic)" : ""}`,
+        `${t.symbol}: klines ${(err as Error).message}; previous prices kept (as of ${t.market.as_of})`,
       );
+    }
+    if (opts.depth) {
+      try {
+        const d = await fetchDepth(fetchImpl, opts.binanceBase, t.symbol);
+        if (d) {
+          t = { ...t, market: withDepth(t.market, d, t.symbol, now) };
+          depthUpdated.push(t.symbol);
+        } else warnings.push(`${t.symbol}: empty order book; depth unknown`);
+      } catch (err) {
+        warnings.push(`${t.symbol}: depth ${(err as Error).message}; depth unknown`);
+      }
+    }
+    const circ = t.coingecko_id ? supplies.get(t.coingecko_id)?.circulating_supply : undefined;
+    if (typeof circ === "number") {
+      t = {
+        ...t,
+        supply: {
+          ...t.supply,
+          circulating: circ,
+          as_of: formatDay(Math.floor(now.getTime() / 86_400_000)),
+          source: "CoinGecko coins/markets circulating_supply",
+          source_url: `https://www.coingecko.com/en/coins/${t.coingecko_id}`,
+          synthetic: false,
+          assumptions: ["CoinGecko's reported circulating supply (method theirs)"],
+        },
+      };
+      supplyUpdated.push(t.symbol);
     }
     bar?.increment(1, { token: t.symbol });
     tokens.push(t);
@@ -156,19 +182,23 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   const snapshot: UnlockSnapshot = {
     ...opts.base,
     generated_at: now.toISOString(),
-    as_of: asOf,
     synthetic,
-    description: synthetic
-      ? `${opts.base.description} Partially refreshed by ingest on ${asOf}; tokens still marked synthetic were not refreshed.`
-      : `Schedules and market data ingested on ${asOf} (DefiLlama emissions, CoinGecko).`,
+    description: `${opts.base.description} Refreshed by ingest at ${now.toISOString()}: ${marketsUpdated.length} tokens from ${BINANCE_VENUE} klines${depthUpdated.length ? `, ${depthUpdated.length} with depth` : ""}${schedulesUpdated.length ? `, ${schedulesUpdated.length} schedules from DefiLlama` : ""}.`,
     generator: synthetic ? opts.base.generator : null,
     benchmark,
     tokens,
   };
   // Validate before writing: a bad refresh must never replace a good snapshot.
   validateUnlockSnapshot(snapshot, "(ingested)");
-  if (parseDay(snapshot.as_of) < parseDay(opts.base.as_of))
-    warnings.push("clock is earlier than the base snapshot's as_of");
   writeFileAtomic(opts.out, `${JSON.stringify(snapshot)}\n`);
-  return { out: opts.out, asOf, tokens: tokens.length, schedulesUpdated, marketsUpdated, kept, warnings };
+  return {
+    out: opts.out,
+    tokens: tokens.length,
+    schedulesUpdated,
+    marketsUpdated,
+    depthUpdated,
+    supplyUpdated,
+    kept,
+    warnings,
+  };
 }

@@ -5,9 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadUnlockStore, parseUnlockSnapshot } from "../../../src/store/unlocks-snapshot.js";
-import type { UnlockSnapshot } from "../../../src/store/unlocks-types.js";
+import type { PriceSeries, UnlockSnapshot } from "../../../src/store/unlocks-types.js";
+import { parseDepth, parseKlines } from "../../../src/unlocks/ingest/binance.js";
+import { emissionBody, emissionUrl, piecesFromDocumented } from "../../../src/unlocks/ingest/defillama.js";
 import { runIngest } from "../../../src/unlocks/ingest/run.js";
 
+// Provenance of every fixture: test/fixtures/unlocks/README.md.
 const fixtures = new URL("../../fixtures/unlocks/", import.meta.url);
 const fixture = (name: string): string => readFileSync(new URL(name, fixtures), "utf8");
 
@@ -20,29 +23,51 @@ beforeAll(async () => {
   server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     seen.push(`${url.pathname}${url.search}`);
-    const routes: Record<string, () => string> = {
-      "/llama/emission/arbitrum": () => fixture("defillama-emission-arbitrum.json"),
+    const sym = url.searchParams.get("symbol");
+    const routes: Record<string, () => string | null> = {
+      "/bn/fapi/v1/klines": () =>
+        sym === "ARBUSDT"
+          ? fixture("binance-klines-ARBUSDT.hand-written.json")
+          : sym === "ETHUSDT"
+            ? fixture("binance-klines-ETHUSDT.hand-written.json")
+            : null,
+      "/bn/fapi/v1/depth": () =>
+        sym === "ARBUSDT" ? fixture("binance-depth-ARBUSDT.hand-written.json") : null,
+      "/llama/defillama-datasets/emissions/arbitrum": () => fixture("defillama-emission-arbitrum.json"),
       "/cg/coins/markets": () => marketsBody,
-      "/cg/coins/arbitrum/market_chart": () => fixture("coingecko-chart-arbitrum.json"),
-      "/cg/coins/ethereum/market_chart": () => fixture("coingecko-chart-ethereum.json"),
-      "/cg/coins/arbitrum/tickers": () => fixture("coingecko-tickers-arbitrum.json"),
     };
-    const route = routes[url.pathname];
-    if (!route) {
-      res.writeHead(404, { "content-type": "application/json" }).end('{"error":"not found"}');
+    const body = routes[url.pathname]?.() ?? null;
+    if (body === null) {
+      // Binance's documented error body for an unknown symbol.
+      res
+        .writeHead(400, { "content-type": "application/json" })
+        .end('{"code":-1121,"msg":"Invalid symbol."}');
       return;
     }
-    res.writeHead(200, { "content-type": "application/json" }).end(route());
+    res.writeHead(200, { "content-type": "application/json" }).end(body);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-/** A two-token base snapshot cut from the shipped one (ARB is served by the fixtures, JUP is not). */
+const cut = (s: PriceSeries, days: number): PriceSeries => ({
+  ...s,
+  close: s.close.slice(0, -days),
+  volume_usd: s.volume_usd?.slice(0, -days) ?? null,
+  segments: s.segments?.map((g, i, all) => (i === all.length - 1 ? { ...g, to: "2026-03-16" } : g)),
+});
+
+const shipped = loadUnlockStore().snapshot;
+/** ARB and JUP cut from the shipped snapshot, ARB's and ETH's last 3 days removed (the fixtures bring them back). */
 function smallBase(): UnlockSnapshot {
-  const snap = loadUnlockStore().snapshot;
-  return { ...snap, tokens: snap.tokens.filter((t) => t.symbol === "ARB" || t.symbol === "JUP") };
+  const arb = shipped.tokens.find((t) => t.symbol === "ARB")!;
+  const jup = shipped.tokens.find((t) => t.symbol === "JUP")!;
+  return {
+    ...shipped,
+    benchmark: { ...shipped.benchmark, prices: cut(shipped.benchmark.prices, 3) },
+    tokens: [{ ...arb, prices: cut(arb.prices!, 3) }, jup],
+  };
 }
 
 function tmpOut(base: UnlockSnapshot): string {
@@ -52,67 +77,120 @@ function tmpOut(base: UnlockSnapshot): string {
   return out;
 }
 
-const common = (out: string, base: UnlockSnapshot) => ({
+const common = (out: string, base: UnlockSnapshot, key?: string) => ({
   base,
   out,
-  defillamaBase: `${baseUrl}/llama`,
+  binanceBase: `${baseUrl}/bn`,
+  defillamaBase: `${baseUrl}/llama/defillama-datasets`,
   coingeckoBase: `${baseUrl}/cg`,
+  coingeckoApiKey: key,
   schedules: "defillama" as const,
-  historyDays: 120,
+  days: 5,
   depth: true,
-  benchmarkId: "ethereum",
-  clock: () => new Date("2026-11-22T12:00:00Z"),
+  // Mid-day on 2026-03-19: that day's candle is still open and must be dropped.
+  clock: () => new Date("2026-03-19T12:00:00Z"),
   progress: false,
 });
 
+describe("Binance shapes (hand-written from the documented response)", () => {
+  it("keeps closed candles only, with the quote volume", () => {
+    const raw = JSON.parse(fixture("binance-klines-ARBUSDT.hand-written.json")) as unknown[][];
+    const candles = parseKlines(raw, Date.parse("2026-03-19T12:00:00Z"));
+    expect(candles).toHaveLength(5);
+    expect(candles[4]).toEqual({
+      day: Date.parse("2026-03-18T00:00:00Z") / 86_400_000,
+      close: Number(raw[4]![4]),
+      volume: Number(raw[4]![7]),
+    });
+    expect(parseKlines(raw, Date.parse("2026-03-20T00:00:00Z"))).toHaveLength(6);
+    expect(() => parseKlines({ code: -1121 }, 0)).toThrow(/expected an array/);
+    expect(() => parseKlines([[1, "0", "0", "0", "x", "0", 2, "1"]], 10)).toThrow(/not a number/);
+  });
+
+  it("sums ±2 % of mid on each side of the book", () => {
+    const d = parseDepth(JSON.parse(fixture("binance-depth-ARBUSDT.hand-written.json")))!;
+    expect(d.mid).toBeCloseTo(0.1001, 12);
+    expect(d.bidUsd2pct).toBeCloseTo(10_000 + 19_800 + 4_905, 6);
+    expect(d.askUsd2pct).toBeCloseTo(15_030 + 10_100 + 4_084, 6);
+    expect(parseDepth({ bids: [], asks: [["1", "1"]] })).toBeNull();
+  });
+});
+
+describe("DefiLlama shapes", () => {
+  it("accepts body as an object (documented example), as a JSON string (legacy host) or bare", () => {
+    const documented = JSON.parse(fixture("defillama-emission-hyperliquid.documented-example.json"));
+    const asObject = emissionBody(documented, "x");
+    const asString = emissionBody({ ...documented, body: JSON.stringify(documented.body) }, "x");
+    const bare = emissionBody(documented.body, "x");
+    expect(asString).toEqual(asObject);
+    expect(bare).toEqual(asObject);
+    expect(() => emissionBody({ body: "{not json" }, "x")).toThrow(/not JSON/);
+    const pieces = piecesFromDocumented(
+      asObject.documentedData!.data!,
+      "https://defillama.com/unlocks/hyperliquid",
+    );
+    // The documented example's one point: 60M unlocked on 2024-11-29 for the Hyper Foundation Budget.
+    expect(pieces.map((p) => [p.recipient, p.category, p.kind, p.start, p.amount_tokens])).toEqual([
+      ["Hyper Foundation Budget", "foundation", "cliff", "2024-11-29", 60_000_000],
+    ]);
+  });
+
+  it("uses the keyless datasets host path", () => {
+    expect(emissionUrl("https://defillama-datasets.llama.fi", "arbitrum")).toBe(
+      "https://defillama-datasets.llama.fi/emissions/arbitrum",
+    );
+    expect(emissionUrl("https://api.llama.fi", "arbitrum")).toBe("https://api.llama.fi/emission/arbitrum");
+  });
+});
+
 describe("runIngest against a local fixture server", () => {
-  it("converts DefiLlama unlockEvents and CoinGecko daily history into a valid snapshot", async () => {
+  it("extends the real series from Binance klines, adds depth, reads DefiLlama schedules, keeps what fails", async () => {
     const base = smallBase();
     const out = tmpOut(base);
     const report = await runIngest(common(out, base));
     const snap = parseUnlockSnapshot(readFileSync(out, "utf8"), out);
     const arb = snap.tokens.find((t) => t.symbol === "ARB")!;
+    const shippedArb = shipped.tokens.find((t) => t.symbol === "ARB")!;
 
-    expect(report.schedulesUpdated).toEqual(["ARB"]);
     expect(report.marketsUpdated).toEqual(["ARB"]);
+    expect(report.depthUpdated).toEqual(["ARB"]);
+    expect(report.schedulesUpdated).toEqual(["ARB"]);
     expect(report.kept).toEqual(["JUP"]);
-    // Foundation: 7M/week from 2026-01-01 to 2026-03-01 (59 days), then 3.5M/week to 2026-04-01 (31 days).
-    const foundation = arb.schedules.filter((p) => p.recipient === "Foundation");
-    expect(foundation.map((p) => [p.kind, p.start, p.end, p.category])).toEqual([
-      ["linear", "2026-01-01", "2026-03-01", "foundation"],
-      ["linear", "2026-03-01", "2026-04-01", "foundation"],
-    ]);
-    expect(foundation[0]!.amount_tokens).toBeCloseTo(59_000_000, 3);
-    expect(foundation[1]!.amount_tokens).toBeCloseTo(15_500_000, 3);
+    expect(report.supplyUpdated).toEqual([]); // no CoinGecko key: supply stays unknown
+    // The fixture's closes are the shipped CSV's last five rows: the refreshed series equals the shipped one.
+    expect(arb.prices!.close).toEqual(shippedArb.prices!.close);
+    expect(arb.prices!.volume_usd).toEqual(shippedArb.prices!.volume_usd);
+    expect(arb.prices!.segments!.at(-1)).toMatchObject({ venue: "Binance", to: "2026-03-19" });
+    expect(snap.benchmark.prices.close).toEqual(shipped.benchmark.prices.close);
+    expect(arb.market).toMatchObject({
+      price_usd: shippedArb.market.price_usd,
+      adv_30d_usd: shippedArb.market.adv_30d_usd,
+      as_of: "2026-03-18",
+      synthetic: false,
+    });
+    expect(arb.market.depth_2pct_usd).toBeCloseTo(34_705, 6);
+    expect(arb.supply.circulating).toBeNull();
+    // Schedules from the DefiLlama fixture (body served as a JSON string).
     const cliffs = arb.schedules.filter((p) => p.kind === "cliff");
     expect(cliffs.map((p) => [p.recipient, p.category, p.start, p.amount_tokens])).toEqual([
       ["Investors", "investors", "2026-03-16", 36520833.33],
       ["Team", "team", "2026-03-16", 56125000],
     ]);
-    expect(cliffs.every((p) => p.source_type === "aggregator")).toBe(true);
+    const jup = snap.tokens.find((t) => t.symbol === "JUP")!;
+    expect(jup.market).toEqual(shipped.tokens.find((t) => t.symbol === "JUP")!.market);
+    expect(report.warnings.some((w) => w.startsWith("JUP: klines"))).toBe(true);
+    expect(snap.synthetic).toBe(false);
+    expect(seen).toContain("/bn/fapi/v1/klines?symbol=ARBUSDT&interval=1d&limit=5");
+    expect(seen.some((s) => s.startsWith("/cg/"))).toBe(false);
+  });
 
-    expect(arb.market).toMatchObject({
-      price_usd: 0.31,
-      synthetic: false,
-      as_of: "2026-11-22",
-      depth_2pct_usd: 1_150_000,
-    });
+  it("reads circulating supply from CoinGecko only with a key", async () => {
+    const base = smallBase();
+    const out = tmpOut(base);
+    const report = await runIngest(common(out, base, "test-key"));
+    expect(report.supplyUpdated).toEqual(["ARB"]);
+    const arb = parseUnlockSnapshot(readFileSync(out, "utf8"), out).tokens.find((t) => t.symbol === "ARB")!;
     expect(arb.supply).toMatchObject({ circulating: 5.2e9, synthetic: false });
-    expect(arb.prices!.synthetic).toBe(false);
-    const chart = JSON.parse(fixture("coingecko-chart-arbitrum.json")) as { prices: [number, number][] };
-    // Last day's value is the 00:00 UTC point, not the intraday "now" point appended after it.
-    expect(arb.prices!.close.at(-1)).toBe(chart.prices[119]![1]);
-    expect(arb.prices!.close).toHaveLength(120);
-    expect(snap.benchmark.prices.synthetic).toBe(false);
-    // JUP could not be refreshed: it keeps its synthetic data and the snapshot says so.
-    expect(snap.tokens.find((t) => t.symbol === "JUP")!.market.synthetic).toBe(true);
-    expect(snap.synthetic).toBe(true);
-    expect(report.warnings.some((w) => w.startsWith("JUP"))).toBe(true);
-    expect(
-      seen.some((s) =>
-        s.startsWith("/cg/coins/arbitrum/market_chart?vs_currency=usd&days=120&interval=daily"),
-      ),
-    ).toBe(true);
   });
 
   it("leaves the previous snapshot intact when the refreshed one would be invalid", async () => {
@@ -123,12 +201,13 @@ describe("runIngest against a local fixture server", () => {
       { ...JSON.parse(fixture("coingecko-markets.json"))[0], circulating_supply: -5 },
     ]);
     try {
-      await expect(runIngest(common(out, base))).rejects.toThrow(/tokens\[0\] \(ARB\)\.supply\.circulating/);
+      await expect(runIngest(common(out, base, "test-key"))).rejects.toThrow(
+        /tokens\[0\] \(ARB\)\.supply\.circulating/,
+      );
     } finally {
       marketsBody = fixture("coingecko-markets.json");
     }
     expect(readFileSync(out, "utf8")).toBe(before);
-    // No temp files left behind either.
     expect(readdirSync(join(out, "..")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   });
 });

@@ -1,0 +1,150 @@
+import { formatDay } from "../store/unlocks-dates.js";
+import type { UnlockStore } from "../store/unlocks-snapshot.js";
+import { computeReaction, type Reaction, selectNonOverlapping, summarizeReactions } from "./backtest.js";
+import { type EventIndex, isDiscrete, type Prepared } from "./event-index.js";
+import { seriesEndDay } from "./market-context.js";
+import { MODEL_VERSION } from "./risk-model.js";
+import type { BacktestBasis, BacktestResult } from "./service-types.js";
+
+/** Most reactions one backtest returns; the most significant are kept. */
+export const MAX_REACTIONS = 60;
+
+interface Measured {
+  candidates: number;
+  dropped: number;
+  truncated: number;
+  reactions: Reaction[];
+}
+
+function measure(store: UnlockStore, candidates: readonly Prepared[], w: number): Measured {
+  const computable: { p: Prepared; r: Reaction }[] = [];
+  for (const p of candidates) {
+    const series = store.pricesBySymbol.get(p.scored.token.symbol.toLowerCase());
+    if (!series) continue;
+    const r = computeReaction(p.subject, series, store.benchmark, w);
+    if (r) computable.push({ p, r });
+  }
+  const byId = new Map(computable.map((x) => [x.p.subject.id, x.r]));
+  const { kept, dropped } = selectNonOverlapping(
+    computable.map((x) => x.p.subject),
+    w,
+  );
+  const ranked = [...kept].sort((a, b) => b.riskScore - a.riskScore || a.day - b.day);
+  const chosen = new Set(ranked.slice(0, MAX_REACTIONS).map((s) => s.id));
+  const reactions = kept.filter((s) => chosen.has(s.id)).map((s) => byId.get(s.id) as Reaction);
+  return { candidates: computable.length, dropped, truncated: kept.length - reactions.length, reactions };
+}
+
+interface Basis {
+  basis: BacktestBasis;
+  description: string;
+  pooled: boolean;
+  measured: Measured;
+}
+
+/**
+ * The first basis with at least one measurable reaction: the event itself (inside the price
+ * history), else the token's own earlier discrete unlocks, else earlier discrete unlocks of the same
+ * recipient category across tokens (pooled, and said so). Null when none has any.
+ */
+export function chooseBasis(
+  store: UnlockStore,
+  index: EventIndex,
+  target: Prepared,
+  w: number,
+): Basis | null {
+  const e = target.scored.event;
+  const sym = target.scored.token.symbol;
+  const attempts: {
+    basis: BacktestBasis;
+    description: string;
+    pooled: boolean;
+    candidates: () => Prepared[];
+  }[] = [
+    {
+      basis: "event",
+      description: `the event itself: ${sym}'s real prices cover day −${w} to day +${w} around it`,
+      pooled: false,
+      candidates: () => (isDiscrete(e) ? [target] : []),
+    },
+    {
+      basis: "token_history",
+      description: `not the event itself (its window is outside ${sym}'s price history${isDiscrete(e) ? "" : ", or it is a linear stream"}): ${sym}'s own earlier discrete unlocks`,
+      pooled: false,
+      candidates: () =>
+        (index.byToken.get(sym.toLowerCase()) ?? []).filter(
+          (p) => isDiscrete(p.scored.event) && p.scored.event.day < e.day,
+        ),
+    },
+    {
+      basis: "category_history",
+      description: `not the event itself nor ${sym}'s own history (none measurable): earlier discrete '${e.recipientCategory}' unlocks of OTHER tokens, pooled across tokens`,
+      pooled: true,
+      candidates: () =>
+        (index.discreteByCategory.get(e.recipientCategory) ?? []).filter(
+          (p) => p.scored.event.day < e.day && p.scored.token.symbol !== sym,
+        ),
+    },
+  ];
+  for (const a of attempts) {
+    const measured = measure(store, a.candidates(), w);
+    if (measured.reactions.length > 0)
+      return { basis: a.basis, description: a.description, pooled: a.pooled, measured };
+  }
+  return null;
+}
+
+export function refusalReason(target: Prepared, w: number): string {
+  const sym = target.scored.token.symbol;
+  return `No measurable reaction for ${target.base.unlock_event_id} at windowDays=${w}: ${sym}'s real price history does not cover day −${w}..+${w} around this event, around any earlier discrete unlock of ${sym}, or around any earlier '${target.scored.event.recipientCategory}' unlock of another token. Try a shorter window or another event.`;
+}
+
+export function backtestResult(store: UnlockStore, target: Prepared, w: number, b: Basis): BacktestResult {
+  const e = target.scored.event;
+  const series = store.pricesBySymbol.get(target.scored.token.symbol.toLowerCase());
+  const through = Math.min(
+    series ? seriesEndDay(series) : Number.POSITIVE_INFINITY,
+    seriesEndDay(store.benchmark.series),
+  );
+  const reactions = b.measured.reactions;
+  return {
+    token: target.scored.token.symbol,
+    unlock_event_id: target.base.unlock_event_id,
+    windowDays: w,
+    basis: b.basis,
+    basis_description: b.description,
+    pooled_across_tokens: b.pooled,
+    benchmark: store.benchmark.symbol,
+    event: {
+      unlock_date: e.date,
+      recipient_category: e.recipientCategory,
+      unlock_type: e.unlockType,
+      is_past: Number.isFinite(through) && e.day <= through,
+    },
+    candidates: b.measured.candidates,
+    excluded_overlapping: b.measured.dropped,
+    excluded_truncated: b.measured.truncated,
+    reactions,
+    summary: summarizeReactions(reactions),
+    method:
+      "prices at 00:00 UTC (the close of the previous UTC day's candle), so day 0 is the last close before the unlock; pre = day −w → day 0, post = day 0 → day +w; abnormal = token return − ETH return over the same days (market-adjusted); unlocks of one token closer than w days are counted once (the higher-risk one is kept)",
+    data_through: Number.isFinite(through) ? formatDay(through) : "unknown",
+    price_sources: [...new Set([...reactions.map((r) => r.token), store.benchmark.symbol])].map((symbol) => {
+      const s =
+        symbol === store.benchmark.symbol
+          ? store.benchmark.series
+          : store.pricesBySymbol.get(symbol.toLowerCase());
+      return {
+        symbol,
+        segments: (s?.segments ?? []).map((g) => ({
+          from: g.from,
+          to: g.to,
+          venue: g.venue,
+          instrument: g.instrument,
+        })),
+      };
+    }),
+    model_version: MODEL_VERSION,
+    synthetic: reactions.some((r) => r.synthetic),
+  };
+}

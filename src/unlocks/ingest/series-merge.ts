@@ -1,0 +1,58 @@
+import { formatDay, parseDay } from "../../store/unlocks-dates.js";
+import type { PriceSeries, SeriesSegment } from "../../store/unlocks-types.js";
+import type { Candle } from "../market-history.js";
+
+/**
+ * Extends (or overwrites the overlapping tail of) a 00:00 UTC price series with freshly fetched daily
+ * candles of the same venue: candle D becomes index D+1, as in the shipped files. A gap between the
+ * old series and the new candles is filled with nulls, never with invented prices.
+ */
+export function mergeCandles(
+  old: PriceSeries | null,
+  candles: readonly Candle[],
+  seg: Omit<SeriesSegment, "from" | "to" | "volume">,
+): PriceSeries {
+  if (candles.length === 0) {
+    if (!old) throw new Error("no candles and no previous series");
+    return old;
+  }
+  const firstNew = (candles[0] as Candle).day + 1;
+  const lastNew = (candles[candles.length - 1] as Candle).day + 1;
+  const start = old ? Math.min(parseDay(old.start), firstNew) : firstNew;
+  const len = lastNew - start + 1;
+  const close: (number | null)[] = new Array(len).fill(null);
+  const volume: (number | null)[] = new Array(len).fill(null);
+  if (old) {
+    const o = parseDay(old.start);
+    old.close.forEach((c, i) => {
+      if (o + i < firstNew) {
+        close[o + i - start] = c;
+        volume[o + i - start] = old.volume_usd?.[i] ?? null;
+      }
+    });
+  }
+  for (const c of candles) {
+    close[c.day + 1 - start] = c.close;
+    volume[c.day + 1 - start] = c.volume;
+  }
+  const kept = (old?.segments ?? [])
+    .filter((s) => parseDay(s.from) < firstNew)
+    .map((s) => (parseDay(s.to) >= firstNew ? { ...s, to: formatDay(firstNew - 1) } : s));
+  const last = kept[kept.length - 1];
+  const segments: SeriesSegment[] =
+    last &&
+    last.venue === seg.venue &&
+    last.instrument === seg.instrument &&
+    parseDay(last.to) === firstNew - 1
+      ? [...kept.slice(0, -1), { ...last, to: formatDay(lastNew) }]
+      : [...kept, { ...seg, from: formatDay(firstNew), to: formatDay(lastNew), volume: true }];
+  return {
+    start: formatDay(start),
+    close,
+    volume_usd: volume,
+    source: old?.source ?? `${seg.venue} ${seg.instrument} daily candles`,
+    source_url: old?.source_url ?? seg.source_url,
+    synthetic: false,
+    segments,
+  };
+}

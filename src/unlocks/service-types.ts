@@ -1,0 +1,187 @@
+import type { RecipientCategory } from "../store/unlocks-types.js";
+import type { Reaction, ReactionSummary } from "./backtest.js";
+import type { RiskLevel } from "./risk-model.js";
+import type { EvidenceRecord, ScoredEvent } from "./scoring.js";
+
+export type EventLookup = "ok" | "unknown_token" | "unknown_event";
+
+export interface RecipientShare {
+  recipient: string;
+  category: RecipientCategory;
+  kind: string;
+  amount_tokens: number;
+  source_type: string;
+  timing_precision: string;
+}
+
+/** The market figures an item was valued with: each says when, where, and how old it is. */
+export interface MarketFigures {
+  price_usd: number;
+  /** Date of the daily candle whose close is the price. */
+  price_as_of: string;
+  adv_30d_usd: number | null;
+  adv_as_of: string;
+  depth_2pct_usd: number | null;
+  venue: string | null;
+  instrument: string | null;
+  source_url: string | null;
+  /** Days from price_as_of to today (UTC). */
+  stale_days: number;
+  circulating_supply_estimate: number | null;
+  circulating_method: string;
+}
+
+export interface LinearStreamWindow {
+  /** First and last streaming day of this month's stream. */
+  stream_start: string;
+  stream_end: string;
+  month_amount_tokens: number;
+}
+
+export interface RiskItem {
+  token: string;
+  unlock_event_id: string;
+  risk_score: number;
+  risk_level: RiskLevel;
+  score_kind: string;
+  token_name: string;
+  unlock_date: string;
+  days_until: number;
+  amount_tokens: number;
+  amount_usd: number;
+  pct_circulating: number | null;
+  pct_max_supply: number | null;
+  absorption_ratio: number | null;
+  recipient_category: RecipientCategory;
+  unlock_type: string;
+  confidence: number;
+  recipients: RecipientShare[];
+  market: MarketFigures;
+  model_version: string;
+  as_of: string;
+  synthetic: boolean;
+  /** Tokens of this event released inside the requested window (prorated by day for linear streams). */
+  window_amount_tokens?: number;
+  window_amount_usd?: number;
+  stream?: LinearStreamWindow;
+  evidence?: EvidenceRecord[];
+}
+
+export interface UpcomingResponse {
+  days: number;
+  minRisk: number;
+  window_start: string;
+  window_end: string;
+  count: number;
+  window_amount_tokens_by_token: Record<string, number>;
+  model_version: string;
+  score_kind: string;
+  as_of: string;
+  synthetic: boolean;
+  unlocks: RiskItem[];
+}
+
+export interface NextUnlock {
+  unlock_event_id: string;
+  unlock_date: string;
+  days_until: number;
+  in_window: boolean;
+  amount_tokens: number;
+  amount_usd: number;
+  risk_score: number;
+  risk_level: RiskLevel;
+}
+
+export interface CategoryTotal {
+  category: RecipientCategory;
+  event_count: number;
+  amount_tokens: number;
+  amount_usd: number;
+}
+
+export interface RiskSummary {
+  token: string;
+  token_name: string;
+  windowDays: number;
+  window_start: string;
+  window_end: string;
+  window_covers: string;
+  eventCount: number;
+  maxRiskScore?: number;
+  riskLevel?: RiskLevel;
+  mean_risk_score: number | null;
+  next_unlock: NextUnlock | null;
+  tokens_unlocking: number;
+  usd_unlocking: number;
+  pct_max_supply_unlocking: number | null;
+  pct_circulating_unlocking: number | null;
+  circulating_supply: number | null;
+  circulating_method: string;
+  /** The token's latest real market figures (what future events in the window are valued at). */
+  market: MarketFigures;
+  by_category: CategoryTotal[];
+  top_events: RiskItem[];
+  model_version: string;
+  score_kind: string;
+  as_of: string;
+  synthetic: boolean;
+}
+
+export type BacktestBasis = "event" | "token_history" | "category_history";
+
+export interface BacktestResult {
+  token: string;
+  unlock_event_id: string;
+  windowDays: number;
+  basis: BacktestBasis;
+  basis_description: string;
+  pooled_across_tokens: boolean;
+  benchmark: string;
+  event: {
+    unlock_date: string;
+    recipient_category: RecipientCategory;
+    unlock_type: string;
+    is_past: boolean;
+  };
+  candidates: number;
+  excluded_overlapping: number;
+  excluded_truncated: number;
+  reactions: Reaction[];
+  summary: ReactionSummary;
+  method: string;
+  data_through: string;
+  /** Where each measured token's (and the benchmark's) prices come from, stretch by stretch. */
+  price_sources: {
+    symbol: string;
+    segments: { from: string; to: string; venue: string; instrument: string }[];
+  }[];
+  model_version: string;
+  synthetic: boolean;
+}
+
+export interface UnlockService {
+  lookupEvent(token: string, unlockEventId: string): EventLookup;
+  hasToken(token: string): boolean;
+  upcoming(days: number, minRisk: number): UpcomingResponse;
+  score(token: string, unlockEventId: string, includeEvidence: boolean): RiskItem;
+  summary(token: string, lookbackDays: number): RiskSummary;
+  /** Why a backtest would have no reaction to return (checked before payment), or null when it has some. */
+  backtestRefusal(token: string, unlockEventId: string, windowDays: number): string | null;
+  backtest(token: string, unlockEventId: string, windowDays: number): BacktestResult;
+  /** All scored events, sorted by day (for calibration and diagnostics). */
+  events(): readonly ScoredEvent[];
+}
+
+export class UnlockLookupError extends Error {
+  constructor(readonly reason: Exclude<EventLookup, "ok">) {
+    super(reason === "unknown_token" ? "unknown token" : "unknown unlock event for this token");
+    this.name = "UnlockLookupError";
+  }
+}
+
+export class NoReactionsError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "NoReactionsError";
+  }
+}

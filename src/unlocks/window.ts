@@ -1,0 +1,174 @@
+import { formatDay, parseDay } from "../store/unlocks-dates.js";
+import type { UnlockStore } from "../store/unlocks-snapshot.js";
+import type { RecipientCategory } from "../store/unlocks-types.js";
+import { amountInWindow } from "./events.js";
+import { type EventIndex, itemFor, lowerBound, type Prepared, round } from "./event-index.js";
+import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
+import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
+import { CIRCULATING_METHOD } from "./market-snapshot.js";
+import { scheduledReleasedBefore } from "./events.js";
+
+/** A linear month event starts at most this many days before any day it streams on. */
+const MAX_MONTH_DAYS = 31;
+const TOP_EVENTS = 5;
+
+interface InWindow {
+  readonly p: Prepared;
+  readonly tokens: number;
+  readonly usd: number;
+}
+
+/**
+ * Events releasing anything on days [t, t + days] (inclusive, UTC), with the tokens each releases
+ * inside the window: discrete releases whole, linear streams prorated by day (so the current month's
+ * remaining stream is counted and a window never takes a whole month for a few days).
+ */
+export function eventsInWindow(list: readonly Prepared[], t: number, days: number): InWindow[] {
+  const out: InWindow[] = [];
+  const end = t + days + 1;
+  for (let i = lowerBound(list, t - MAX_MONTH_DAYS); i < list.length; i++) {
+    const p = list[i] as Prepared;
+    if (p.scored.event.day >= end) break;
+    const tokens = amountInWindow(p.scored.event, t, end);
+    if (!(tokens > 0)) continue;
+    const share = p.scored.event.amount > 0 ? tokens / p.scored.event.amount : 0;
+    out.push({ p, tokens, usd: p.scored.amountUsd * share });
+  }
+  return out;
+}
+
+const windowItem = (w: InWindow, t: number): RiskItem => ({
+  ...itemFor(w.p, t),
+  window_amount_tokens: round(w.tokens, 4),
+  window_amount_usd: round(w.usd, 2),
+});
+
+export function upcomingIn(
+  store: UnlockStore,
+  index: EventIndex,
+  t: number,
+  days: number,
+  minRisk: number,
+): UpcomingResponse {
+  const unlocks: RiskItem[] = [];
+  const byToken: Record<string, number> = {};
+  for (const w of eventsInWindow(index.all, t, days)) {
+    if (w.p.base.risk_score < minRisk) continue;
+    unlocks.push(windowItem(w, t));
+    byToken[w.p.base.token] = (byToken[w.p.base.token] ?? 0) + w.tokens;
+  }
+  for (const k of Object.keys(byToken)) byToken[k] = round(byToken[k] as number, 4);
+  return {
+    days,
+    minRisk,
+    window_start: formatDay(t),
+    window_end: formatDay(t + days),
+    count: unlocks.length,
+    window_amount_tokens_by_token: byToken,
+    model_version: MODEL_VERSION,
+    score_kind: SCORE_KIND,
+    as_of: store.snapshot.as_of,
+    synthetic: unlocks.some((u) => u.synthetic),
+    unlocks,
+  };
+}
+
+export function summaryIn(
+  store: UnlockStore,
+  list: readonly Prepared[],
+  symbol: string,
+  t: number,
+  lookbackDays: number,
+): RiskSummary {
+  const rec = store.tokenBySymbol.get(symbol.toLowerCase());
+  if (!rec) throw new Error(`no token ${symbol}`);
+  const end = t + lookbackDays;
+  const inWindow = eventsInWindow(list, t, lookbackDays);
+  const next = list.find((p) => p.scored.event.day >= t) ?? null;
+  const tokensUnlocking = inWindow.reduce((s, w) => s + w.tokens, 0);
+  const usdUnlocking = inWindow.reduce((s, w) => s + w.usd, 0);
+  // Estimated circulating supply today: what the schedule has released before today (method stated).
+  const circ = rec.supply.circulating ?? scheduledReleasedBefore(rec, t);
+  const byCat = new Map<RecipientCategory, CategoryTotal>();
+  for (const w of inWindow) {
+    const c = w.p.scored.event.recipientCategory;
+    const cur = byCat.get(c) ?? { category: c, event_count: 0, amount_tokens: 0, amount_usd: 0 };
+    cur.event_count++;
+    cur.amount_tokens += w.tokens;
+    cur.amount_usd += w.usd;
+    byCat.set(c, cur);
+  }
+  const maxScore = inWindow.reduce((m, w) => Math.max(m, w.p.base.risk_score), Number.NEGATIVE_INFINITY);
+  const top = [...inWindow]
+    .sort((a, b) => b.p.base.risk_score - a.p.base.risk_score || a.p.scored.event.day - b.p.scored.event.day)
+    .slice(0, TOP_EVENTS)
+    .map((w) => windowItem(w, t));
+  const out: RiskSummary = {
+    token: rec.symbol,
+    token_name: rec.name,
+    windowDays: lookbackDays,
+    window_start: formatDay(t),
+    window_end: formatDay(end),
+    window_covers:
+      "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete releases on those days and each linear stream's daily share of those days",
+    eventCount: inWindow.length,
+    mean_risk_score:
+      inWindow.length === 0
+        ? null
+        : round(inWindow.reduce((s, w) => s + w.p.base.risk_score, 0) / inWindow.length, 2),
+    next_unlock:
+      next === null
+        ? null
+        : {
+            unlock_event_id: next.base.unlock_event_id,
+            unlock_date: next.base.unlock_date,
+            days_until: next.scored.event.day - t,
+            in_window: next.scored.event.day <= end,
+            amount_tokens: next.base.amount_tokens,
+            amount_usd: next.base.amount_usd,
+            risk_score: next.base.risk_score,
+            risk_level: next.base.risk_level,
+          },
+    tokens_unlocking: round(tokensUnlocking, 4),
+    usd_unlocking: round(usdUnlocking, 2),
+    pct_max_supply_unlocking:
+      rec.max_supply !== null && rec.max_supply > 0
+        ? round((tokensUnlocking / rec.max_supply) * 100, 4)
+        : null,
+    pct_circulating_unlocking: circ > 0 ? round((tokensUnlocking / circ) * 100, 4) : null,
+    circulating_supply: circ > 0 ? round(circ, 2) : null,
+    circulating_method:
+      rec.supply.circulating === null
+        ? CIRCULATING_METHOD
+        : `reported circulating supply as of ${rec.supply.as_of}`,
+    market: {
+      price_usd: rec.market.price_usd,
+      price_as_of: rec.market.as_of,
+      adv_30d_usd: rec.market.adv_30d_usd === null ? null : round(rec.market.adv_30d_usd, 2),
+      adv_as_of: rec.market.as_of,
+      depth_2pct_usd: rec.market.depth_2pct_usd,
+      venue: rec.market.venue ?? null,
+      instrument: rec.market.instrument ?? null,
+      source_url: rec.market.source_url,
+      stale_days: t - parseDay(rec.market.as_of),
+      circulating_supply_estimate: circ > 0 ? round(circ, 2) : null,
+      circulating_method:
+        rec.supply.circulating === null
+          ? CIRCULATING_METHOD
+          : `reported circulating supply as of ${rec.supply.as_of}`,
+    },
+    by_category: [...byCat.values()]
+      .map((c) => ({ ...c, amount_tokens: round(c.amount_tokens, 4), amount_usd: round(c.amount_usd, 2) }))
+      .sort((a, b) => b.amount_usd - a.amount_usd),
+    top_events: top,
+    model_version: MODEL_VERSION,
+    score_kind: SCORE_KIND,
+    as_of: store.snapshot.as_of,
+    synthetic: rec.market.synthetic || inWindow.some((w) => w.p.base.synthetic),
+  };
+  if (inWindow.length > 0) {
+    out.maxRiskScore = maxScore;
+    out.riskLevel = riskLevel(maxScore);
+  }
+  return out;
+}
