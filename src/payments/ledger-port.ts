@@ -61,6 +61,8 @@ export interface Receipt {
   response: StoredResponse | null;
   /** Null while nothing was delivered; stays set after the response itself is purged. */
   responseExpiresAt: string | null;
+  /** The authorization's validBefore (unix seconds, decimal), when known: past it, an unused one never settles. */
+  validBefore: string | null;
 }
 
 export interface ClaimRequest {
@@ -71,6 +73,8 @@ export interface ClaimRequest {
   amount: string;
   payTo: string;
   ppRef?: string | undefined;
+  /** The authorization's validBefore (unix seconds, decimal); kept on the receipt for the reconciler. */
+  validBefore?: string | undefined;
   idempotency?: { key: string; ttlMs: number } | undefined;
   incarnation: string;
   /** How long a `claimed` row stays locked if its request never finishes (a hung client); settling rows never expire. */

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS receipts (
   settled_at TEXT,
   response TEXT,
   response_expires_at TEXT,
+  valid_before TEXT,
   UNIQUE (network, asset, payer, nonce)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS receipts_transaction ON receipts("transaction") WHERE "transaction" IS NOT NULL;
@@ -95,6 +96,7 @@ interface ReceiptRow {
   settled_at: string | null;
   response: string | null;
   response_expires_at: string | null;
+  valid_before: string | null;
 }
 
 const toReceipt = (r: ReceiptRow): Receipt => ({
@@ -116,6 +118,7 @@ const toReceipt = (r: ReceiptRow): Receipt => ({
   settledAt: r.settled_at,
   response: r.response ? (JSON.parse(r.response) as StoredResponse) : null,
   responseExpiresAt: r.response_expires_at,
+  validBefore: r.valid_before,
 });
 
 /** Statuses that hold a cap slot: paid, or possibly being paid. */
@@ -138,6 +141,8 @@ export function openSqliteLedger(path: string): LedgerPort {
   db.pragma("busy_timeout = 5000");
   migrateLegacy(db);
   db.exec(SCHEMA);
+  const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
+  if (!cols.some((c) => c.name === "valid_before")) db.exec("ALTER TABLE receipts ADD COLUMN valid_before TEXT");
 
   const st = {
     byId: db.prepare("SELECT * FROM receipts WHERE id = ?"),
@@ -151,13 +156,15 @@ export function openSqliteLedger(path: string): LedgerPort {
     ),
     insertClaim:
       db.prepare(`INSERT INTO receipts (id, network, asset, payer, nonce, route, request_fingerprint,
-      x402_version, amount, pay_to, pp_ref, idempotency_key, status, incarnation, lock_expires_at, created_at, updated_at)
+      x402_version, amount, pay_to, pp_ref, idempotency_key, status, incarnation, lock_expires_at, created_at, updated_at,
+      valid_before)
       VALUES (@id, @network, @asset, @payer, @nonce, @route, @request_fingerprint, @x402_version, @amount, @pay_to,
-      @pp_ref, @idempotency_key, 'claimed', @incarnation, @lock_expires_at, @now, @now)`),
+      @pp_ref, @idempotency_key, 'claimed', @incarnation, @lock_expires_at, @now, @now, @valid_before)`),
     retakeClaim: db.prepare(`UPDATE receipts SET route = @route, request_fingerprint = @request_fingerprint,
       x402_version = @x402_version, amount = @amount, pay_to = @pay_to, pp_ref = @pp_ref,
       idempotency_key = @idempotency_key, status = 'claimed', "transaction" = NULL, error = NULL,
-      incarnation = @incarnation, lock_expires_at = @lock_expires_at, updated_at = @now WHERE id = @id`),
+      incarnation = @incarnation, lock_expires_at = @lock_expires_at, updated_at = @now, valid_before = @valid_before
+      WHERE id = @id`),
     upsertIdem:
       db.prepare(`INSERT OR REPLACE INTO idempotency (payer, key, request_fingerprint, network, asset, nonce,
       receipt_id, incarnation, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -249,6 +256,7 @@ export function openSqliteLedger(path: string): LedgerPort {
       idempotency_key: req.idempotency?.key ?? null,
       incarnation: req.incarnation,
       lock_expires_at: new Date(req.now.getTime() + req.lockTtlMs).toISOString(),
+      valid_before: req.validBefore ?? null,
       now,
     };
     if (existing) st.retakeClaim.run(params);

@@ -34,6 +34,7 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       amount: "20000",
       payTo: "0x00000000000000000000000000000000000000aa",
       ppRef: "ref",
+      validBefore: "9999999999",
       incarnation: "inc-a",
       lockTtlMs: 60_000,
       now: T0,
@@ -61,6 +62,7 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       });
       expect(r.status).toBe("claimed");
       expect(r.incarnation).toBe("inc-a");
+      expect(r.validBefore).toBe("9999999999");
       // The same authorization in another spelling is the same payment.
       expect((await ledger.claimAuthorization(req(1))).kind).toBe("in_progress");
       expect((await ledger.receiptFor(identity(1, { network: "BASE" })))?.id).toBe(r.id);
