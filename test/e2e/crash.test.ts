@@ -104,7 +104,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
   proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-}, 120_000);
+}, 300_000); // the devnet compiles and boots slowly on a loaded machine
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");

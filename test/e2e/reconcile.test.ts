@@ -68,7 +68,7 @@ beforeAll(async () => {
       CHAIN_RPC_URL: devnet.rpcUrl,
     }),
   );
-}, 120_000);
+}, 300_000); // the devnet compiles and boots slowly on a loaded machine
 
 afterAll(async () => {
   await server?.stop();
