@@ -75,6 +75,7 @@ async function startChild(env: Record<string, string>) {
       PAY_TO: devnet.payTo,
       CHAIN_RPC_URL: devnet.rpcUrl,
       RATE_LIMIT_MAX: "100000",
+      MAX_EVENT_LOOP_DELAY_MS: "0", // no load shedding: this test is about crashes, not overload
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
