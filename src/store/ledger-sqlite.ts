@@ -1,0 +1,374 @@
+import { randomUUID } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import {
+  type ClaimRequest,
+  type ClaimResult,
+  type Incarnation,
+  type LedgerPort,
+  normalizeIdentity,
+  type PaymentIdentity,
+  type Receipt,
+  type ReceiptStatus,
+  type StoredResponse,
+} from "../payments/ledger-port.js";
+
+/**
+ * The ledger port on SQLite (WAL, synchronous FULL): one process, one file. Every operation is one synchronous
+ * transaction (better-sqlite3), so it is atomic against every other request of the process; the port's promises only
+ * wrap it. Every write is committed before the HTTP response leaves, so a crash never loses a receipt a client saw.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS receipts (
+  id TEXT PRIMARY KEY,
+  network TEXT NOT NULL,
+  asset TEXT NOT NULL,
+  payer TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  route TEXT NOT NULL,
+  request_fingerprint TEXT NOT NULL,
+  x402_version INTEGER NOT NULL,
+  amount TEXT NOT NULL,
+  pay_to TEXT NOT NULL,
+  pp_ref TEXT,
+  idempotency_key TEXT,
+  status TEXT NOT NULL,
+  "transaction" TEXT,
+  error TEXT,
+  incarnation TEXT,
+  lock_expires_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  settled_at TEXT,
+  response TEXT,
+  response_expires_at TEXT,
+  valid_before TEXT,
+  UNIQUE (network, asset, payer, nonce)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS receipts_transaction ON receipts("transaction") WHERE "transaction" IS NOT NULL;
+CREATE INDEX IF NOT EXISTS receipts_route_created ON receipts(route, created_at);
+CREATE INDEX IF NOT EXISTS receipts_status ON receipts(status, created_at);
+CREATE INDEX IF NOT EXISTS receipts_incarnation ON receipts(incarnation, status);
+CREATE TABLE IF NOT EXISTS idempotency (
+  payer TEXT NOT NULL,
+  key TEXT NOT NULL,
+  request_fingerprint TEXT NOT NULL,
+  network TEXT NOT NULL,
+  asset TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  receipt_id TEXT NOT NULL,
+  incarnation TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  PRIMARY KEY (payer, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_receipt ON idempotency(receipt_id);
+CREATE INDEX IF NOT EXISTS idempotency_expiry ON idempotency(expires_at);
+CREATE TABLE IF NOT EXISTS incarnations (
+  id TEXT PRIMARY KEY,
+  started_at TEXT NOT NULL,
+  heartbeat_at TEXT NOT NULL,
+  ended_at TEXT
+);
+`;
+
+interface ReceiptRow {
+  id: string;
+  network: string;
+  asset: string;
+  payer: string;
+  nonce: string;
+  route: string;
+  request_fingerprint: string;
+  x402_version: number;
+  amount: string;
+  pay_to: string;
+  pp_ref: string | null;
+  idempotency_key: string | null;
+  status: ReceiptStatus;
+  transaction: string | null;
+  error: string | null;
+  incarnation: string | null;
+  lock_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+  settled_at: string | null;
+  response: string | null;
+  response_expires_at: string | null;
+  valid_before: string | null;
+}
+
+const toReceipt = (r: ReceiptRow): Receipt => ({
+  id: r.id,
+  identity: { network: r.network, asset: r.asset, payer: r.payer, nonce: r.nonce },
+  route: r.route,
+  requestFingerprint: r.request_fingerprint,
+  x402Version: r.x402_version,
+  amount: r.amount,
+  payTo: r.pay_to,
+  ppRef: r.pp_ref,
+  idempotencyKey: r.idempotency_key,
+  status: r.status,
+  transaction: r.transaction,
+  error: r.error,
+  incarnation: r.incarnation,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  settledAt: r.settled_at,
+  response: r.response ? (JSON.parse(r.response) as StoredResponse) : null,
+  responseExpiresAt: r.response_expires_at,
+  validBefore: r.valid_before,
+});
+
+/** Statuses that hold a cap slot: paid, or possibly being paid. */
+const LIVE = "('claimed', 'settling', 'settled', 'pending', 'unknown')";
+
+/** A ledger file from before the port (receipts keyed by a proof hash) is kept aside, not mixed in. */
+function migrateLegacy(db: Database.Database): void {
+  const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
+  if (cols.length === 0 || cols.some((c) => c.name === "nonce")) return;
+  db.exec(`ALTER TABLE receipts RENAME TO receipts_legacy;
+    DROP TABLE IF EXISTS idempotency; DROP TABLE IF EXISTS proof_locks;`);
+}
+
+export function openSqliteLedger(path: string): LedgerPort {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  // FULL: a receipt is on disk before the paid response is sent, even across a power loss.
+  db.pragma("synchronous = FULL");
+  db.pragma("busy_timeout = 5000");
+  migrateLegacy(db);
+  db.exec(SCHEMA);
+  const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
+  if (!cols.some((c) => c.name === "valid_before"))
+    db.exec("ALTER TABLE receipts ADD COLUMN valid_before TEXT");
+
+  const st = {
+    byId: db.prepare("SELECT * FROM receipts WHERE id = ?"),
+    byIdentity: db.prepare(
+      "SELECT * FROM receipts WHERE network = ? AND asset = ? AND payer = ? AND nonce = ?",
+    ),
+    byTransaction: db.prepare(`SELECT id FROM receipts WHERE "transaction" = ? AND id != ?`),
+    idem: db.prepare("SELECT * FROM idempotency WHERE payer = ? AND key = ? AND expires_at > ?"),
+    countLive: db.prepare(
+      `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE} AND id != ?`,
+    ),
+    insertClaim:
+      db.prepare(`INSERT INTO receipts (id, network, asset, payer, nonce, route, request_fingerprint,
+      x402_version, amount, pay_to, pp_ref, idempotency_key, status, incarnation, lock_expires_at, created_at, updated_at,
+      valid_before)
+      VALUES (@id, @network, @asset, @payer, @nonce, @route, @request_fingerprint, @x402_version, @amount, @pay_to,
+      @pp_ref, @idempotency_key, 'claimed', @incarnation, @lock_expires_at, @now, @now, @valid_before)`),
+    retakeClaim: db.prepare(`UPDATE receipts SET route = @route, request_fingerprint = @request_fingerprint,
+      x402_version = @x402_version, amount = @amount, pay_to = @pay_to, pp_ref = @pp_ref,
+      idempotency_key = @idempotency_key, status = 'claimed', "transaction" = NULL, error = NULL,
+      incarnation = @incarnation, lock_expires_at = @lock_expires_at, updated_at = @now, valid_before = @valid_before
+      WHERE id = @id`),
+    upsertIdem:
+      db.prepare(`INSERT OR REPLACE INTO idempotency (payer, key, request_fingerprint, network, asset, nonce,
+      receipt_id, incarnation, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    deleteIdemOf: db.prepare("DELETE FROM idempotency WHERE receipt_id = ?"),
+    deleteClaim: db.prepare("DELETE FROM receipts WHERE id = ? AND status = 'claimed' AND incarnation = ?"),
+    beginSettle: db.prepare(
+      "UPDATE receipts SET status = 'settling', updated_at = ? WHERE id = ? AND status = 'claimed' AND incarnation = ?",
+    ),
+    settle: db.prepare(`UPDATE receipts SET status = @status, "transaction" = @transaction, error = NULL,
+      updated_at = @now, settled_at = COALESCE(settled_at, @now),
+      response = COALESCE(@response, response), response_expires_at = COALESCE(@response_expires_at, response_expires_at)
+      WHERE id = @id`),
+    fail: db.prepare("UPDATE receipts SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
+    storeResponse: db.prepare(
+      "UPDATE receipts SET response = ?, response_expires_at = ?, updated_at = ? WHERE id = ? AND status IN ('settled', 'pending')",
+    ),
+    reclaim: db.prepare(
+      "UPDATE receipts SET status = 'claimed', incarnation = ?, lock_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'unknown'",
+    ),
+    unresolved: db.prepare("SELECT * FROM receipts WHERE status = 'unknown' ORDER BY created_at, id LIMIT ?"),
+    countPaid: db.prepare(
+      `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE}`,
+    ),
+    all: db.prepare("SELECT * FROM receipts ORDER BY created_at, id"),
+    startInc: db.prepare(
+      "INSERT OR REPLACE INTO incarnations (id, started_at, heartbeat_at, ended_at) VALUES (?, ?, ?, NULL)",
+    ),
+    heartbeat: db.prepare("UPDATE incarnations SET heartbeat_at = ? WHERE id = ?"),
+    endInc: db.prepare("UPDATE incarnations SET ended_at = ?, heartbeat_at = ? WHERE id = ?"),
+    incarnations: db.prepare("SELECT * FROM incarnations ORDER BY started_at, id"),
+    claimsOf: db.prepare("SELECT id FROM receipts WHERE incarnation = ? AND status = 'claimed'"),
+    deleteReceipt: db.prepare("DELETE FROM receipts WHERE id = ?"),
+    orphanSettling: db.prepare(
+      "UPDATE receipts SET status = 'unknown', error = 'incarnation_died', updated_at = ? WHERE incarnation = ? AND status = 'settling'",
+    ),
+    unknownOf: db.prepare(
+      "SELECT * FROM receipts WHERE incarnation = ? AND status = 'unknown' ORDER BY created_at, id",
+    ),
+    purgeIdem: db.prepare("DELETE FROM idempotency WHERE expires_at <= ?"),
+    purgeResponses: db.prepare(
+      "UPDATE receipts SET response = NULL WHERE response IS NOT NULL AND response_expires_at <= ?",
+    ),
+  };
+
+  const getRow = (id: string) => st.byId.get(id) as ReceiptRow | undefined;
+  const rowFor = (i: PaymentIdentity) =>
+    st.byIdentity.get(i.network, i.asset, i.payer, i.nonce) as ReceiptRow | undefined;
+
+  const claim = db.transaction((req: ClaimRequest): ClaimResult => {
+    const identity = normalizeIdentity(req.identity);
+    const now = req.now.toISOString();
+    if (req.idempotency) {
+      const rec = st.idem.get(identity.payer, req.idempotency.key, now) as
+        | { request_fingerprint: string; network: string; asset: string; nonce: string }
+        | undefined;
+      if (rec && rec.request_fingerprint !== req.requestFingerprint)
+        return { kind: "idempotency_conflict", reason: "different_request" };
+      if (
+        rec &&
+        (rec.network !== identity.network || rec.asset !== identity.asset || rec.nonce !== identity.nonce)
+      )
+        return { kind: "idempotency_conflict", reason: "different_payment" };
+    }
+    const existing = rowFor(identity);
+    if (existing) {
+      const lockLive = existing.lock_expires_at !== null && existing.lock_expires_at > now;
+      if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
+        return { kind: "in_progress", receipt: toReceipt(existing) };
+      if (existing.status === "settled" || existing.status === "pending")
+        return { kind: "paid", receipt: toReceipt(existing) };
+      if (existing.status === "unknown") return { kind: "unresolved", receipt: toReceipt(existing) };
+    }
+    if (req.cap) {
+      const used = (
+        st.countLive.get(req.route, req.cap.since.toISOString(), existing?.id ?? "") as { n: number }
+      ).n;
+      if (used >= req.cap.limit) return { kind: "cap_reached", used };
+    }
+    const id = existing?.id ?? randomUUID();
+    const params = {
+      id,
+      ...identity,
+      route: req.route,
+      request_fingerprint: req.requestFingerprint,
+      x402_version: req.x402Version,
+      amount: req.amount,
+      pay_to: req.payTo,
+      pp_ref: req.ppRef ?? null,
+      idempotency_key: req.idempotency?.key ?? null,
+      incarnation: req.incarnation,
+      lock_expires_at: new Date(req.now.getTime() + req.lockTtlMs).toISOString(),
+      valid_before: req.validBefore ?? null,
+      now,
+    };
+    if (existing) st.retakeClaim.run(params);
+    else st.insertClaim.run(params);
+    if (req.idempotency)
+      st.upsertIdem.run(
+        identity.payer,
+        req.idempotency.key,
+        req.requestFingerprint,
+        identity.network,
+        identity.asset,
+        identity.nonce,
+        id,
+        req.incarnation,
+        now,
+        new Date(req.now.getTime() + req.idempotency.ttlMs).toISOString(),
+      );
+    return { kind: "claimed", receipt: toReceipt(getRow(id) as ReceiptRow) };
+  });
+
+  const release = db.transaction((id: string, incarnation: string) => {
+    if (st.deleteClaim.run(id, incarnation).changes === 1) st.deleteIdemOf.run(id);
+  });
+
+  const settle = db.transaction((id: string, r: Parameters<LedgerPort["recordSettlement"]>[1]) => {
+    if (!getRow(id)) return { ok: false as const, reason: "not_found" as const };
+    const other = st.byTransaction.get(r.transaction, id) as { id: string } | undefined;
+    if (other)
+      return { ok: false as const, reason: "transaction_already_credited" as const, receiptId: other.id };
+    st.settle.run({
+      id,
+      status: r.status,
+      transaction: r.transaction,
+      now: r.now.toISOString(),
+      response: r.response ? JSON.stringify(r.response.value) : null,
+      response_expires_at: r.response ? r.response.expiresAt.toISOString() : null,
+    });
+    return { ok: true as const, receipt: toReceipt(getRow(id) as ReceiptRow) };
+  });
+
+  const fail = db.transaction((id: string, status: "failed" | "unknown", error: string, now: string) => {
+    st.fail.run(status, error, now, id);
+    // A refused settlement frees the payer's key: nothing was bought with it.
+    if (status === "failed") st.deleteIdemOf.run(id);
+  });
+
+  const releaseIncarnation = db.transaction((id: string, now: string) => {
+    const claims = st.claimsOf.all(id) as { id: string }[];
+    for (const c of claims) {
+      st.deleteIdemOf.run(c.id);
+      st.deleteReceipt.run(c.id);
+    }
+    st.orphanSettling.run(now, id);
+    st.endInc.run(now, now, id);
+    return {
+      releasedClaims: claims.length,
+      unresolved: (st.unknownOf.all(id) as ReceiptRow[]).map(toReceipt),
+    };
+  });
+
+  const purge = db.transaction((now: string) => ({
+    idempotency: st.purgeIdem.run(now).changes,
+    responses: st.purgeResponses.run(now).changes,
+  }));
+
+  return {
+    claimAuthorization: async (req) => claim(req),
+    releaseClaim: async (id, incarnation) => release(id, incarnation),
+    beginSettlement: async (id, incarnation, now) =>
+      st.beginSettle.run(now.toISOString(), id, incarnation).changes === 1,
+    recordSettlement: async (id, record) => settle(id, record),
+    recordFailure: async (id, o) => fail(id, o.status, o.error, o.now.toISOString()),
+    storeResponse: async (id, response, expiresAt, now) =>
+      void st.storeResponse.run(JSON.stringify(response), expiresAt.toISOString(), now.toISOString(), id),
+    reclaimUnresolved: async (id, incarnation, lockTtlMs, now) =>
+      st.reclaim.run(incarnation, new Date(now.getTime() + lockTtlMs).toISOString(), now.toISOString(), id)
+        .changes === 1,
+    receipt: async (id) => {
+      const row = getRow(id);
+      return row ? toReceipt(row) : undefined;
+    },
+    receiptFor: async (identity) => {
+      const row = rowFor(normalizeIdentity(identity));
+      return row ? toReceipt(row) : undefined;
+    },
+    unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
+    countPaidSince: async (route, since) => (st.countPaid.get(route, since.toISOString()) as { n: number }).n,
+    receipts: async () => (st.all.all() as ReceiptRow[]).map(toReceipt),
+    startIncarnation: async (id, now) => void st.startInc.run(id, now.toISOString(), now.toISOString()),
+    heartbeat: async (id, now) => void st.heartbeat.run(now.toISOString(), id),
+    endIncarnation: async (id, now) => void st.endInc.run(now.toISOString(), now.toISOString(), id),
+    incarnations: async () =>
+      (
+        st.incarnations.all() as {
+          id: string;
+          started_at: string;
+          heartbeat_at: string;
+          ended_at: string | null;
+        }[]
+      ).map(
+        (r): Incarnation => ({
+          id: r.id,
+          startedAt: r.started_at,
+          heartbeatAt: r.heartbeat_at,
+          endedAt: r.ended_at,
+        }),
+      ),
+    releaseIncarnation: async (id, now) => releaseIncarnation(id, now.toISOString()),
+    purgeExpired: async (now) => purge(now.toISOString()),
+    close: async () => {
+      db.close();
+    },
+  };
+}
