@@ -1,6 +1,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
+import { parseConfig } from "../../src/config.js";
+import { openConfiguredLedger } from "../../src/store/ledger-factory.js";
 import { migratePostgres, openPostgresLedger } from "../../src/store/ledger-postgres.js";
 import { POSTGRES_MIGRATIONS } from "../../src/store/migrations/postgres.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
@@ -195,6 +197,30 @@ describe("postgres ledger", () => {
     } finally {
       await close();
     }
+  });
+
+  it("LEDGER_URL selects PostgreSQL (shared by instances); without it the ledger is the SQLite file", async () => {
+    const url = await server.freshSchema();
+    const opened = await openConfiguredLedger(parseConfig({ LEDGER_URL: url }));
+    try {
+      expect([opened.backend, opened.shared]).toEqual(["postgres", true]);
+      expect((await opened.ledger.claimAuthorization(req(1))).kind).toBe("claimed");
+      const direct = await openPostgresLedger(url);
+      expect(await direct.receipts()).toHaveLength(1); // it wrote to that database, not to a file
+      await direct.close();
+    } finally {
+      await opened.ledger.close();
+    }
+    const sqlite = await openConfiguredLedger(parseConfig({ LEDGER_PATH: ":memory:" }));
+    expect([sqlite.backend, sqlite.shared]).toEqual(["sqlite", false]);
+    await sqlite.ledger.close();
+  });
+
+  it("a LEDGER_URL error names the variable without showing its password", () => {
+    expect(() => parseConfig({ LEDGER_URL: "mysql://app:s3cret@db:3306/x" })).toThrow(
+      /LEDGER_URL: .*mysql:\/\/app:\*\*\*@db:3306\/x/,
+    );
+    expect(() => parseConfig({ LEDGER_URL: "mysql://app:s3cret@db:3306/x" })).not.toThrow(/s3cret/);
   });
 
   it("refuses to open on an unreachable database with an error, not a hang", async () => {
