@@ -32,6 +32,8 @@ type Queryable = pg.Pool | pg.PoolClient;
 const LOCK_IDEMPOTENCY = 40201;
 const LOCK_IDENTITY = 40202;
 const LOCK_ROUTE = 40203;
+/** Held for its whole life by the process an incarnation belongs to, on a connection of its own. */
+const LOCK_INCARNATION = 40204;
 /** Session lock serialising migrations between instances that start together. */
 const MIGRATION_LOCK = 4_020_402;
 
@@ -150,7 +152,7 @@ export async function openPostgresLedger(url: string, opts: PostgresLedgerOption
     await pool.end();
     throw err;
   }
-  return postgresLedger(pool);
+  return postgresLedger(pool, url);
 }
 
 async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
@@ -187,7 +189,63 @@ async function rowFor(q: Queryable, i: PaymentIdentity, forUpdate = false): Prom
   return r.rows[0];
 }
 
-function postgresLedger(pool: pg.Pool): LedgerPort {
+/**
+ * An incarnation's liveness as PostgreSQL sees it: a session advisory lock on a connection of its own. The server
+ * drops the lock when that connection ends, however the process ended (kill -9, lost host), so another instance
+ * knows at once, without waiting for a heartbeat to go stale. A connection lost while the process lives is
+ * re-established and the lock taken again; in between the incarnation looks dead (its claims may be released, its
+ * settling receipts go to the reconciler, which only ever records what the chain shows).
+ */
+function incarnationLocks(url: string) {
+  const held = new Map<string, { client: pg.Client; ending: boolean }>();
+
+  async function hold(id: string): Promise<void> {
+    const client = new pg.Client({ connectionString: url });
+    const entry = { client, ending: false };
+    held.set(id, entry);
+    const retake = () => {
+      if (entry.ending || held.get(id) !== entry) return;
+      held.delete(id);
+      const retry = () =>
+        hold(id).catch(() => {
+          if (!entry.ending) setTimeout(retry, 1000).unref();
+        });
+      setTimeout(retry, 100).unref();
+    };
+    client.on("error", () => undefined);
+    client.on("end", retake);
+    await client.connect();
+    const got = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [
+      LOCK_INCARNATION,
+      id,
+    ]);
+    if (!got.rows[0]?.ok) {
+      entry.ending = true;
+      held.delete(id);
+      await client.end().catch(() => undefined);
+      throw new Error(`incarnation ${id} is held by another live process`);
+    }
+  }
+
+  async function release(id: string): Promise<void> {
+    const entry = held.get(id);
+    if (!entry) return;
+    entry.ending = true;
+    held.delete(id);
+    await entry.client.end().catch(() => undefined);
+  }
+
+  return {
+    hold: async (id: string) => {
+      if (!held.has(id)) await hold(id);
+    },
+    release,
+    releaseAll: () => Promise.all([...held.keys()].map(release)),
+  };
+}
+
+function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
+  const locks = incarnationLocks(url);
   const claim = (req: ClaimRequest): Promise<ClaimResult> =>
     inTransaction(pool, async (c) => {
       const identity = normalizeIdentity(req.identity);
@@ -431,6 +489,7 @@ function postgresLedger(pool: pg.Pool): LedgerPort {
     receipts: async () =>
       (await pool.query<ReceiptRow>("SELECT * FROM receipts ORDER BY created_at, id")).rows.map(toReceipt),
     startIncarnation: async (id, now) => {
+      await locks.hold(id);
       await pool.query(
         `INSERT INTO incarnations (id, started_at, heartbeat_at, ended_at) VALUES ($1, $2, $2, NULL)
          ON CONFLICT (id) DO UPDATE SET started_at = $2, heartbeat_at = $2, ended_at = NULL`,
@@ -442,11 +501,22 @@ function postgresLedger(pool: pg.Pool): LedgerPort {
     },
     endIncarnation: async (id, now) => {
       await pool.query("UPDATE incarnations SET ended_at = $1, heartbeat_at = $1 WHERE id = $2", [now, id]);
+      await locks.release(id);
     },
     incarnations: async () =>
       (
-        await pool.query<{ id: string; started_at: Date; heartbeat_at: Date; ended_at: Date | null }>(
-          "SELECT * FROM incarnations ORDER BY started_at, id",
+        await pool.query<{
+          id: string;
+          started_at: Date;
+          heartbeat_at: Date;
+          ended_at: Date | null;
+          alive: boolean;
+        }>(
+          `SELECT i.*, EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+             AND l.classid = $1::oid AND l.objid = hashtext(i.id)::oid AND l.objsubid = 2) AS alive
+           FROM incarnations i ORDER BY started_at, id`,
+          [LOCK_INCARNATION],
         )
       ).rows.map(
         (r): Incarnation => ({
@@ -454,6 +524,7 @@ function postgresLedger(pool: pg.Pool): LedgerPort {
           startedAt: r.started_at.toISOString(),
           heartbeatAt: r.heartbeat_at.toISOString(),
           endedAt: iso(r.ended_at),
+          alive: r.alive,
         }),
       ),
     releaseIncarnation,
@@ -468,6 +539,9 @@ function postgresLedger(pool: pg.Pool): LedgerPort {
             )
           ).rowCount ?? 0,
       })),
-    close: () => pool.end(),
+    close: async () => {
+      await locks.releaseAll();
+      await pool.end();
+    },
   };
 }

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
@@ -196,6 +197,68 @@ describe("postgres ledger", () => {
       expect(await a.reclaimUnresolved(settling.receipt.id, "inc-a", 1000, T0)).toBe(false);
     } finally {
       await close();
+    }
+  });
+
+  it("tells a live incarnation from a dead one at once: a closed instance, and a process killed with SIGKILL", async () => {
+    const [a, b, close] = await twoInstances();
+    const url = await server.freshSchema();
+    try {
+      await a.startIncarnation("inc-a", T0);
+      await b.startIncarnation("inc-b", T0);
+      const alive = async (l: LedgerPort) =>
+        Object.fromEntries((await l.incarnations()).map((i) => [i.id, i.alive]));
+      expect(await alive(b)).toEqual({ "inc-a": true, "inc-b": true });
+      await expect(b.startIncarnation("inc-a", T0)).rejects.toThrow(/held by another live process/);
+      await a.close(); // a process that stops without ending its incarnation (its heartbeat is still fresh)
+      expect(await alive(b)).toEqual({ "inc-a": false, "inc-b": true });
+
+      // A separate process holding an incarnation, then kill -9.
+      const child = spawn(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          "-e",
+          `const { openPostgresLedger } = await import("./src/store/ledger-postgres.ts");
+           const l = await openPostgresLedger(process.env.URL);
+           await l.startIncarnation("inc-child", new Date());
+           process.stdout.write("holding\\n");
+           setInterval(() => {}, 1000);`,
+        ],
+        { env: { ...process.env, URL: url }, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      const exited = new Promise((r) => child.once("exit", (code, signal) => r(signal ?? code)));
+      await new Promise<void>((resolve, reject) => {
+        let out = "";
+        child.stdout?.on("data", (d: Buffer) => {
+          out += d.toString();
+          if (out.includes("holding")) resolve();
+        });
+        child.stderr?.on("data", (d: Buffer) => {
+          out += d.toString();
+        });
+        void exited.then(() => reject(new Error(`child exited before holding: ${out}`)));
+      });
+      const c = await openPostgresLedger(url);
+      try {
+        expect(await alive(c)).toEqual({ "inc-child": true });
+        child.kill("SIGKILL");
+        expect(await exited).toBe("SIGKILL");
+        // The server notices the dropped connection as soon as it reads from it: wait for that event, bounded.
+        let seen: Record<string, boolean | undefined> = {};
+        for (let i = 0; i < 200; i++) {
+          seen = await alive(c);
+          if (seen["inc-child"] === false) break;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+        expect(seen).toEqual({ "inc-child": false });
+        expect((await c.incarnations())[0]?.endedAt).toBeNull(); // it never ended itself: dead, not finished
+      } finally {
+        await c.close();
+      }
+    } finally {
+      await close().catch(() => undefined);
     }
   });
 
