@@ -177,7 +177,7 @@ async function main(): Promise<void> {
     ),
   );
   await app.close();
-  ledger.close();
+  await ledger.close();
 
   const w = Math.max(...results.map((r) => r.name.length));
   process.stdout.write(`bench: ${RUN_MS} ms per case, sequential, Node ${process.version}\n`);

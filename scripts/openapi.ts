@@ -39,7 +39,7 @@ export async function generateOpenApi(): Promise<string> {
   await app.ready();
   const doc = `${JSON.stringify(app.swagger(), null, 2)}\n`;
   await app.close();
-  ledger.close();
+  await ledger.close();
   return doc;
 }
 

@@ -140,8 +140,8 @@ async function main(): Promise<void> {
 
   await server.stop("SIGTERM");
   const ledger = openLedger(ledgerPath);
-  const receipts = ledger.receipts();
-  ledger.close();
+  const receipts = await ledger.receipts();
+  await ledger.close();
   rmSync(dir, { recursive: true, force: true });
 
   const byStatus = new Map<string, number>();

@@ -7,16 +7,17 @@ import underPressure from "@fastify/under-pressure";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
-import { HttpProblem, registerProblemHandlers } from "./http/problem.js";
+import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
 import payments from "./payments/plugin.js";
-import type { Reconciler } from "./payments/reconcile.js";
+import type { PaymentObserver } from "./payments/events.js";
+import type { LedgerPort } from "./payments/ledger-port.js";
+import type { ChainReader } from "./payments/reconcile.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { metaRoutes } from "./routes/meta.js";
 import { unlockRoutes } from "./routes/unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
-import type { Ledger } from "./store/ledger.js";
 import type { UnlockService } from "./unlocks/service.js";
 
 export const SERVICE_VERSION = "1.0.0";
@@ -25,10 +26,16 @@ export interface AppDeps {
   config: Config;
   unlocks: UnlockService;
   benchmark: BenchmarkService;
-  ledger: Ledger;
+  ledger: LedgerPort;
   gateway: FacilitatorGateway;
-  /** Recovers lost settlements from the chain (optional). */
-  reconciler?: Reconciler | undefined;
+  /** Settles lost settlement outcomes from the chain (optional). */
+  chain?: ChainReader | undefined;
+  /** Payment outcomes, facilitator latency, circuit state, reconciler backlog (metrics). */
+  paymentObserver?: PaymentObserver;
+  /** Clock of the payment core (tests inject one); default real time. */
+  paymentsClock?: () => Date;
+  /** Background reconciler / heartbeat period in ms; 0 (tests) runs it once at start only. */
+  paymentsMaintenanceMs?: number;
   payTo: `0x${string}`;
   /** Human label of the facilitator in use (URL, "cdp" or "devnet"); shown on GET /. */
   facilitatorLabel: string;
@@ -63,6 +70,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestTimeout: config.requestTimeoutMs,
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",
+    clientErrorHandler: clientErrorProblem,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -139,8 +147,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ledger: deps.ledger,
     terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds },
     publicBaseUrl: config.publicBaseUrl,
+    requirePublicBaseUrl: config.env === "production",
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
-    reconciler: deps.reconciler,
+    chain: deps.chain,
+    // Payment time is real time (authorization validity, retention), whatever clock the domain data is read at.
+    ...(deps.paymentsClock ? { clock: deps.paymentsClock } : {}),
+    ...(deps.paymentObserver ? { observer: deps.paymentObserver } : {}),
+    maintenanceMs: deps.paymentsMaintenanceMs ?? 0,
   });
   await app.register(metaRoutes, {
     payTo: deps.payTo,

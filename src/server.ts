@@ -8,7 +8,7 @@ import {
   createFacilitatorGateway,
   facilitatorTarget,
 } from "./payments/facilitator.js";
-import { createChainReconciler } from "./payments/reconcile.js";
+import { createChainReader } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
@@ -58,7 +58,8 @@ async function serve(
     }),
     ledger,
     gateway: createFacilitatorGateway(client, config.circuit),
-    reconciler: rpcUrl ? createChainReconciler(rpcUrl) : undefined,
+    chain: rpcUrl ? createChainReader(rpcUrl) : undefined,
+    paymentsMaintenanceMs: 30_000,
     payTo,
     facilitatorLabel:
       facilitator.kind === "cdp"
@@ -70,7 +71,7 @@ async function serve(
 
   const stop = async () => {
     await app.close(); // waits for in-flight requests, so paid calls finish and settle first
-    ledger.close();
+    await ledger.close();
     await devnet?.stop();
   };
   const address = await app.listen({ host: config.host, port: config.port });

@@ -1,3 +1,4 @@
+import type { Duplex } from "node:stream";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 /** RFC 9457 problem details. `errors` lists each invalid field with a JSON pointer into the part it came from. */
@@ -30,6 +31,7 @@ const TITLES: Record<number, string> = {
   409: "Conflict",
   413: "Content Too Large",
   415: "Unsupported Media Type",
+  431: "Request Header Fields Too Large",
   422: "Unprocessable Content",
   429: "Too Many Requests",
   500: "Internal Server Error",
@@ -170,4 +172,25 @@ export function registerProblemHandlers(app: FastifyInstance): void {
     const instance = problemInstance(request);
     return sendProblem(reply, problem(404, "not-found", `No route ${request.method} ${instance}.`, instance));
   });
+}
+
+/**
+ * Node-level rejections (a bad request line, headers too large, a request timeout) happen before Fastify has a request
+ * or a reply: this writes them to the socket as problem+json too, like every other error the server emits.
+ */
+export function clientErrorProblem(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, slug, detail] =
+    err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "request-timeout", "The request was not received in time."]
+      : err.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "headers-too-large", "The request headers are too large."]
+        : [400, "bad-request", "The request is not valid HTTP."];
+  const body = JSON.stringify(problem(status, slug, detail, "/"));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${TITLES[status] ?? "Error"}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy(err);
 }

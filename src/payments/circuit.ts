@@ -38,3 +38,15 @@ export function recordFailure(state: CircuitState, opts: CircuitOptions, now: nu
   state.trialInFlight = false;
   if (state.openedAt !== null || state.failures >= opts.failureThreshold) state.openedAt = now;
 }
+
+/** A call that failed for a reason of ours or the sender's: no verdict on the facilitator, but a trial slot is freed. */
+export function recordNeutral(state: CircuitState): void {
+  state.trialInFlight = false;
+}
+
+export type CircuitLabel = "closed" | "open" | "half_open";
+
+export function circuitLabel(state: Readonly<CircuitState>): CircuitLabel {
+  if (state.openedAt === null) return "closed";
+  return state.trialInFlight ? "half_open" : "open";
+}

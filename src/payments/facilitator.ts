@@ -18,6 +18,7 @@ import {
   type CircuitState,
   closedCircuit,
   recordFailure,
+  recordNeutral,
   recordSuccess,
 } from "./circuit.js";
 
@@ -66,32 +67,57 @@ export interface FacilitatorGateway {
   readonly circuit: Readonly<CircuitState>;
 }
 
-function classify(error: unknown, operation: string, retryAfterSeconds: number): FacilitatorFault {
-  if (error instanceof FacilitatorFault) return error;
+/** "Facilitator verify failed (503): …" — how @x402/core's HTTP client reports a non-2xx answer without a verdict. */
+const HTTP_STATUS = /^Facilitator \w+ failed \((\d{3})\)/;
+
+/**
+ * Maps an error of a facilitator call to the fault answered to the client, and says whether it is the facilitator's
+ * own fault (timeouts, unreachable, its 5xx, a malformed answer): only those count toward the circuit. Anything
+ * else — its 4xx to a request we built, or an error of our own process — must not let a sender trip the breaker.
+ */
+export function classify(
+  error: unknown,
+  operation: string,
+  retryAfterSeconds: number,
+): { fault: FacilitatorFault; counts: boolean } {
+  if (error instanceof FacilitatorFault) return { fault: error, counts: true };
   if (error instanceof FacilitatorTimeoutError)
-    return new FacilitatorFault(
-      503,
-      "facilitator_timeout",
-      retryAfterSeconds,
-      `facilitator ${operation} timed out`,
-    );
+    return {
+      fault: new FacilitatorFault(
+        503,
+        "facilitator_timeout",
+        retryAfterSeconds,
+        `facilitator ${operation} timed out`,
+      ),
+      counts: true,
+    };
   if (error instanceof FacilitatorResponseError)
-    return new FacilitatorFault(502, "facilitator_bad_response", retryAfterSeconds, error.message);
+    return {
+      fault: new FacilitatorFault(502, "facilitator_bad_response", retryAfterSeconds, error.message),
+      counts: true,
+    };
   const message = error instanceof Error ? error.message : String(error);
   // undici reports refused/reset connections and DNS failures as a TypeError("fetch failed").
-  if (error instanceof TypeError)
-    return new FacilitatorFault(
-      503,
-      "facilitator_unreachable",
+  if (error instanceof TypeError && message === "fetch failed")
+    return {
+      fault: new FacilitatorFault(
+        503,
+        "facilitator_unreachable",
+        retryAfterSeconds,
+        `facilitator ${operation}: ${message}`,
+      ),
+      counts: true,
+    };
+  const status = Number(HTTP_STATUS.exec(message)?.[1] ?? 0);
+  return {
+    fault: new FacilitatorFault(
+      502,
+      "facilitator_error",
       retryAfterSeconds,
       `facilitator ${operation}: ${message}`,
-    );
-  return new FacilitatorFault(
-    502,
-    "facilitator_error",
-    retryAfterSeconds,
-    `facilitator ${operation}: ${message}`,
-  );
+    ),
+    counts: status >= 500,
+  };
 }
 
 /**
@@ -120,8 +146,9 @@ export function createFacilitatorGateway(
       recordSuccess(circuit);
       return result;
     } catch (error) {
-      const fault = classify(error, operation, retryAfter());
-      recordFailure(circuit, opts, now());
+      const { fault, counts } = classify(error, operation, retryAfter());
+      if (counts) recordFailure(circuit, opts, now());
+      else recordNeutral(circuit);
       throw fault;
     }
   }

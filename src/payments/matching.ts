@@ -1,5 +1,5 @@
 import type { PaymentRequirements } from "@x402/core/types";
-import type { Proof } from "./proof.js";
+import type { ExactPayload, Proof } from "./proof.js";
 import {
   NETWORK_V1,
   type PaymentTerms,
@@ -77,4 +77,23 @@ export function requirementsFor(
     ok: true,
     requirements: requirementsV1(route, terms, resourceUrl) as unknown as PaymentRequirements,
   };
+}
+
+/**
+ * What the signed authorization itself must say to pay `requirements`, checked locally so that a proof the facilitator
+ * would refuse anyway never costs it a call. Answers with the exact scheme's reason code (as the facilitator would).
+ * validBefore keeps the facilitator's 6 s margin.
+ */
+export function authorizationMismatch(
+  exact: ExactPayload,
+  requirements: { payTo: string; amount: string },
+  nowSeconds: number,
+): string | undefined {
+  const a = exact.authorization;
+  if (a.to.toLowerCase() !== requirements.payTo.toLowerCase()) return "invalid_exact_evm_recipient_mismatch";
+  if (BigInt(a.value) !== BigInt(requirements.amount)) return "invalid_exact_evm_authorization_value";
+  if (BigInt(a.validBefore) < BigInt(nowSeconds + 6))
+    return "invalid_exact_evm_payload_authorization_valid_before";
+  if (BigInt(a.validAfter) > BigInt(nowSeconds)) return "invalid_exact_evm_payload_authorization_valid_after";
+  return undefined;
 }

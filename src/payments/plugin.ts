@@ -1,14 +1,25 @@
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { PROBLEM_CONTENT_TYPE, problem, problemInstance, sendProblem } from "../http/problem.js";
-import type { Ledger, StoredResponse } from "../store/ledger.js";
+import { circuitLabel } from "./circuit.js";
+import { noopObserver, type PaymentObserver, type PaymentOutcome } from "./events.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
-import { decideIdempotency } from "./idempotency.js";
-import { chooseProofHeader, HEADER_V1, HEADER_V2, requirementsFor } from "./matching.js";
-import { decodeProof, type Proof, proofFingerprint, requestFingerprint, sha256 } from "./proof.js";
-import type { Reconciler } from "./reconcile.js";
+import { validIdempotencyKey } from "./idempotency.js";
+import type { LedgerPort, PaymentIdentity, Receipt, StoredResponse } from "./ledger-port.js";
+import {
+  authorizationMismatch,
+  chooseProofHeader,
+  HEADER_V1,
+  HEADER_V2,
+  requirementsFor,
+} from "./matching.js";
+import { decodeProof, type Proof, requestFingerprint } from "./proof.js";
+import type { ChainReader } from "./reconcile.js";
+import { deadIncarnations, reconcileOnce, resolveFromChain } from "./reconciler.js";
 import {
   NETWORK_V1,
   type PaymentTerms,
@@ -16,35 +27,57 @@ import {
   paymentRequiredV2,
   type RoutePrice,
 } from "./requirements.js";
+import { evmChainId, signedByPayer } from "./signature.js";
 
 export interface PaymentsOptions {
   gateway: FacilitatorGateway;
-  ledger: Ledger;
+  ledger: LedgerPort;
   terms: PaymentTerms;
   publicBaseUrl: string | undefined;
+  /** Production: the 402 `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
+  requirePublicBaseUrl?: boolean;
   idempotencyTtlMs: number;
-  /** How long a proof stays locked if its request never finishes (crash, hung client). */
+  /** How long a delivered response is kept for a retry of the same proof and request (default: idempotencyTtlMs). */
+  responseRetentionMs?: number;
+  /** How long a claim stays locked if its request never finishes (a hung client); settling never expires. */
   lockTtlMs?: number;
-  /** Reads the chain to recover settlements whose outcome was lost; without it they are answered 409. */
-  reconciler?: Reconciler | undefined;
+  /** Reads the chain to settle lost settlement outcomes; without it they are answered 409 until resolved. */
+  chain?: ChainReader | undefined;
+  observer?: PaymentObserver;
+  clock?: () => Date;
+  /** This process's incarnation id (default: a fresh UUID). */
+  incarnation?: string;
+  /** One process per ledger (SQLite): every other unfinished incarnation is dead at start. */
+  singleInstance?: boolean;
+  /** With several instances: an incarnation whose heartbeat is older than this is dead. */
+  staleIncarnationMs?: number;
+  /** Background reconciler/heartbeat/purge period; 0 runs it only at start (tests call reconcileNow). */
+  maintenanceMs?: number;
 }
+
+/** A provisional cap, reserved atomically with the claim: `limit` paid calls since `since`. */
+export type CapRule = (now: Date) => { limit: number; since: Date } | undefined;
 
 export interface PaidRoute extends RoutePrice {
   /** Stable route id for receipts, e.g. "POST /v1/unlock-risk". */
   route: string;
+  cap?: CapRule | undefined;
 }
 
 interface PaymentContext {
   route: PaidRoute;
   proof: Proof;
   requirements: PaymentRequirements;
-  proofFingerprint: string;
+  identity: PaymentIdentity;
   requestFingerprint: string;
   idempotencyKey: string | undefined;
   ppRef: string | undefined;
-  settled: boolean;
-  /** A settlement found on chain for this proof (an earlier attempt whose outcome was lost): deliver, do not settle. */
-  recovered?: { receiptId: string; result: SettleResponse };
+  receiptId: string;
+  done: boolean;
+  /** It had an unknown settlement outcome before this request took it over: never forget that. */
+  reclaimed: boolean;
+  /** Already paid (found on chain), never delivered: deliver this settlement, do not settle again. */
+  deliver?: Receipt;
 }
 
 declare module "fastify" {
@@ -52,7 +85,12 @@ declare module "fastify" {
     payment: PaymentContext | null;
   }
   interface FastifyInstance {
-    payments: { guard(route: PaidRoute): preHandlerAsyncHookHandler };
+    payments: {
+      guard(route: PaidRoute): preHandlerAsyncHookHandler;
+      /** One reconciler pass now (tests, operations). */
+      reconcileNow(): Promise<{ resolved: number; remaining: number }>;
+      readonly incarnation: string;
+    };
   }
 }
 
@@ -62,7 +100,10 @@ const FAULT_DETAIL: Record<string, string> = {
   facilitator_bad_response: "The payment facilitator answered with malformed data.",
   facilitator_circuit_open: "The payment facilitator is failing; calls are paused for a short cool-down.",
   facilitator_error: "The payment facilitator answered with an error.",
+  facilitator_chain_unavailable: "The payment facilitator could not reach the chain to check the payment.",
 };
+
+const NONCE_USED = /nonce_already_used|transaction_failed|authorization.*used/i;
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
@@ -72,11 +113,43 @@ function header(request: FastifyRequest, name: string): string | undefined {
 const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) => {
   const { gateway, ledger, terms } = opts;
   const lockTtlMs = opts.lockTtlMs ?? 5 * 60_000;
+  const retentionMs = opts.responseRetentionMs ?? opts.idempotencyTtlMs;
+  const observer = opts.observer ?? noopObserver;
+  const clock = opts.clock ?? (() => new Date());
+  const incarnation = opts.incarnation ?? randomUUID();
+  const chain = opts.chain;
+  if (opts.requirePublicBaseUrl && !opts.publicBaseUrl)
+    throw new Error(
+      "PUBLIC_BASE_URL is required in production: the 402 resource must not come from the Host header",
+    );
 
   const resourceUrl = (request: FastifyRequest) =>
     `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${request.url}`;
 
-  /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
+  const outcome = (ctx: { route: PaidRoute; proof?: Proof }, o: PaymentOutcome) =>
+    observer.paymentOutcome({
+      route: ctx.route.route,
+      x402Version: ctx.proof?.version ?? 2,
+      outcome: o,
+      amount: ctx.route.amount,
+    });
+
+  let lastCircuit = circuitLabel(gateway.circuit);
+  async function timed<T>(operation: "verify" | "settle", call: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    let ok = false;
+    try {
+      const r = await call();
+      ok = true;
+      return r;
+    } finally {
+      observer.facilitatorCall({ operation, seconds: (performance.now() - t0) / 1000, ok });
+      const now = circuitLabel(gateway.circuit);
+      if (now !== lastCircuit) observer.circuitState(now);
+      lastCircuit = now;
+    }
+  }
+
   /** Sets the 402 status and headers; returns the body (v1 PaymentRequired on v1-capable routes, else a problem). */
   function prepare402(
     request: FastifyRequest,
@@ -102,11 +175,35 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   const paymentRequired = (request: FastifyRequest, reply: FastifyReply, route: PaidRoute, error: string) =>
     reply.send(prepare402(request, reply, route, error, "payment-required"));
 
-  const inProgress = (reply: FastifyReply, instance: string) =>
+  const busy = (reply: FastifyReply, instance: string, withKey: boolean) =>
     sendProblem(
       reply,
-      problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance),
+      withKey
+        ? problem(
+            409,
+            "request-in-progress",
+            "A request with this Idempotency-Key is still running.",
+            instance,
+          )
+        : problem(
+            409,
+            "payment-in-progress",
+            "This payment is already being used by another request.",
+            instance,
+          ),
       { "Retry-After": "1" },
+    );
+
+  const unconfirmed = (reply: FastifyReply, instance: string) =>
+    sendProblem(
+      reply,
+      problem(
+        409,
+        "settlement-unconfirmed",
+        "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
+        instance,
+      ),
+      { "Retry-After": "5", "Cache-Control": "no-store" },
     );
 
   /**
@@ -132,38 +229,78 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   const fault = (request: FastifyRequest, reply: FastifyReply, f: FacilitatorFault) =>
     reply.send(prepareFault(request, reply, f, "Nothing was charged; retry later."));
 
-  function release(ctx: Pick<PaymentContext, "proofFingerprint" | "idempotencyKey">) {
-    ledger.releaseProofLock(ctx.proofFingerprint);
-    if (ctx.idempotencyKey) ledger.dropIdempotency(ctx.idempotencyKey);
+  function replay(reply: FastifyReply, stored: StoredResponse) {
+    reply.code(stored.statusCode).headers(stored.headers).header("Idempotent-Replayed", "true");
+    return reply.send(stored.body);
   }
 
-  async function recover(request: FastifyRequest, ctx: PaymentContext): Promise<SettleResponse | undefined> {
-    if (!opts.reconciler) return undefined;
-    try {
-      const found = await opts.reconciler.findSettlement(ctx.proof.payload.payload, {
-        asset: ctx.requirements.asset,
-        payTo: terms.payTo,
-        amount: ctx.route.amount,
-      });
-      if (found)
-        request.log.info({ transaction: found.transaction }, "recovered a settlement from the chain");
-      return (
-        found && {
-          success: true,
-          transaction: found.transaction,
-          payer: found.payer,
-          network: ctx.requirements.network,
-        }
-      );
-    } catch (error) {
-      request.log.warn({ err: error }, "chain reconciliation failed");
-      return undefined;
-    }
+  function settlementHeader(version: 1 | 2, result: SettleResponse): [string, string] {
+    if (version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
+    const v1 = { ...result, network: NETWORK_V1 };
+    return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
   }
+
+  /**
+   * A claim that found the authorization already paid: the same request gets its response again (at least once); a
+   * different request needs a payment of its own.
+   */
+  function answerPaid(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    ctx: Omit<PaymentContext, "receiptId" | "done" | "reclaimed">,
+    r: Receipt,
+    now: Date,
+  ) {
+    const instance = problemInstance(request);
+    if (r.requestFingerprint !== ctx.requestFingerprint) {
+      outcome(ctx, "refused");
+      return paymentRequired(
+        request,
+        reply,
+        ctx.route,
+        "payment_already_used: this authorization has already paid for another request",
+      );
+    }
+    if (r.response && (!r.responseExpiresAt || Date.parse(r.responseExpiresAt) > now.getTime())) {
+      outcome(ctx, "replayed");
+      return replay(reply, r.response);
+    }
+    if (r.responseExpiresAt === null && r.transaction) {
+      // Paid (found on chain) and never delivered: run the handler and deliver, with no second settlement.
+      request.payment = { ...ctx, receiptId: r.id, done: false, reclaimed: false, deliver: r };
+      return;
+    }
+    outcome(ctx, "refused");
+    return sendProblem(
+      reply,
+      problem(
+        409,
+        "payment-already-used",
+        "This payment already bought this request's response, which is no longer kept (retention window passed).",
+        instance,
+      ),
+      { "Cache-Control": "no-store" },
+    );
+  }
+
+  /** Ends a claim that did not settle: released, or back to unknown when an earlier settlement may have happened. */
+  const giveBack = (ctx: Pick<PaymentContext, "receiptId" | "reclaimed">) =>
+    ctx.reclaimed
+      ? ledger.recordFailure(ctx.receiptId, { status: "unknown", error: "retry_not_settled", now: clock() })
+      : ledger.releaseClaim(ctx.receiptId, incarnation);
 
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
       const instance = problemInstance(request);
+      const now = clock();
+      // HEAD has no body to deliver: it shows the price and never verifies or settles a proof.
+      if (request.method === "HEAD")
+        return paymentRequired(
+          request,
+          reply,
+          route,
+          "payment required: HEAD never pays; send the proof with GET",
+        );
       const choice = chooseProofHeader(
         header(request, HEADER_V2),
         header(request, HEADER_V1),
@@ -190,174 +327,272 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         );
 
       const decoded = decodeProof(choice.name, choice.value);
-      if (!decoded.ok)
+      if (!decoded.ok) {
+        outcome({ route }, "refused");
         return sendProblem(reply, problem(400, "invalid-payment-header", decoded.detail, instance));
+      }
       const proof = decoded.proof;
       const matched = requirementsFor(proof, choice, route, terms, resourceUrl(request));
-      if (!matched.ok) return paymentRequired(request, reply, route, matched.error);
-      const requirements = matched.requirements;
-
-      const ctx: PaymentContext = {
-        route,
-        proof,
-        requirements,
-        proofFingerprint: proofFingerprint(proof),
-        requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
-        idempotencyKey: header(request, "idempotency-key"),
-        ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
-        settled: false,
-      };
-
-      if (ctx.idempotencyKey) {
-        const decision = decideIdempotency(
-          ledger.getIdempotency(ctx.idempotencyKey),
-          ctx.requestFingerprint,
-          ctx.proofFingerprint,
-        );
-        if (decision.kind === "mismatch")
-          return sendProblem(reply, problem(422, "idempotency-key-reused", decision.detail, instance));
-        if (decision.kind === "in_flight") return inProgress(reply, instance);
-        if (decision.kind === "replay") return replay(reply, decision.response);
+      if (!matched.ok) {
+        outcome({ route, proof }, "refused");
+        return paymentRequired(request, reply, route, matched.error);
       }
-
-      if (!ledger.acquireProofLock(ctx.proofFingerprint, lockTtlMs))
+      const requirements = matched.requirements;
+      const wrong = authorizationMismatch(
+        proof.exact,
+        { payTo: terms.payTo, amount: route.amount },
+        Math.floor(now.getTime() / 1000),
+      );
+      if (wrong) {
+        outcome({ route, proof }, "refused");
+        return paymentRequired(request, reply, route, wrong);
+      }
+      const idempotencyKey = header(request, "idempotency-key");
+      if (idempotencyKey !== undefined && !validIdempotencyKey(idempotencyKey))
         return sendProblem(
           reply,
           problem(
-            409,
-            "payment-in-progress",
-            "This payment proof is already being used by another request.",
+            400,
+            "invalid-idempotency-key",
+            "Idempotency-Key must be 1–255 visible ASCII characters.",
             instance,
           ),
-          { "Retry-After": "1" },
         );
-      if (
-        ctx.idempotencyKey &&
-        !ledger.startIdempotency(
-          ctx.idempotencyKey,
-          ctx.requestFingerprint,
-          ctx.proofFingerprint,
-          opts.idempotencyTtlMs,
-        )
-      ) {
-        ledger.releaseProofLock(ctx.proofFingerprint);
-        return inProgress(reply, instance);
-      }
 
-      const used = ledger.receiptForProof(ctx.proofFingerprint);
-      if (used && (used.status === "settled" || used.status === "pending")) {
-        release(ctx);
-        return paymentRequired(
-          request,
-          reply,
-          route,
-          "payment_already_used: this proof has already paid for a response",
-        );
-      }
+      const base = {
+        route,
+        proof,
+        requirements,
+        identity: {
+          network: requirements.network,
+          asset: requirements.asset,
+          payer: proof.exact.authorization.from,
+          nonce: proof.exact.authorization.nonce,
+        },
+        requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
+        idempotencyKey,
+        ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
+      };
 
-      try {
-        const verdict = await gateway.verify(proof.payload as PaymentPayload, requirements);
-        if (!verdict.isValid && used && (used.status === "unknown" || used.status === "settling")) {
-          // An earlier settlement of this very proof had no confirmed outcome, and the authorisation no longer
-          // verifies: most likely that settlement spent it. Look on chain; a fresh 402 would make a paying client
-          // pay again.
-          const recovered =
-            used.requestFingerprint === ctx.requestFingerprint ? await recover(request, ctx) : undefined;
-          if (recovered) {
-            ledger.finishReceipt(used.id, {
-              status: "settled",
-              payer: recovered.payer,
-              transaction: recovered.transaction,
-            });
-            ctx.recovered = { receiptId: used.id, result: recovered };
-            request.payment = ctx;
-            return;
-          }
-          release(ctx);
+      const claim = await ledger.claimAuthorization({
+        identity: base.identity,
+        route: route.route,
+        requestFingerprint: base.requestFingerprint,
+        x402Version: proof.version,
+        amount: route.amount,
+        payTo: terms.payTo,
+        ppRef: base.ppRef,
+        validBefore: proof.exact.authorization.validBefore,
+        idempotency: idempotencyKey ? { key: idempotencyKey, ttlMs: opts.idempotencyTtlMs } : undefined,
+        incarnation,
+        lockTtlMs,
+        cap: route.cap?.(now),
+        now,
+      });
+
+      let receiptId: string;
+      let reclaimed = false;
+      switch (claim.kind) {
+        case "idempotency_conflict":
           return sendProblem(
             reply,
             problem(
-              409,
-              "settlement-unconfirmed",
-              "An earlier settlement of this payment proof has not been confirmed and the proof no longer verifies. Do not pay again; check the authorization on chain or retry later.",
+              422,
+              "idempotency-key-reused",
+              claim.reason === "different_request"
+                ? "this Idempotency-Key was used with a different request"
+                : "this Idempotency-Key was used with a different payment proof",
               instance,
-              { error: verdict.invalidReason ?? "invalid_payment" },
             ),
-            { "Retry-After": "30", "Cache-Control": "no-store" },
           );
-        }
-        if (!verdict.isValid) {
-          release(ctx);
-          const reason = verdict.invalidReason ?? "invalid_payment";
-          return paymentRequired(
-            request,
+        case "cap_reached":
+          outcome(base, "refused");
+          return sendProblem(
             reply,
-            route,
-            verdict.invalidMessage ? `${reason}: ${verdict.invalidMessage}` : reason,
+            problem(
+              503,
+              "provisional-cap-reached",
+              "This route's provisional cap of paid calls is reached.",
+              instance,
+            ),
+            { "Retry-After": "3600" },
           );
+        case "in_progress":
+          return busy(
+            reply,
+            instance,
+            idempotencyKey !== undefined && claim.receipt.idempotencyKey === idempotencyKey,
+          );
+        case "paid":
+          return answerPaid(request, reply, base, claim.receipt, now);
+        case "unresolved": {
+          // An earlier settlement of this authorization has no known outcome: the chain settles it, now.
+          const res = await resolveFromChain(ledger, chain, claim.receipt, now, request.log);
+          if (res.kind === "settled") return answerPaid(request, reply, base, res.receipt, now);
+          if (res.kind === "failed") {
+            outcome(base, "invalid");
+            return paymentRequired(request, reply, route, "invalid_exact_evm_nonce_already_used");
+          }
+          if (claim.receipt.requestFingerprint !== base.requestFingerprint)
+            return unconfirmed(reply, instance);
+          // Unused, or no chain to ask: this request takes it over and pays normally. The chain refuses a second use
+          // of one authorization, so at worst the facilitator refuses it and the question stays open.
+          if (!(await ledger.reclaimUnresolved(claim.receipt.id, incarnation, lockTtlMs, now)))
+            return busy(reply, instance, false);
+          receiptId = claim.receipt.id;
+          reclaimed = true;
+          break;
+        }
+        case "claimed":
+          receiptId = claim.receipt.id;
+          break;
+      }
+
+      const ctx: PaymentContext = { ...base, receiptId, done: false, reclaimed };
+      const release = () => giveBack(ctx);
+      try {
+        const verdict = await timed("verify", () =>
+          gateway.verify(proof.payload as PaymentPayload, requirements),
+        );
+        if (!verdict.isValid) {
+          await release();
+          const reason = verdict.invalidReason ?? "invalid_payment";
+          request.log.info(
+            { reason, detail: verdict.invalidMessage },
+            "payment proof refused by the facilitator",
+          );
+          const chainId = evmChainId(requirements.network);
+          const domain = requirements.extra as { name?: unknown; version?: unknown } | undefined;
+          if (
+            reason === "invalid_exact_evm_signature" &&
+            chainId !== undefined &&
+            typeof domain?.name === "string" &&
+            typeof domain.version === "string" &&
+            (await signedByPayer(proof.exact, {
+              name: domain.name,
+              version: domain.version,
+              chainId,
+              verifyingContract: requirements.asset,
+            }))
+          ) {
+            // The payer's own signature, checked here without the chain: the facilitator could not check it.
+            outcome(ctx, "facilitator_error");
+            return fault(
+              request,
+              reply,
+              new FacilitatorFault(
+                503,
+                "facilitator_chain_unavailable",
+                30,
+                `verify said ${reason} for a valid signature`,
+              ),
+            );
+          }
+          if (reclaimed) return unconfirmed(reply, instance);
+          outcome(ctx, "invalid");
+          return paymentRequired(request, reply, route, reason);
         }
       } catch (error) {
-        release(ctx);
-        if (error instanceof FacilitatorFault) return fault(request, reply, error);
+        await release();
+        if (error instanceof FacilitatorFault) {
+          outcome(ctx, "facilitator_error");
+          return fault(request, reply, error);
+        }
         throw error;
       }
       request.payment = ctx;
     };
   }
 
-  function replay(reply: FastifyReply, stored: StoredResponse) {
-    reply.code(stored.statusCode).headers(stored.headers).header("Idempotent-Replayed", "true");
-    return reply.send(stored.body);
+  /** The response as stored for a retry: status, body, content type and the settlement header. */
+  function storedResponse(reply: FastifyReply, body: string, settlement: [string, string]): StoredResponse {
+    const headers: Record<string, string> = {
+      [settlement[0]]: settlement[1],
+      "Cache-Control": "private, no-store",
+    };
+    const type = reply.getHeader("content-type");
+    if (typeof type === "string") headers["Content-Type"] = type;
+    return { statusCode: reply.statusCode, headers, body };
   }
 
-  function settlementHeader(ctx: PaymentContext, result: SettleResponse): [string, string] {
-    if (ctx.proof.version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
-    const v1 = { ...result, network: NETWORK_V1 };
-    return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
+  const bodyText = (payload: unknown) =>
+    typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
+
+  function settled(
+    request: FastifyRequest,
+    ctx: PaymentContext,
+    r: { transaction: string; status: "settled" | "pending" },
+  ) {
+    request.log.info(
+      {
+        receipt: ctx.receiptId,
+        route: ctx.route.route,
+        payer: ctx.identity.payer.toLowerCase(),
+        amount: ctx.route.amount,
+        transaction: r.transaction,
+        pp_ref: ctx.ppRef ?? null,
+        status: r.status,
+      },
+      "payment settled",
+    );
   }
 
   app.decorateRequest("payment", null);
-  app.decorate("payments", { guard });
+  const reconcileNow = () => reconcileOnce({ ledger, chain, observer, log: app.log, clock });
+  app.decorate("payments", { guard, reconcileNow, incarnation });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
   app.addHook("onSend", async (request, reply, payload) => {
     const ctx = request.payment;
-    if (!ctx || ctx.settled) return payload;
-    ctx.settled = true;
-    if (reply.statusCode >= 400) {
-      release(ctx);
+    if (!ctx || ctx.done) return payload;
+    ctx.done = true;
+    const now = clock();
+    const network = ctx.requirements.network;
+
+    if (ctx.deliver) {
+      if (reply.statusCode >= 400) return payload;
+      const tx = ctx.deliver.transaction as string;
+      const result: SettleResponse = { success: true, transaction: tx, network, payer: ctx.identity.payer };
+      const h = settlementHeader(ctx.proof.version, result);
+      const stored = storedResponse(reply, bodyText(payload), h);
+      await ledger.storeResponse(ctx.receiptId, stored, new Date(now.getTime() + retentionMs), now);
+      settled(request, ctx, { transaction: tx, status: "settled" });
+      outcome(ctx, "settled");
+      reply.header(h[0], h[1]).header("Cache-Control", "private, no-store");
       return payload;
     }
-    const body =
-      typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
-    const receiptId =
-      ctx.recovered?.receiptId ??
-      ledger.beginReceipt({
-        route: ctx.route.route,
-        requestFingerprint: ctx.requestFingerprint,
-        proofFingerprint: ctx.proofFingerprint,
-        x402Version: ctx.proof.version,
-        amount: ctx.route.amount,
-        network: ctx.requirements.network,
-        asset: ctx.requirements.asset,
-        payTo: terms.payTo,
-        ppRef: ctx.ppRef,
-        idempotencyKey: ctx.idempotencyKey,
-      });
+
+    if (reply.statusCode >= 400) {
+      await giveBack(ctx);
+      return payload;
+    }
+    if (!(await ledger.beginSettlement(ctx.receiptId, incarnation, now))) {
+      // The claim expired and another request took the authorization over: it settles, not this one.
+      reply.code(409).type(PROBLEM_CONTENT_TYPE).header("Retry-After", "1");
+      return JSON.stringify(
+        problem(
+          409,
+          "payment-in-progress",
+          "This payment is being settled by another request.",
+          problemInstance(request),
+        ),
+      );
+    }
 
     let result: SettleResponse;
     try {
-      result =
-        ctx.recovered?.result ??
-        (await gateway.settle(ctx.proof.payload as PaymentPayload, ctx.requirements));
+      result = await timed("settle", () =>
+        gateway.settle(ctx.proof.payload as PaymentPayload, ctx.requirements),
+      );
     } catch (error) {
-      // Indeterminate: the facilitator may or may not have settled. The body is withheld; a retry with the same
-      // proof re-verifies, and the chain refuses a second use of the same authorisation, so nobody pays twice.
-      ledger.finishReceipt(receiptId, {
+      // Indeterminate: the facilitator may or may not have settled. The body is withheld; the buyer's retry with the
+      // same proof (or the background reconciler) settles the question on chain, so nobody pays twice or for nothing.
+      await ledger.recordFailure(ctx.receiptId, {
         status: "unknown",
-        error: error instanceof Error ? error.message : String(error),
+        error: error instanceof FacilitatorFault ? error.reason : "settle_error",
+        now: clock(),
       });
-      release(ctx);
+      outcome(ctx, "unknown");
       const f =
         error instanceof FacilitatorFault
           ? error
@@ -370,33 +605,147 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     const pending =
       !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
     if (!result.success && !pending) {
-      ledger.finishReceipt(receiptId, {
-        status: "failed",
-        payer: result.payer,
-        error: result.errorReason ?? "settlement_failed",
-      });
-      release(ctx);
-      const reason = `settlement failed: ${result.errorReason ?? "unknown"}${result.errorMessage ? ` (${result.errorMessage})` : ""}`;
-      return JSON.stringify(prepare402(request, reply, ctx.route, reason, "settlement-failed"));
+      const reason = result.errorReason ?? "settlement_failed";
+      request.log.warn({ reason, detail: result.errorMessage, receipt: ctx.receiptId }, "settlement failed");
+      if (chain && NONCE_USED.test(reason)) {
+        // An earlier attempt of this very authorization may have paid already (its reply was lost): ask the chain.
+        await ledger.recordFailure(ctx.receiptId, { status: "unknown", error: reason, now: clock() });
+        const receipt = await ledger.receipt(ctx.receiptId);
+        const res = receipt
+          ? await resolveFromChain(ledger, chain, receipt, clock(), request.log)
+          : undefined;
+        if (res?.kind === "settled") {
+          ctx.deliver = res.receipt;
+          ctx.done = false;
+          // Re-enter as a delivery of the settlement the chain shows.
+          const tx = res.receipt.transaction as string;
+          const h = settlementHeader(ctx.proof.version, {
+            success: true,
+            transaction: tx,
+            network,
+            payer: ctx.identity.payer,
+          });
+          await ledger.storeResponse(
+            ctx.receiptId,
+            storedResponse(reply, bodyText(payload), h),
+            new Date(now.getTime() + retentionMs),
+            clock(),
+          );
+          ctx.done = true;
+          settled(request, ctx, { transaction: tx, status: "settled" });
+          outcome(ctx, "settled");
+          reply.header(h[0], h[1]).header("Cache-Control", "private, no-store");
+          return payload;
+        }
+        if (res?.kind !== "failed" && ctx.reclaimed) {
+          // The earlier attempt may still land: the question stays open for the reconciler and the next retry.
+          reply
+            .code(409)
+            .type(PROBLEM_CONTENT_TYPE)
+            .header("Retry-After", "5")
+            .header("Cache-Control", "no-store");
+          return JSON.stringify(
+            problem(
+              409,
+              "settlement-unconfirmed",
+              "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
+              problemInstance(request),
+            ),
+          );
+        }
+        if (res?.kind !== "failed")
+          await ledger.recordFailure(ctx.receiptId, { status: "failed", error: reason, now: clock() });
+      } else if (ctx.reclaimed && NONCE_USED.test(reason)) {
+        await ledger.recordFailure(ctx.receiptId, { status: "unknown", error: reason, now: clock() });
+        reply
+          .code(409)
+          .type(PROBLEM_CONTENT_TYPE)
+          .header("Retry-After", "5")
+          .header("Cache-Control", "no-store");
+        return JSON.stringify(
+          problem(
+            409,
+            "settlement-unconfirmed",
+            "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
+            problemInstance(request),
+          ),
+        );
+      } else {
+        await ledger.recordFailure(ctx.receiptId, { status: "failed", error: reason, now: clock() });
+      }
+      outcome(ctx, "settle_failed");
+      return JSON.stringify(
+        prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`, "settlement-failed"),
+      );
     }
 
     // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
-    ledger.finishReceipt(receiptId, {
-      status: pending ? "pending" : "settled",
-      payer: result.payer,
+    const status = pending ? "pending" : "settled";
+    const h = settlementHeader(ctx.proof.version, result);
+    const stored = storedResponse(reply, bodyText(payload), h);
+    const rec = await ledger.recordSettlement(ctx.receiptId, {
+      status,
       transaction: result.transaction,
-      responseDigest: sha256(body),
+      response: { value: stored, expiresAt: new Date(now.getTime() + retentionMs) },
+      now: clock(),
     });
-    const [name, value] = settlementHeader(ctx, result);
-    reply.header(name, value).header("Cache-Control", "private, no-store");
-    if (ctx.idempotencyKey) {
-      const headers: Record<string, string> = { [name]: value, "Cache-Control": "private, no-store" };
-      const type = reply.getHeader("content-type");
-      if (typeof type === "string") headers["Content-Type"] = type;
-      ledger.completeIdempotency(ctx.idempotencyKey, { statusCode: reply.statusCode, headers, body });
+    if (!rec.ok) {
+      // The facilitator named a transaction that already paid for another receipt: not a payment for this one.
+      request.log.error(
+        { receipt: ctx.receiptId, transaction: result.transaction, reason: rec.reason },
+        "settlement not credited",
+      );
+      await ledger.recordFailure(ctx.receiptId, { status: "failed", error: rec.reason, now: clock() });
+      outcome(ctx, "settle_failed");
+      return JSON.stringify(
+        prepareFault(
+          request,
+          reply,
+          new FacilitatorFault(502, "facilitator_bad_response", 5, rec.reason),
+          "Nothing was delivered; retry later.",
+        ),
+      );
     }
-    ledger.releaseProofLock(ctx.proofFingerprint);
+    settled(request, ctx, { transaction: result.transaction, status });
+    outcome(ctx, status);
+    reply.header(h[0], h[1]).header("Cache-Control", "private, no-store");
     return payload;
+  });
+
+  // Recovery of what a dead incarnation left: before the server takes requests, its claims and in-flight keys are
+  // released (the buyer's retry is never blocked); its unknown settlements go to the background reconciler.
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook("onReady", async () => {
+    const now = clock();
+    await ledger.startIncarnation(incarnation, now);
+    const dead = deadIncarnations(await ledger.incarnations(), incarnation, now, {
+      singleInstance: opts.singleInstance ?? true,
+      staleMs: opts.staleIncarnationMs ?? 60_000,
+    });
+    for (const id of dead) {
+      const released = await ledger.releaseIncarnation(id, now);
+      app.log.warn(
+        { incarnation: id, releasedClaims: released.releasedClaims, unresolved: released.unresolved.length },
+        "released a dead incarnation's claims",
+      );
+    }
+    void reconcileNow();
+    const every = opts.maintenanceMs ?? 0;
+    if (every > 0) {
+      timer = setInterval(() => {
+        void (async () => {
+          const t = clock();
+          await ledger.heartbeat(incarnation, t);
+          await ledger.purgeExpired(t);
+          await reconcileNow();
+        })().catch((err: unknown) => app.log.error({ err }, "payments maintenance failed"));
+      }, every);
+      timer.unref();
+    }
+  });
+  app.addHook("onClose", async () => {
+    if (timer) clearInterval(timer);
+    await ledger.endIncarnation(incarnation, clock());
   });
 };
 

@@ -1,17 +1,197 @@
 import { createHash } from "node:crypto";
-import { parsePaymentPayload } from "@x402/core/schemas";
-import type { PaymentPayload } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentPayloadV1 } from "@x402/core/types/v1";
 
+/** The exact scheme's EIP-3009 authorization, as signed. Every field is validated text (address, uint256, bytes32). */
+export interface Authorization {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: string;
+  validAfter: string;
+  validBefore: string;
+  nonce: `0x${string}`;
+}
+
+export interface ExactPayload {
+  signature: `0x${string}`;
+  authorization: Authorization;
+}
+
 export type Proof =
-  | { version: 2; header: "payment-signature"; payload: PaymentPayload }
-  | { version: 1; header: "x-payment"; payload: PaymentPayloadV1 };
+  | { version: 2; header: "payment-signature"; payload: PaymentPayload; exact: ExactPayload }
+  | { version: 1; header: "x-payment"; payload: PaymentPayloadV1; exact: ExactPayload };
 
 export type DecodeResult = { ok: true; proof: Proof } | { ok: false; detail: string };
 
 /** Standard base64 alphabet with correct padding; the x402 headers use it (DESIGN.md). */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 export const MAX_PROOF_HEADER_LENGTH = 8192;
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const BYTES32 = /^0x[0-9a-fA-F]{64}$/;
+/** uint256 in decimal: at most 78 digits, no leading zeros. */
+const UINT256 = /^(?:0|[1-9][0-9]{0,77})$/;
+const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})+$/;
+/** ERC-6492 wraps a counterfactual wallet's signature with deployment data and ends with this magic. */
+const ERC6492_SUFFIX = "6492649264926492649264926492649264926492649264926492649264926492";
+/** A 65-byte ECDSA signature, or a smart-wallet (ERC-1271) one up to this many bytes. */
+const MAX_SIGNATURE_BYTES = 1024;
+const MAX_DEPTH = 6;
+const MAX_NODES = 256;
+const MAX_STRING = 2048;
+const UINT256_MAX = (1n << 256n) - 1n;
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * Depth and size, checked without recursion: a payload nested thousands of levels deep must be refused here, before
+ * any recursive code (encoders, hashers, the facilitator client) can overflow the stack on it.
+ */
+function boundedJson(value: unknown): string | undefined {
+  const stack: [unknown, number][] = [[value, 1]];
+  let nodes = 0;
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (++nodes > MAX_NODES) return `has more than ${MAX_NODES} values`;
+    if (typeof v === "string" && v.length > MAX_STRING) return `has a string longer than ${MAX_STRING}`;
+    if (typeof v !== "object" || v === null) continue;
+    if (depth > MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return undefined;
+}
+
+function onlyKeys(o: Json, allowed: readonly string[], where: string): string | undefined {
+  const extra = Object.keys(o).filter((k) => !allowed.includes(k));
+  return extra.length ? `${where} has unknown field(s) ${extra.slice(0, 3).join(", ")}` : undefined;
+}
+
+function str(o: Json, key: string, where: string, pattern?: RegExp, max = 256): string | undefined {
+  const v = o[key];
+  if (typeof v !== "string") return `${where}.${key} must be a string`;
+  if (v.length === 0 || v.length > max) return `${where}.${key} must be 1–${max} characters`;
+  if (pattern && !pattern.test(v)) return `${where}.${key} is not in the expected format`;
+  return undefined;
+}
+
+function uint256(o: Json, key: string, where: string): string | undefined {
+  const e = str(o, key, where, UINT256, 78);
+  if (e) return e;
+  return BigInt(o[key] as string) > UINT256_MAX ? `${where}.${key} exceeds uint256` : undefined;
+}
+
+/** The exact scheme's payload: a signature and an EIP-3009 authorization, nothing else. */
+function exactPayload(p: unknown): { ok: true; exact: ExactPayload } | { ok: false; detail: string } {
+  if (!isObject(p)) return { ok: false, detail: "payload must be an object" };
+  const fail = (detail: string) => ({ ok: false as const, detail });
+  const e1 = onlyKeys(p, ["signature", "authorization"], "payload");
+  if (e1) return fail(e1);
+  const sig = p.signature;
+  if (typeof sig !== "string" || !HEX_BYTES.test(sig))
+    return fail("payload.signature must be 0x-prefixed hex bytes");
+  if (sig.toLowerCase().endsWith(ERC6492_SUFFIX))
+    return fail("payload.signature is an ERC-6492 (counterfactual wallet) signature; these are not accepted");
+  const bytes = (sig.length - 2) / 2;
+  if (bytes < 65 || bytes > MAX_SIGNATURE_BYTES)
+    return fail(`payload.signature must be 65–${MAX_SIGNATURE_BYTES} bytes`);
+  const a = p.authorization;
+  if (!isObject(a)) return fail("payload.authorization must be an object");
+  const fields = ["from", "to", "value", "validAfter", "validBefore", "nonce"] as const;
+  const e2 =
+    onlyKeys(a, fields, "payload.authorization") ??
+    str(a, "from", "payload.authorization", ADDRESS, 42) ??
+    str(a, "to", "payload.authorization", ADDRESS, 42) ??
+    uint256(a, "value", "payload.authorization") ??
+    uint256(a, "validAfter", "payload.authorization") ??
+    uint256(a, "validBefore", "payload.authorization") ??
+    str(a, "nonce", "payload.authorization", BYTES32, 66);
+  if (e2) return fail(e2);
+  const auth = a as unknown as Authorization;
+  return {
+    ok: true,
+    exact: {
+      signature: sig as `0x${string}`,
+      authorization: {
+        from: auth.from,
+        to: auth.to,
+        value: auth.value,
+        validAfter: auth.validAfter,
+        validBefore: auth.validBefore,
+        nonce: auth.nonce,
+      },
+    },
+  };
+}
+
+function acceptedShape(a: unknown): string | undefined {
+  if (!isObject(a)) return "accepted must be an object";
+  return (
+    onlyKeys(
+      a,
+      ["scheme", "network", "asset", "amount", "payTo", "maxTimeoutSeconds", "extra"],
+      "accepted",
+    ) ??
+    str(a, "scheme", "accepted", undefined, 32) ??
+    str(a, "network", "accepted", undefined, 64) ??
+    str(a, "asset", "accepted", undefined, 128) ??
+    str(a, "amount", "accepted", undefined, 78) ??
+    str(a, "payTo", "accepted", undefined, 128) ??
+    (Number.isSafeInteger(a.maxTimeoutSeconds)
+      ? undefined
+      : "accepted.maxTimeoutSeconds must be an integer") ??
+    (a.extra === undefined || isObject(a.extra) ? undefined : "accepted.extra must be an object")
+  );
+}
+
+/**
+ * Validates a decoded header against the exact shape x402 allows for the `exact` EVM scheme (types, lengths, depth,
+ * hex formats) and returns a payload rebuilt from the validated fields only. Anything that fails is a malformed request
+ * (400): it never reaches the facilitator, so it can neither crash a client library nor count against the circuit.
+ */
+export function validateProof(json: unknown): DecodeResult {
+  if (!isObject(json)) return { ok: false, detail: "must be a JSON object" };
+  const bound = boundedJson(json);
+  if (bound) return { ok: false, detail: bound };
+  const fail = (detail: string): DecodeResult => ({ ok: false, detail });
+  if (json.x402Version === 2) {
+    const e =
+      onlyKeys(json, ["x402Version", "accepted", "payload", "resource", "extensions"], "the payload") ??
+      acceptedShape(json.accepted) ??
+      (json.resource === undefined || isObject(json.resource) ? undefined : "resource must be an object") ??
+      (json.extensions === undefined || isObject(json.extensions)
+        ? undefined
+        : "extensions must be an object");
+    if (e) return fail(e);
+    const p = exactPayload(json.payload);
+    if (!p.ok) return fail(p.detail);
+    const payload = {
+      x402Version: 2,
+      accepted: json.accepted as PaymentRequirements,
+      payload: { signature: p.exact.signature, authorization: { ...p.exact.authorization } },
+      ...(json.resource ? { resource: json.resource } : {}),
+      ...(json.extensions ? { extensions: json.extensions } : {}),
+    } as PaymentPayload;
+    return { ok: true, proof: { version: 2, header: "payment-signature", payload, exact: p.exact } };
+  }
+  if (json.x402Version === 1) {
+    const e =
+      onlyKeys(json, ["x402Version", "scheme", "network", "payload"], "the payload") ??
+      str(json, "scheme", "the payload", undefined, 32) ??
+      str(json, "network", "the payload", undefined, 64);
+    if (e) return fail(e);
+    const p = exactPayload(json.payload);
+    if (!p.ok) return fail(p.detail);
+    const payload = {
+      x402Version: 1,
+      scheme: json.scheme,
+      network: json.network,
+      payload: { signature: p.exact.signature, authorization: { ...p.exact.authorization } },
+    } as PaymentPayloadV1;
+    return { ok: true, proof: { version: 1, header: "x-payment", payload, exact: p.exact } };
+  }
+  return fail("x402Version must be 1 or 2");
+}
 
 /**
  * Decodes a payment header into a typed payload, or says precisely why it cannot be one. Anything that fails here is a
@@ -29,20 +209,10 @@ export function decodeProof(header: "payment-signature" | "x-payment", value: st
   } catch {
     return { ok: false, detail: `${name} does not decode to JSON` };
   }
-  const parsed = parsePaymentPayload(json);
-  if (!parsed.success) {
-    const issues = parsed.error.issues
-      .slice(0, 5)
-      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-      .join("; ");
-    return { ok: false, detail: `${name} is not an x402 payment payload (${issues})` };
-  }
-  const payload = parsed.data as PaymentPayload | PaymentPayloadV1;
-  if (typeof payload.payload !== "object" || payload.payload === null || Array.isArray(payload.payload))
-    return { ok: false, detail: `${name} payload must be an object` };
-  return payload.x402Version === 1
-    ? { ok: true, proof: { version: 1, header: "x-payment", payload: payload as PaymentPayloadV1 } }
-    : { ok: true, proof: { version: 2, header: "payment-signature", payload: payload as PaymentPayload } };
+  const result = validateProof(json);
+  return result.ok
+    ? result
+    : { ok: false, detail: `${name} is not an x402 exact payment payload: ${result.detail}` };
 }
 
 /** JSON with sorted keys, so that equal objects hash equally whatever the client's key order. */
@@ -59,14 +229,6 @@ export function canonicalJson(value: unknown): string {
 }
 
 export const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
-
-/**
- * Identity of a payment proof: the signed authorisation itself (for `exact`, signature + EIP-3009 authorization with
- * its nonce), independent of the v1/v2 envelope it arrived in. One proof buys one response.
- */
-export function proofFingerprint(proof: Proof): string {
-  return sha256(canonicalJson(proof.payload.payload));
-}
 
 /** Identity of a request for idempotency: method, route path, validated query (minus attribution) and body. */
 export function requestFingerprint(method: string, path: string, query: unknown, body: unknown): string {

@@ -1,21 +1,45 @@
-import { createPublicClient, type Hex, http, isAddress, isHex, parseAbi, parseEventLogs } from "viem";
+import {
+  createPublicClient,
+  type Hex,
+  http,
+  isAddress,
+  isHex,
+  type PublicClient,
+  parseAbi,
+  parseEventLogs,
+} from "viem";
 
 /**
- * Settlement reconciliation against the chain. When a settlement's outcome was lost (facilitator timeout after
- * broadcast, a crash between settle and receipt), the proof no longer verifies because its EIP-3009 authorisation
- * was used. Reading the token contract tells whether that use paid *us* this amount, and in which transaction, so
- * the buyer gets the response it paid for instead of being asked to pay again.
+ * Settlement questions answered by the chain. When a settlement's outcome was lost (facilitator timeout after
+ * broadcast, a crash between settle and receipt), the token contract knows: `authorizationState(payer, nonce)` says
+ * whether the EIP-3009 authorization was used, and its AuthorizationUsed log names the transaction, whose Transfer
+ * says whether that use paid *us* this amount.
  */
-export interface ChainSettlement {
-  transaction: Hex;
-  payer: Hex;
+export interface ChainQuery {
+  asset: string;
+  payer: string;
+  nonce: string;
+  payTo: string;
+  amount: string;
+  /** A transaction the facilitator already named for it (a pending settlement), checked first. */
+  transaction?: string | null | undefined;
+  /** When the receipt was created: logs are searched from the block of that time on, however long ago. */
+  since: Date;
+  /** The authorization's validBefore (unix seconds), to tell "not used yet" from "can never be used". */
+  validBefore?: string | null | undefined;
+  now: Date;
 }
 
-export interface Reconciler {
-  findSettlement(
-    payload: Record<string, unknown>,
-    terms: { asset: string; payTo: string; amount: string },
-  ): Promise<ChainSettlement | undefined>;
+export type ChainVerdict =
+  /** The authorization paid payTo the full amount in this transaction. */
+  | { kind: "settled"; transaction: Hex }
+  /** Not used (yet). `expired`: past validBefore, so it never will be: nobody was charged. */
+  | { kind: "unused"; expired: boolean }
+  /** Used, but not as a payment of this amount to us (cancelled, or paid elsewhere). */
+  | { kind: "used_elsewhere" };
+
+export interface ChainReader {
+  lookup(q: ChainQuery): Promise<ChainVerdict>;
 }
 
 const EIP3009 = parseAbi([
@@ -24,62 +48,102 @@ const EIP3009 = parseAbi([
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ]);
 
-interface Authorization {
-  from: Hex;
-  nonce: Hex;
+/** Some margin before the receipt's time: the server's clock and the chain's block times differ slightly. */
+const CLOCK_MARGIN_SECONDS = 300n;
+
+export interface ChainReaderOptions {
+  /** Largest block range per eth_getLogs call (providers cap it); the search walks the whole range in such chunks. */
+  chunkBlocks?: bigint;
 }
 
-/** The exact scheme's EIP-3009 authorisation, if the payload carries one (other schemes are not reconciled). */
-function authorizationOf(payload: Record<string, unknown>): Authorization | undefined {
-  const auth = payload.authorization as Record<string, unknown> | undefined;
-  const from = auth?.from;
-  const nonce = auth?.nonce;
-  if (typeof from !== "string" || !isAddress(from)) return undefined;
-  if (typeof nonce !== "string" || !isHex(nonce) || nonce.length !== 66) return undefined;
-  return { from, nonce };
-}
-
-/**
- * @param lookbackBlocks how far back to look for the AuthorizationUsed event. Authorisations live at most
- *   PAYMENT_TIMEOUT_SECONDS, so a lost settlement is recent: 10,000 blocks is over 5 hours of Base's 2 s blocks.
- */
-export function createChainReconciler(rpcUrl: string, lookbackBlocks = 10_000n): Reconciler {
+export function createChainReader(rpcUrl: string, opts: ChainReaderOptions = {}): ChainReader {
   const client = createPublicClient({ transport: http(rpcUrl, { timeout: 5000, retryCount: 1 }) });
-  return {
-    async findSettlement(payload, terms) {
-      const auth = authorizationOf(payload);
-      if (!auth || !isAddress(terms.asset)) return undefined;
-      const used = await client.readContract({
-        address: terms.asset,
-        abi: EIP3009,
-        functionName: "authorizationState",
-        args: [auth.from, auth.nonce],
-      });
-      if (!used) return undefined;
-      const latest = await client.getBlockNumber();
+  return chainReaderFor(client as PublicClient, opts);
+}
+
+export function chainReaderFor(client: PublicClient, opts: ChainReaderOptions = {}): ChainReader {
+  const chunk = opts.chunkBlocks ?? 10_000n;
+
+  /** The last block at or before `seconds` (binary search on timestamps; O(log n) calls, no fixed lookback). */
+  async function blockAtOrBefore(seconds: bigint, latest: bigint): Promise<bigint> {
+    let lo = 0n;
+    let hi = latest;
+    while (lo < hi) {
+      const mid = (lo + hi + 1n) / 2n;
+      const block = await client.getBlock({ blockNumber: mid });
+      if (block.timestamp <= seconds) lo = mid;
+      else hi = mid - 1n;
+    }
+    return lo;
+  }
+
+  async function paysUs(hash: Hex, q: ChainQuery): Promise<boolean> {
+    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+    if (receipt?.status !== "success") return false;
+    const used = parseEventLogs({ abi: EIP3009, eventName: "AuthorizationUsed", logs: receipt.logs }).some(
+      (l) =>
+        l.address.toLowerCase() === q.asset.toLowerCase() &&
+        l.args.authorizer.toLowerCase() === q.payer.toLowerCase() &&
+        l.args.nonce.toLowerCase() === q.nonce.toLowerCase(),
+    );
+    // Only a transfer of the full amount from the payer to our payTo, in the transaction that used this very
+    // authorization, counts as our settlement.
+    return (
+      used &&
+      parseEventLogs({ abi: EIP3009, eventName: "Transfer", logs: receipt.logs }).some(
+        (t) =>
+          t.address.toLowerCase() === q.asset.toLowerCase() &&
+          t.args.from.toLowerCase() === q.payer.toLowerCase() &&
+          t.args.to.toLowerCase() === q.payTo.toLowerCase() &&
+          t.args.value === BigInt(q.amount),
+      )
+    );
+  }
+
+  async function findUse(q: ChainQuery, fromBlock: bigint, latest: bigint): Promise<Hex | undefined> {
+    for (let from = fromBlock; from <= latest; from += chunk) {
+      const to = from + chunk - 1n < latest ? from + chunk - 1n : latest;
       const logs = await client.getContractEvents({
-        address: terms.asset,
+        address: q.asset as Hex,
         abi: EIP3009,
         eventName: "AuthorizationUsed",
-        args: { authorizer: auth.from, nonce: auth.nonce },
-        fromBlock: latest > lookbackBlocks ? latest - lookbackBlocks : 0n,
-        toBlock: latest,
+        args: { authorizer: q.payer as Hex, nonce: q.nonce as Hex },
+        fromBlock: from,
+        toBlock: to,
       });
       const hash = logs[0]?.transactionHash;
-      if (!hash) return undefined;
-      // The authorisation could also have been cancelled or paid to someone else: only a transfer of the full amount
-      // from the payer to our payTo in that same transaction counts as our settlement.
-      const receipt = await client.getTransactionReceipt({ hash });
-      if (receipt.status !== "success") return undefined;
-      const transfers = parseEventLogs({ abi: EIP3009, eventName: "Transfer", logs: receipt.logs });
-      const paid = transfers.some(
-        (t) =>
-          t.address.toLowerCase() === terms.asset.toLowerCase() &&
-          t.args.from.toLowerCase() === auth.from.toLowerCase() &&
-          t.args.to.toLowerCase() === terms.payTo.toLowerCase() &&
-          t.args.value === BigInt(terms.amount),
-      );
-      return paid ? { transaction: hash, payer: auth.from } : undefined;
+      if (hash) return hash;
+    }
+    return undefined;
+  }
+
+  return {
+    async lookup(q) {
+      if (!isAddress(q.asset) || !isAddress(q.payer) || !isHex(q.nonce) || q.nonce.length !== 66)
+        return { kind: "unused", expired: false };
+      if (q.transaction && isHex(q.transaction) && (await paysUs(q.transaction, q)))
+        return { kind: "settled", transaction: q.transaction };
+      const used = await client.readContract({
+        address: q.asset,
+        abi: EIP3009,
+        functionName: "authorizationState",
+        args: [q.payer, q.nonce as Hex],
+      });
+      if (!used) {
+        const expired =
+          q.validBefore !== null &&
+          q.validBefore !== undefined &&
+          BigInt(Math.floor(q.now.getTime() / 1000)) >= BigInt(q.validBefore);
+        return { kind: "unused", expired };
+      }
+      const latest = await client.getBlockNumber();
+      const since = BigInt(Math.floor(q.since.getTime() / 1000)) - CLOCK_MARGIN_SECONDS;
+      const start = await blockAtOrBefore(since, latest);
+      // From the receipt's own block; should the clocks disagree more than the margin, the rest of the chain too.
+      const hash =
+        (await findUse(q, start, latest)) ?? (start > 0n ? await findUse(q, 0n, start - 1n) : undefined);
+      if (hash && (await paysUs(hash, q))) return { kind: "settled", transaction: hash };
+      return { kind: "used_elsewhere" };
     },
   };
 }

@@ -5,7 +5,7 @@ import { HttpProblem } from "../http/problem.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { BenchmarkPaymentHeaders, PaidQuery } from "../schemas/common.js";
-import type { Ledger } from "../store/ledger.js";
+import type { LedgerPort as Ledger } from "../payments/ledger-port.js";
 import { PRICES, paymentInfo } from "./prices.js";
 import { paid, paidErrorResponses } from "./responses.js";
 
@@ -66,10 +66,10 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
   const route = PRICES.benchmark.route;
 
   /** Checked before the 402, so nobody pays for a call the cap would refuse. Counts survive restarts (ledger). */
-  function capState(now: Date): { reached: boolean; retryAfterSeconds: number } {
+  async function capState(now: Date): Promise<{ reached: boolean; retryAfterSeconds: number }> {
     if (opts.phase !== "provisional") return { reached: false, retryAfterSeconds: 0 };
     const dayStart = utcDayStart(now);
-    const used = opts.ledger.countPaidSince(route, dayStart.toISOString());
+    const used = await opts.ledger.countPaidSince(route, dayStart);
     const retryAfterSeconds = Math.max(1, Math.ceil((dayStart.getTime() + DAY_MS - now.getTime()) / 1000));
     return { reached: used >= opts.provisionalCap, retryAfterSeconds };
   }
@@ -93,7 +93,7 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
       preHandler: [
         async (request) => {
           assertAbsoluteUrl(request.body.endpoint_url);
-          const cap = capState(opts.clock());
+          const cap = await capState(opts.clock());
           if (cap.reached)
             throw new HttpProblem(
               503,
@@ -103,7 +103,14 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
               { availability: availabilityLabel(opts.phase, true) },
             );
         },
-        app.payments.guard(PRICES.benchmark),
+        // The pre-check above answers before any 402; this reserves the slot atomically with the payment's claim.
+        app.payments.guard({
+          ...PRICES.benchmark,
+          cap: () =>
+            opts.phase === "provisional"
+              ? { limit: opts.provisionalCap, since: utcDayStart(opts.clock()) }
+              : undefined,
+        }),
       ],
     },
     async (request) =>

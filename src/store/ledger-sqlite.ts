@@ -142,7 +142,8 @@ export function openSqliteLedger(path: string): LedgerPort {
   migrateLegacy(db);
   db.exec(SCHEMA);
   const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
-  if (!cols.some((c) => c.name === "valid_before")) db.exec("ALTER TABLE receipts ADD COLUMN valid_before TEXT");
+  if (!cols.some((c) => c.name === "valid_before"))
+    db.exec("ALTER TABLE receipts ADD COLUMN valid_before TEXT");
 
   const st = {
     byId: db.prepare("SELECT * FROM receipts WHERE id = ?"),

@@ -106,7 +106,7 @@ describe("crash safety", () => {
     const afterTx = decodePaymentResponseHeader(after.headers.get("payment-response") as string).transaction;
 
     const ledger = openLedger(ledgerPath);
-    const receipts = ledger.receipts();
+    const receipts = await ledger.receipts();
     ledger.close();
     const byTx = new Map(receipts.filter((r) => r.transaction).map((r) => [r.transaction, r]));
     const missing = beforeRestart.filter((r) => byTx.get(r.transaction)?.status !== "settled");

@@ -126,10 +126,10 @@ describe("paying every route with @x402/fetch (x402 v2, PAYMENT-SIGNATURE)", () 
     expect(body.endpoint_url).toBe("https://2s.io/api/crypto/token-price");
   });
 
-  it("left a settled receipt with the transaction for each call", () => {
+  it("left a settled receipt with the transaction for each call", async () => {
     const ledger = openLedger(ledgerPath);
-    const receipts = ledger.receipts();
-    ledger.close();
+    const receipts = await ledger.receipts();
+    await ledger.close();
     const settled = receipts.filter((r) => r.status === "settled");
     expect(settled.length).toBeGreaterThanOrEqual(6);
     for (const r of settled) expect(r.transaction).toMatch(/^0x[0-9a-f]{64}$/);

@@ -41,6 +41,9 @@ export function appWith(deps: {
   clock?: () => Date;
   logger?: AppDeps["logger"];
   facilitatorLabel?: string;
+  chain?: AppDeps["chain"];
+  paymentObserver?: AppDeps["paymentObserver"];
+  paymentsClock?: AppDeps["paymentsClock"];
 }): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => TEST_NOW);
   return buildApp({
@@ -52,6 +55,9 @@ export function appWith(deps: {
     payTo: TEST_PAY_TO,
     facilitatorLabel: deps.facilitatorLabel ?? "fake",
     clock,
+    chain: deps.chain,
+    ...(deps.paymentObserver ? { paymentObserver: deps.paymentObserver } : {}),
+    ...(deps.paymentsClock ? { paymentsClock: deps.paymentsClock } : {}),
     logger: deps.logger ?? false,
   });
 }
@@ -73,7 +79,7 @@ export async function testApp(
     config,
     close: async () => {
       await app.close();
-      ledger.close();
+      await ledger.close();
     },
   };
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { closedCircuit } from "../../src/payments/circuit.js";
 import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
@@ -8,15 +9,21 @@ export interface FakeGateway extends FacilitatorGateway {
   settleResult: (p: PaymentPayload, r: PaymentRequirements) => Promise<SettleResponse>;
 }
 
+const txOf = (p: PaymentPayload): string => {
+  const nonce = (p.payload as { authorization?: { nonce?: string } }).authorization?.nonce ?? "";
+  return `0x${createHash("sha256").update(`tx:${nonce.toLowerCase()}`).digest("hex")}`;
+};
+
 /** An in-memory facilitator gateway whose answers a test sets; it counts every call. */
 export function fakeGateway(): FakeGateway {
   const g: FakeGateway = {
     circuit: closedCircuit(),
     calls: { verify: 0, settle: 0 },
     verifyResult: async () => ({ isValid: true, payer: "0x000000000000000000000000000000000000b0b0" }),
-    settleResult: async (_p, r) => ({
+    settleResult: async (p, r) => ({
       success: true,
-      transaction: `0x${"ab".repeat(32)}`,
+      // One transaction per authorization, as on a chain (a transaction is credited to one receipt only).
+      transaction: txOf(p),
       network: r.network,
       payer: "0x000000000000000000000000000000000000b0b0",
     }),

@@ -10,6 +10,7 @@ import {
   type FacilitatorGateway,
   facilitatorTarget,
 } from "../../src/payments/facilitator.js";
+import type { ChainReader } from "../../src/payments/reconcile.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { type Ledger, openLedger } from "../../src/store/ledger.js";
@@ -30,7 +31,9 @@ export type Behaviour =
   | "http503" // 503 with a text body
   | "malformed" // 200 with a body that is not JSON
   | "wrong-shape" // 200 with JSON that is not a Verify/SettleResponse
-  | "pending"; // settle only: transfer broadcast, {success:false, errorReason:"settlement_pending", transaction}
+  | "pending" // settle only: transfer broadcast, {success:false, errorReason:"settlement_pending", transaction}
+  | "chain-down" // verify only: what @x402/evm answers when its RPC is down: {isValid:false, invalid signature}
+  | "http400"; // 400 with a text body (the facilitator refusing the request, not failing)
 
 export interface FaultFacilitator {
   url: string;
@@ -39,6 +42,13 @@ export interface FaultFacilitator {
   /** Added before every answer (and before hanging), so concurrent requests overlap. */
   verifyDelayMs: number;
   settleDelayMs: number;
+  /** When set, each call waits for it after being counted (a barrier the test opens); settle transfers first. */
+  verifyGate: Promise<void> | undefined;
+  settleGate: Promise<void> | undefined;
+  /** Resolves once `calls[kind]` has reached `n` (a barrier, not a sleep). */
+  untilCalls(kind: "verify" | "settle", n: number): Promise<void>;
+  /** The "chain" behind it, as the payment core reads it (authorizationState + the transfer's transaction). */
+  chain: ChainReader;
   calls: { verify: number; settle: number; supported: number };
   /** TCP connections accepted since start (or the last resetCounters). */
   connections: number;
@@ -77,12 +87,33 @@ async function readBody(req: IncomingMessage): Promise<string> {
 export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator> {
   const sockets = new Set<Socket>();
   const payers = new Map<string, string>(); // nonce → payer
+  const waiters: { kind: "verify" | "settle"; n: number; resolve: () => void }[] = [];
+  const counted = (kind: "verify" | "settle") => {
+    f.calls[kind] += 1;
+    for (const w of waiters.filter((x) => x.kind === kind && f.calls[kind] >= x.n)) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+  };
   const f: FaultFacilitator = {
     url: "",
     verify: "ok",
     settle: "ok",
     verifyDelayMs: 0,
     settleDelayMs: 0,
+    verifyGate: undefined,
+    settleGate: undefined,
+    untilCalls: (kind, n) =>
+      f.calls[kind] >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ kind, n, resolve })),
+    chain: {
+      async lookup(q) {
+        const tx = f.transfers.get(q.nonce.toLowerCase()) ?? f.transfers.get(q.nonce);
+        if (!tx) return { kind: "unused", expired: false };
+        const payer = payers.get(q.nonce.toLowerCase()) ?? payers.get(q.nonce);
+        if (payer !== q.payer.toLowerCase()) return { kind: "used_elsewhere" };
+        return { kind: "settled", transaction: tx as `0x${string}` };
+      },
+    },
     calls: { verify: 0, settle: 0, supported: 0 },
     connections: 0,
     transfers: new Map(),
@@ -121,6 +152,9 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
         return true;
       case "http500":
         res.writeHead(500, { "content-type": "text/plain" }).end("internal error");
+        return true;
+      case "http400":
+        res.writeHead(400, { "content-type": "text/plain" }).end("bad request");
         return true;
       case "http503":
         res.writeHead(503, { "content-type": "text/plain" }).end("service unavailable");
@@ -164,10 +198,13 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
     const nonce = auth.nonce ?? "";
 
     if (path === "/verify") {
-      f.calls.verify += 1;
+      counted("verify");
       const behaviour = f.verify;
       if (f.verifyDelayMs > 0) await new Promise((r) => setTimeout(r, f.verifyDelayMs));
+      if (f.verifyGate) await f.verifyGate;
       if (fault(behaviour, res, req)) return;
+      if (behaviour === "chain-down")
+        return json(res, 200, { isValid: false, invalidReason: "invalid_exact_evm_signature", payer });
       if (behaviour === "invalid")
         return json(res, 200, {
           isValid: false,
@@ -183,9 +220,18 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
       return json(res, 200, { isValid: true, payer });
     }
 
-    f.calls.settle += 1;
+    counted("settle");
     const behaviour = f.settle;
     if (f.settleDelayMs > 0) await new Promise((r) => setTimeout(r, f.settleDelayMs));
+    if (f.settleGate) {
+      if (behaviour === "ok" && !f.transfers.has(nonce)) {
+        // The transfer happens, then the answer waits for the gate (a reply in flight when something breaks).
+        const tx = transfer(auth);
+        await f.settleGate;
+        return json(res, 200, { success: true, transaction: tx, network: NETWORK, payer });
+      }
+      await f.settleGate;
+    }
     if (behaviour === "transfer-then-hang") {
       transfer(auth);
       return;
@@ -259,10 +305,16 @@ export interface HttpApp {
 export async function startHttpApp(
   facilitatorUrl: string,
   env: Record<string, string> = {},
-  opts: { ledgerPath?: string; logger?: Parameters<typeof buildApp>[0]["logger"] } = {},
+  opts: {
+    ledgerPath?: string;
+    logger?: Parameters<typeof buildApp>[0]["logger"];
+    chain?: ChainReader;
+    paymentObserver?: Parameters<typeof buildApp>[0]["paymentObserver"];
+  } = {},
 ): Promise<HttpApp> {
   const config = testConfig({
-    MAX_EVENT_LOOP_DELAY_MS: "1000",
+    // No load shedding unless a test is about it: a busy machine must not turn payment answers into 503 overloaded.
+    MAX_EVENT_LOOP_DELAY_MS: "0",
     FACILITATOR_URL: facilitatorUrl,
     PAY_TO: TEST_PAY_TO,
     ...env,
@@ -278,6 +330,8 @@ export async function startHttpApp(
     ledger,
     logger: opts.logger,
     facilitatorLabel: facilitatorUrl,
+    ...(opts.chain ? { chain: opts.chain } : {}),
+    ...(opts.paymentObserver ? { paymentObserver: opts.paymentObserver } : {}),
   });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return {
@@ -288,7 +342,7 @@ export async function startHttpApp(
     config,
     close: async () => {
       await app.close();
-      ledger.close();
+      await ledger.close();
     },
   };
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { PaymentRequirements } from "@x402/core/types";
+import { privateKeyToAccount } from "viem/accounts";
 
 export const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64");
 
@@ -39,4 +40,50 @@ export function v1Proof(amount: string, payTo: string, nonce = `0x${randomBytes(
       },
     },
   };
+}
+
+/** Anvil's well-known test account 1 (a public test key): signs real EIP-3009 authorizations in tests. */
+export const TEST_BUYER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d" as const;
+
+/** A v2 proof whose signature really is the payer's EIP-712 signature of the authorization (Base USDC domain). */
+export async function signedV2Proof(
+  accepted: PaymentRequirements,
+  nonce = `0x${randomBytes(32).toString("hex")}`,
+) {
+  const account = privateKeyToAccount(TEST_BUYER_KEY);
+  const authorization = {
+    from: account.address,
+    to: accepted.payTo as `0x${string}`,
+    value: accepted.amount,
+    validAfter: "0",
+    validBefore: "9999999999",
+    nonce: nonce as `0x${string}`,
+  };
+  const extra = accepted.extra as { name: string; version: string };
+  const signature = await account.signTypedData({
+    domain: {
+      name: extra.name,
+      version: extra.version,
+      chainId: 8453,
+      verifyingContract: accepted.asset as `0x${string}`,
+    },
+    types: {
+      TransferWithAuthorization: [
+        { name: "from", type: "address" },
+        { name: "to", type: "address" },
+        { name: "value", type: "uint256" },
+        { name: "validAfter", type: "uint256" },
+        { name: "validBefore", type: "uint256" },
+        { name: "nonce", type: "bytes32" },
+      ],
+    },
+    primaryType: "TransferWithAuthorization",
+    message: {
+      ...authorization,
+      value: BigInt(authorization.value),
+      validAfter: 0n,
+      validBefore: BigInt(authorization.validBefore),
+    },
+  });
+  return { x402Version: 2, accepted, payload: { signature, authorization } };
 }

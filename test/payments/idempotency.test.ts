@@ -1,21 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { decideIdempotency } from "../../src/payments/idempotency.js";
+import { validIdempotencyKey } from "../../src/payments/idempotency.js";
 
-const rec = (state: "in_flight" | "complete") => ({
-  key: "k",
-  requestFingerprint: "r",
-  proofFingerprint: "p",
-  state,
-  response: state === "complete" ? { statusCode: 200, headers: {}, body: "{}" } : null,
-  expiresAt: 0,
-});
-
-describe("decideIdempotency", () => {
-  it("follows DESIGN.md", () => {
-    expect(decideIdempotency(undefined, "r", "p")).toEqual({ kind: "proceed" });
-    expect(decideIdempotency(rec("complete"), "r", "p").kind).toBe("replay");
-    expect(decideIdempotency(rec("in_flight"), "r", "p").kind).toBe("in_flight");
-    expect(decideIdempotency(rec("complete"), "other", "p").kind).toBe("mismatch");
-    expect(decideIdempotency(rec("complete"), "r", "other").kind).toBe("mismatch");
+describe("Idempotency-Key format (DESIGN.md: 1–255 visible ASCII)", () => {
+  it("accepts visible ASCII up to 255 characters and nothing else", () => {
+    expect(validIdempotencyKey("a")).toBe(true);
+    expect(validIdempotencyKey("order-42_~!")).toBe(true);
+    expect(validIdempotencyKey("x".repeat(255))).toBe(true);
+    expect(validIdempotencyKey("")).toBe(false);
+    expect(validIdempotencyKey("x".repeat(256))).toBe(false);
+    expect(validIdempotencyKey("a b")).toBe(false);
+    expect(validIdempotencyKey("é")).toBe(false);
+    expect(validIdempotencyKey("a\tb")).toBe(false);
   });
 });

@@ -8,13 +8,24 @@ import payments, { type PaidRoute } from "../../src/payments/plugin.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { type Ledger, openLedger } from "../../src/store/ledger.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
-import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
+import { b64, signedV2Proof, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
 const terms = { payTo: PAY_TO, maxTimeoutSeconds: 300 };
 const both: PaidRoute = { route: "POST /both", amount: "20000", description: "v1 and v2", acceptsV1: true };
-const v2only: PaidRoute = { route: "POST /v2only", amount: "50000", description: "v2 only", acceptsV1: false };
-const failing: PaidRoute = { route: "POST /fails", amount: "20000", description: "handler fails", acceptsV1: true };
+const v2only: PaidRoute = {
+  route: "POST /v2only",
+  amount: "50000",
+  description: "v2 only",
+  acceptsV1: false,
+};
+const failing: PaidRoute = {
+  route: "POST /fails",
+  amount: "20000",
+  description: "handler fails",
+  acceptsV1: true,
+};
+const getRoute: PaidRoute = { route: "GET /g", amount: "20000", description: "a GET", acceptsV1: true };
 
 let app: FastifyInstance;
 let gateway: FakeGateway;
@@ -28,7 +39,13 @@ beforeEach(async () => {
   app = Fastify({ logger: false });
   app.setValidatorCompiler(validatorCompiler);
   registerProblemHandlers(app);
-  await app.register(payments, { gateway, ledger, terms, publicBaseUrl: "https://api.example", idempotencyTtlMs: 60_000 });
+  await app.register(payments, {
+    gateway,
+    ledger,
+    terms,
+    publicBaseUrl: "https://api.example",
+    idempotencyTtlMs: 60_000,
+  });
   const body = { type: "object", properties: { q: { type: "string" } }, additionalProperties: false };
   app.post("/both", { schema: { body }, preHandler: [app.payments.guard(both)] }, async (req) => {
     handlerRuns += 1;
@@ -37,6 +54,10 @@ beforeEach(async () => {
   app.post("/v2only", { schema: { body }, preHandler: [app.payments.guard(v2only)] }, async () => {
     handlerRuns += 1;
     return { paid: true };
+  });
+  app.get("/g", { preHandler: [app.payments.guard(getRoute)] }, async () => {
+    handlerRuns += 1;
+    return { got: true };
   });
   app.post("/fails", { preHandler: [app.payments.guard(failing)] }, async () => {
     handlerRuns += 1;
@@ -47,11 +68,16 @@ beforeEach(async () => {
 
 afterEach(async () => {
   await app.close();
-  ledger.close();
+  await ledger.close();
 });
 
 const post = (url: string, headers: Record<string, string> = {}, payload: unknown = { q: "x" }) =>
-  app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(payload) });
+  app.inject({
+    method: "POST",
+    url,
+    headers: { "content-type": "application/json", ...headers },
+    payload: JSON.stringify(payload),
+  });
 
 describe("402 without a proof", () => {
   it("answers with a v2 PAYMENT-REQUIRED header and a v1 body on v1-capable routes", async () => {
@@ -64,7 +90,10 @@ describe("402 without a proof", () => {
     expect(required.accepts[0]?.amount).toBe("20000");
     expect(required.resource.url).toBe("https://api.example/both?pp_ref=abc");
     const v1 = res.json();
-    expect(v1).toMatchObject({ x402Version: 1, accepts: [{ network: "base", maxAmountRequired: "20000", payTo: PAY_TO }] });
+    expect(v1).toMatchObject({
+      x402Version: 1,
+      accepts: [{ network: "base", maxAmountRequired: "20000", payTo: PAY_TO }],
+    });
     expect(v1.accepts[0].extra).toEqual({ name: "USD Coin", version: "2" });
     expect(gateway.calls).toEqual({ verify: 0, settle: 0 });
     expect(handlerRuns).toBe(0);
@@ -74,7 +103,9 @@ describe("402 without a proof", () => {
     const res = await post("/v2only");
     expect(res.statusCode).toBe(402);
     expect(res.headers["content-type"]).toMatch(/application\/problem\+json/);
-    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe("50000");
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe(
+      "50000",
+    );
   });
 });
 
@@ -105,25 +136,39 @@ describe("malformed payment headers are 400 and never reach the facilitator", ()
 
 describe("paid calls", () => {
   it("verifies, runs the handler, settles, and returns PAYMENT-RESPONSE with a receipt", async () => {
-    const res = await post("/both?pp_ref=camp.1", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    const res = await post("/both?pp_ref=camp.1", {
+      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ paid: true, echo: { q: "x" } });
     const settlement = decodePaymentResponseHeader(res.headers["payment-response"] as string);
     expect(settlement.success).toBe(true);
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
-    const [receipt] = ledger.receipts();
-    expect(receipt).toMatchObject({ route: "POST /both", amount: "20000", status: "settled", ppRef: "camp.1", x402Version: 2 });
+    const [receipt] = await ledger.receipts();
+    expect(receipt).toMatchObject({
+      route: "POST /both",
+      amount: "20000",
+      status: "settled",
+      ppRef: "camp.1",
+      x402Version: 2,
+    });
     expect(receipt?.transaction).toBe(settlement.transaction);
-    expect(receipt?.responseDigest).toMatch(/^[0-9a-f]{64}$/);
+    expect(receipt?.response?.body).toBe(res.body);
+    expect(receipt?.identity).toMatchObject({
+      network: "eip155:8453",
+      payer: "0x000000000000000000000000000000000000b0b0",
+    });
   });
 
   it("takes a v1 proof in X-PAYMENT and answers X-PAYMENT-RESPONSE", async () => {
     const res = await post("/both", { "x-payment": b64(v1Proof("20000", PAY_TO)) });
     expect(res.statusCode).toBe(200);
-    const settlement = JSON.parse(Buffer.from(res.headers["x-payment-response"] as string, "base64").toString());
+    const settlement = JSON.parse(
+      Buffer.from(res.headers["x-payment-response"] as string, "base64").toString(),
+    );
     expect(settlement).toMatchObject({ success: true, network: "base" });
     expect(res.headers["payment-response"]).toBeUndefined();
-    expect(ledger.receipts()[0]?.x402Version).toBe(1);
+    expect((await ledger.receipts())[0]?.x402Version).toBe(1);
   });
 
   it("refuses X-PAYMENT on the v2-only route with a 402 and no facilitator call", async () => {
@@ -145,14 +190,20 @@ describe("paid calls", () => {
     expect(r1.statusCode).toBe(402);
     const e1 = decodePaymentRequiredHeader(r1.headers["payment-required"] as string).error;
     expect(e1).toMatch(/amount 1 ≠ 20000/);
-    const wrongPayee = { ...requirementsV2(both, terms), payTo: "0x00000000000000000000000000000000000000bb" };
+    const wrongPayee = {
+      ...requirementsV2(both, terms),
+      payTo: "0x00000000000000000000000000000000000000bb",
+    };
     const r2 = await post("/both", { "payment-signature": b64(v2Proof(wrongPayee)) });
     expect(r2.statusCode).toBe(402);
     expect(gateway.calls.verify).toBe(0);
   });
 
   it("names the facilitator's reason when verification fails, with a fresh PAYMENT-REQUIRED", async () => {
-    gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_payload_signature" });
+    gateway.verifyResult = async () => ({
+      isValid: false,
+      invalidReason: "invalid_exact_evm_payload_signature",
+    });
     const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(res.statusCode).toBe(402);
     expect(res.json().error).toBe("invalid_exact_evm_payload_signature");
@@ -167,16 +218,21 @@ describe("paid calls", () => {
     const res = await post("/fails", { "payment-signature": b64(v2Proof(requirementsV2(failing, terms))) });
     expect(res.statusCode).toBe(404);
     expect(gateway.calls).toEqual({ verify: 1, settle: 0 });
-    expect(ledger.receipts()).toHaveLength(0);
+    expect(await ledger.receipts()).toHaveLength(0);
   });
 
   it("withholds the body with a 402 when settlement fails", async () => {
-    gateway.settleResult = async (_p, r) => ({ success: false, errorReason: "insufficient_funds", transaction: "", network: r.network });
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "insufficient_funds",
+      transaction: "",
+      network: r.network,
+    });
     const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(res.statusCode).toBe(402);
     expect(res.body).not.toContain("paid");
     expect(res.json().error).toMatch(/insufficient_funds/);
-    expect(ledger.receipts()[0]?.status).toBe("failed");
+    expect((await ledger.receipts())[0]?.status).toBe("failed");
   });
 
   it("delivers on a pending settlement (the transaction exists), records it pending, and settles once", async () => {
@@ -189,10 +245,15 @@ describe("paid calls", () => {
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     const res = await post("/both", { "payment-signature": proof });
     expect(res.statusCode).toBe(200);
-    expect(ledger.receipts()[0]).toMatchObject({ status: "pending", transaction: `0x${"cd".repeat(32)}` });
+    expect((await ledger.receipts())[0]).toMatchObject({
+      status: "pending",
+      transaction: `0x${"cd".repeat(32)}`,
+    });
+    // Delivered at least once: the same proof and request get the same answer, never a second settlement.
     const again = await post("/both", { "payment-signature": proof });
-    expect(again.statusCode).toBe(402);
-    expect(again.json().error).toMatch(/payment_already_used/);
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toBe(res.body);
+    expect(again.headers["payment-response"]).toBe(res.headers["payment-response"]);
     expect(gateway.calls.settle).toBe(1);
   });
 
@@ -214,25 +275,111 @@ describe("paid calls", () => {
     const res = await post("/both", { "payment-signature": proof });
     expect(res.statusCode).toBe(503);
     expect(res.body).not.toContain("paid");
-    expect(ledger.receipts()[0]?.status).toBe("unknown");
+    expect((await ledger.receipts())[0]?.status).toBe("unknown");
     gateway.settleResult = fakeGateway().settleResult;
     const retry = await post("/both", { "payment-signature": proof });
     expect(retry.statusCode).toBe(200);
   });
 
-  it("refuses a proof that already bought a response", async () => {
+  it("a proof that paid: the same request gets the same response again (no key); another request must pay", async () => {
     const proof = b64(v2Proof(requirementsV2(both, terms)));
-    expect((await post("/both", { "payment-signature": proof })).statusCode).toBe(200);
+    const first = await post("/both", { "payment-signature": proof });
+    expect(first.statusCode).toBe(200);
     const again = await post("/both", { "payment-signature": proof });
-    expect(again.statusCode).toBe(402);
-    expect(again.json().error).toMatch(/payment_already_used/);
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toBe(first.body);
+    expect(again.headers["payment-response"]).toBe(first.headers["payment-response"]);
+    expect(again.headers["idempotent-replayed"]).toBe("true");
+    expect(again.headers["payment-required"]).toBeUndefined();
+    const other = await post("/both", { "payment-signature": proof }, { q: "another request" });
+    expect(other.statusCode).toBe(402);
+    expect(other.json().error).toMatch(/payment_already_used/);
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+    expect(handlerRuns).toBe(1);
+  });
+
+  it("the same authorization re-encoded (other key order, extra envelope fields) is the same payment", async () => {
+    const base = v2Proof(requirementsV2(both, terms));
+    const first = await post("/both", { "payment-signature": b64(base) });
+    expect(first.statusCode).toBe(200);
+    const reordered = {
+      payload: { authorization: { ...base.payload.authorization }, signature: base.payload.signature },
+      accepted: base.accepted,
+      x402Version: 2,
+      resource: { url: "https://elsewhere.example/x" },
+      extensions: { anything: { x: 1 } },
+    };
+    const again = await post("/both", { "payment-signature": b64(reordered) });
+    expect(again.statusCode).toBe(200);
+    expect(again.body).toBe(first.body);
+    // Same authorization sent as v1 (X-PAYMENT): still the same payment (network "base" = eip155:8453).
+    const v1 = { x402Version: 1, scheme: "exact", network: "base", payload: base.payload };
+    expect((await post("/both", { "x-payment": b64(v1) })).statusCode).toBe(200);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+    expect(await ledger.receipts()).toHaveLength(1);
+  });
+
+  it("sends reason codes only: the facilitator's words stay out of bodies and headers", async () => {
+    gateway.verifyResult = async () => ({
+      isValid: false,
+      invalidReason: "invalid_exact_evm_insufficient_balance",
+      invalidMessage: "viem@2.57.20: execution reverted 0xdeadbeefsignature",
+    });
+    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(res.statusCode).toBe(402);
+    expect(res.json().error).toBe("invalid_exact_evm_insufficient_balance");
+    const everything = `${res.body}${JSON.stringify(res.headers)}${Buffer.from(res.headers["payment-required"] as string, "base64")}`;
+    expect(everything).not.toMatch(/viem|reverted|deadbeef/);
+    gateway.verifyResult = fakeGateway().verifyResult;
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_transaction_failed",
+      errorMessage: "viem@2.57.20 RPC error at /home/x/node_modules",
+      transaction: "",
+      network: r.network,
+    });
+    const s = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(s.statusCode).toBe(402);
+    const all = `${s.body}${Buffer.from(s.headers["payment-required"] as string, "base64")}`;
+    expect(all).toContain("invalid_exact_evm_transaction_failed");
+    expect(all).not.toMatch(/viem|node_modules|RPC/);
+  });
+
+  it("HEAD never verifies nor settles, even with a proof", async () => {
+    const proof = b64(v2Proof(requirementsV2(getRoute, terms)));
+    const head = await app.inject({ method: "HEAD", url: "/g", headers: { "payment-signature": proof } });
+    expect(head.statusCode).toBe(402);
+    expect(head.headers["payment-required"]).toBeDefined();
+    expect(gateway.calls).toEqual({ verify: 0, settle: 0 });
+    const get = await app.inject({ method: "GET", url: "/g", headers: { "payment-signature": proof } });
+    expect(get.statusCode).toBe(200);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+
+  it("a valid signature the facilitator calls invalid (its chain is down) is a 503, not the buyer's bad signature", async () => {
+    gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_signature" });
+    const signed = await signedV2Proof(requirementsV2(both, terms));
+    const res = await post("/both", { "payment-signature": b64(signed) });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().type).toMatch(/facilitator-chain-unavailable$/);
+    expect(res.headers["retry-after"]).toBeDefined();
+    expect(res.headers["payment-required"]).toBeUndefined();
+    // A signature that is not the payer's stays the buyer's 402.
+    const forged = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(forged.statusCode).toBe(402);
+    expect(forged.json().error).toBe("invalid_exact_evm_signature");
+    // Nothing was held: the signed proof pays once the facilitator sees the chain again.
+    gateway.verifyResult = fakeGateway().verifyResult;
+    expect((await post("/both", { "payment-signature": b64(signed) })).statusCode).toBe(200);
   });
 });
 
 describe("idempotency", () => {
   it("replays the stored response for the same key, proof and request, without the facilitator", async () => {
-    const headers = { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "order-1" };
+    const headers = {
+      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
+      "idempotency-key": "order-1",
+    };
     const first = await post("/both", headers);
     expect(first.statusCode).toBe(200);
     const second = await post("/both", headers);
@@ -246,7 +393,11 @@ describe("idempotency", () => {
   it("422 for the same key with another body; the ordinary 402 for the key without its proof", async () => {
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     await post("/both", { "payment-signature": proof, "idempotency-key": "k2" });
-    const other = await post("/both", { "payment-signature": proof, "idempotency-key": "k2" }, { q: "different" });
+    const other = await post(
+      "/both",
+      { "payment-signature": proof, "idempotency-key": "k2" },
+      { q: "different" },
+    );
     expect(other.statusCode).toBe(422);
     const noProof = await post("/both", { "idempotency-key": "k2" });
     expect(noProof.statusCode).toBe(402);
@@ -254,17 +405,42 @@ describe("idempotency", () => {
   });
 
   it("422 for the same key with a different proof", async () => {
-    await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "k3" });
-    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "k3" });
+    await post("/both", {
+      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
+      "idempotency-key": "k3",
+    });
+    const res = await post("/both", {
+      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
+      "idempotency-key": "k3",
+    });
     expect(res.statusCode).toBe(422);
+  });
+
+  it("keys are scoped to the payer: two payers may use the same key", async () => {
+    const mine = v2Proof(requirementsV2(both, terms));
+    const theirs = v2Proof(requirementsV2(both, terms));
+    theirs.payload.authorization.from = "0x000000000000000000000000000000000000c0c0";
+    expect(
+      (await post("/both", { "payment-signature": b64(mine), "idempotency-key": "same" })).statusCode,
+    ).toBe(200);
+    expect(
+      (await post("/both", { "payment-signature": b64(theirs), "idempotency-key": "same" })).statusCode,
+    ).toBe(200);
+    expect(gateway.calls.settle).toBe(2);
   });
 
   it("409 while the first request with the key (or proof) is still running", async () => {
     let release: () => void = () => {};
-    gateway.verifyResult = () => new Promise((resolve) => (release = () => resolve({ isValid: true })));
+    let entered: () => void = () => {};
+    const inVerify = new Promise<void>((r) => (entered = r));
+    gateway.verifyResult = () =>
+      new Promise((resolve) => {
+        release = () => resolve({ isValid: true });
+        entered();
+      });
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     const first = post("/both", { "payment-signature": proof, "idempotency-key": "slow" });
-    await new Promise((r) => setTimeout(r, 20));
+    await inVerify; // a barrier, not a sleep: the first request holds the claim now
     const sameKey = await post("/both", { "payment-signature": proof, "idempotency-key": "slow" });
     const sameProof = await post("/both", { "payment-signature": proof });
     release();
@@ -281,7 +457,14 @@ describe("idempotency", () => {
     registerProblemHandlers(local);
     local.get(
       "/h",
-      { schema: { headers: { type: "object", properties: { "idempotency-key": { type: "string", pattern: "^[\\x21-\\x7E]{1,255}$" } } } } },
+      {
+        schema: {
+          headers: {
+            type: "object",
+            properties: { "idempotency-key": { type: "string", pattern: "^[\\x21-\\x7E]{1,255}$" } },
+          },
+        },
+      },
       async () => ({ ok: true }),
     );
     const res = await local.inject({ method: "GET", url: "/h", headers: { "idempotency-key": "has space" } });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { canonicalJson, decodeProof, proofFingerprint, requestFingerprint } from "../../src/payments/proof.js";
+import { canonicalJson, decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
+import { junkProofs } from "../helpers/junk.js";
 import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 const req = requirementsV2(
@@ -21,9 +22,9 @@ describe("decodeProof", () => {
     ["a".repeat(9000), /longer than/],
     ["abc$", /base64/],
     ["YWJj", /JSON/], // "abc"
-    [b64({ x402Version: 2 }), /not an x402 payment payload/],
-    [b64({ x402Version: 1, scheme: "exact", network: "base", payload: "x" }), /not an x402 payment payload/],
-    [b64(null), /not an x402 payment payload/],
+    [b64({ x402Version: 2 }), /not an x402 exact payment payload: accepted must be an object/],
+    [b64({ x402Version: 1, scheme: "exact", network: "base", payload: "x" }), /payload must be an object/],
+    [b64(null), /must be a JSON object/],
   ])("refuses %j", (value, why) => {
     const result = decodeProof("payment-signature", value);
     expect(result.ok).toBe(false);
@@ -31,19 +32,51 @@ describe("decodeProof", () => {
   });
 });
 
-describe("fingerprints", () => {
-  it("a proof's identity ignores key order and the v1/v2 envelope", () => {
-    const p = v2Proof(req);
-    const reordered = { ...p, payload: { authorization: p.payload.authorization, signature: p.payload.signature } };
-    const a = decodeProof("payment-signature", b64(p));
-    const b = decodeProof("payment-signature", b64(reordered));
-    if (!a.ok || !b.ok) throw new Error("decode failed");
-    expect(proofFingerprint(a.proof)).toBe(proofFingerprint(b.proof));
-    const other = decodeProof("payment-signature", b64(v2Proof(req)));
-    if (!other.ok) throw new Error("decode failed");
-    expect(proofFingerprint(other.proof)).not.toBe(proofFingerprint(a.proof));
+describe("strict shape of the exact scheme's payload", () => {
+  it("refuses every kind of junk, each with a reason, before anything else touches it", () => {
+    for (const [kind, value] of junkProofs(req)) {
+      const result = decodeProof("payment-signature", value);
+      expect(result.ok, kind).toBe(false);
+    }
   });
 
+  it("refuses an ERC-6492-wrapped signature, a nesting bomb and unknown authorization fields by name", () => {
+    const p = v2Proof(req);
+    const erc6492 = {
+      ...p,
+      payload: { ...p.payload, signature: `0x${"ab".repeat(100)}${"6492".repeat(16)}` },
+    };
+    expect(decodeProof("payment-signature", b64(erc6492))).toMatchObject({ ok: false, detail: /ERC-6492/ });
+    let deep: unknown = [];
+    for (let i = 0; i < 2700; i++) deep = [deep];
+    const bomb = b64({ ...p, extensions: { x: deep } });
+    expect(bomb.length).toBeLessThan(8192);
+    expect(decodeProof("payment-signature", bomb)).toMatchObject({ ok: false, detail: /nested deeper/ });
+    const extra = {
+      ...p,
+      payload: { ...p.payload, authorization: { ...p.payload.authorization, memo: "x" } },
+    };
+    expect(decodeProof("payment-signature", b64(extra))).toMatchObject({
+      ok: false,
+      detail: /unknown field\(s\) memo/,
+    });
+  });
+
+  it("keeps only validated fields, and exposes the authorization for the payment's identity", () => {
+    const p = v2Proof(req);
+    const decoded = decodeProof("payment-signature", b64({ ...p, resource: { url: "https://x.example/r" } }));
+    if (!decoded.ok) throw new Error(decoded.detail);
+    expect(decoded.proof.exact.authorization).toEqual(p.payload.authorization);
+    expect(Object.keys(decoded.proof.payload).sort()).toEqual([
+      "accepted",
+      "payload",
+      "resource",
+      "x402Version",
+    ]);
+  });
+});
+
+describe("fingerprints", () => {
   it("request identity ignores pp_ref and key order, not the body", () => {
     const a = requestFingerprint("post", "/r", { pp_ref: "x" }, { a: 1, b: 2 });
     expect(requestFingerprint("POST", "/r", {}, { b: 2, a: 1 })).toBe(a);
@@ -52,6 +85,8 @@ describe("fingerprints", () => {
   });
 
   it("canonicalJson sorts keys recursively and drops undefined", () => {
-    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: undefined, e: null })).toBe('{"b":[{"c":2,"d":1}],"e":null}');
+    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: undefined, e: null })).toBe(
+      '{"b":[{"c":2,"d":1}],"e":null}',
+    );
   });
 });

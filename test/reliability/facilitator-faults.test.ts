@@ -70,7 +70,7 @@ describe("verify faults fail closed, bill nothing, and recover", () => {
       expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS + 1500);
       expect(fac.calls.settle).toBe(0);
       expect(fac.transfers.size).toBe(0);
-      expect(http.ledger.receipts()).toHaveLength(0);
+      expect(await http.ledger.receipts()).toHaveLength(0);
 
       fac.verify = "ok";
       const retry = await pay(http, proof);
@@ -78,7 +78,7 @@ describe("verify faults fail closed, bill nothing, and recover", () => {
       expect(decodePaymentResponseHeader(retry.headers.get("payment-response") as string).success).toBe(true);
       expect(((await retry.json()) as { unlocks: unknown[] }).unlocks).toBeInstanceOf(Array);
       expect(fac.transfers.size).toBe(1);
-      expect(http.ledger.receipts().map((r) => r.status)).toEqual(["settled"]);
+      expect((await http.ledger.receipts()).map((r) => r.status)).toEqual(["settled"]);
     });
   }
 
@@ -126,7 +126,7 @@ describe("settle faults withhold the response and never bill twice", () => {
       const proof = upcomingProof(http.config);
       const res = await pay(http, proof);
       expect(await expectFailClosed(res)).toBe(slug);
-      expect(http.ledger.receipts().map((r) => r.status)).toEqual(["unknown"]);
+      expect((await http.ledger.receipts()).map((r) => r.status)).toEqual(["unknown"]);
 
       fac.settle = "ok";
       const retry = await pay(http, proof);
@@ -146,7 +146,7 @@ describe("settle faults withhold the response and never bill twice", () => {
     const res = await pay(http, proof);
     expect(await expectFailClosed(res)).toBe("facilitator-timeout");
     expect(fac.transfers.size).toBe(1); // the buyer's money moved…
-    expect(http.ledger.receipts()[0]?.status).toBe("unknown"); // …and the ledger says the outcome is unknown
+    expect((await http.ledger.receipts())[0]?.status).toBe("unknown"); // …and the ledger says the outcome is unknown
 
     fac.settle = "ok";
     const retry = await pay(http, proof);
@@ -169,7 +169,7 @@ describe("settle faults withhold the response and never bill twice", () => {
     const settlement = decodePaymentResponseHeader(res.headers.get("payment-response") as string);
     const [tx] = [...fac.transfers.values()];
     expect(settlement.transaction).toBe(tx);
-    expect(http.ledger.receipts()).toMatchObject([{ status: "pending", transaction: tx }]);
+    expect(await http.ledger.receipts()).toMatchObject([{ status: "pending", transaction: tx }]);
     expect(fac.calls.settle).toBe(2); // one reconciliation retry with the same payload, no new payload
     expect(fac.transfers.size).toBe(1);
 

@@ -65,7 +65,7 @@ describe("one proof buys one response, under 100 concurrent identical requests",
     }
     expect(fac.calls).toMatchObject({ verify: 1, settle: 1 });
     expect(fac.transfers.size).toBe(1);
-    expect(http.ledger.receipts()).toHaveLength(1);
+    expect(await http.ledger.receipts()).toHaveLength(1);
   });
 
   it("with one Idempotency-Key: one 200, 99 × 409, then replays are identical and never reach the facilitator", async () => {
@@ -102,7 +102,7 @@ describe("one proof buys one response, under 100 concurrent identical requests",
     );
     expect(tally(responses.map((r) => r.status))).toEqual({ 200: 100 });
     expect(fac.transfers.size).toBe(100);
-    expect(new Set(http.ledger.receipts().map((r) => r.transaction)).size).toBe(100);
+    expect(new Set((await http.ledger.receipts()).map((r) => r.transaction)).size).toBe(100);
   });
 });
 

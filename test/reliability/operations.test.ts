@@ -139,8 +139,8 @@ describe("graceful shutdown", () => {
     await untilSettling(fac as FaultFacilitator);
 
     // What the ledger and the chain hold at the moment close() resolves (the process would exit right after).
-    const closing = http.app.close().then(() => ({
-      receipts: http.ledger.receipts().map((r) => r.status),
+    const closing = http.app.close().then(async () => ({
+      receipts: (await http.ledger.receipts()).map((r) => r.status),
       transfers: fac?.transfers.size,
     }));
     await new Promise((r) => setTimeout(r, 50));
@@ -156,7 +156,7 @@ describe("graceful shutdown", () => {
     expect(JSON.parse(res.body).unlocks).toBeInstanceOf(Array);
     expect(atClose).toEqual({ receipts: ["settled"], transfers: 1 });
     expect([503, "refused"]).toContain(late);
-    http.ledger.close();
+    await http.ledger.close();
   });
 
   it("a keep-alive client does not hold app.close() open after its paid answer (no 72 s keepAliveTimeout wait)", async () => {
@@ -173,8 +173,8 @@ describe("graceful shutdown", () => {
       closing,
       new Promise((r) => setTimeout(() => r("still open 2 s after the answer"), 2000)),
     ]);
-    expect(http.ledger.receipts().map((r) => r.status)).toEqual(["settled"]);
-    http.ledger.close();
+    expect((await http.ledger.receipts()).map((r) => r.status)).toEqual(["settled"]);
+    await http.ledger.close();
     expect(outcome).toBe("closed");
   });
 });

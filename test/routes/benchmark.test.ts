@@ -59,25 +59,22 @@ describe("POST /v1/benchmark/endpoint: the capped provisional phase", () => {
     dirs.push(dir);
     const env = { BENCHMARK_PROVISIONAL_CAP: "1", LEDGER_PATH: join(dir, "l.sqlite") };
     const ledger = openLedger(env.LEDGER_PATH);
-    ledger.finishReceipt(
-      ledger.beginReceipt(
-        {
-          route: PRICES.benchmark.route,
-          requestFingerprint: "r",
-          proofFingerprint: "p",
-          x402Version: 2,
-          amount: PRICES.benchmark.amount,
-          network: "eip155:8453",
-          asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-          payTo: TEST_PAY_TO,
-          ppRef: undefined,
-          idempotencyKey: undefined,
-        },
-        new Date("2026-11-22T01:00:00Z"),
-      ),
-      { status: "settled" },
-    );
-    ledger.close();
+    const at = new Date("2026-11-22T01:00:00Z");
+    const claim = await ledger.claimAuthorization({
+      identity: { network: "eip155:8453", asset: PRICES.benchmark.route, payer: "0xb0b0", nonce: "0x01" },
+      route: PRICES.benchmark.route,
+      requestFingerprint: "r",
+      x402Version: 2,
+      amount: PRICES.benchmark.amount,
+      payTo: TEST_PAY_TO,
+      incarnation: "earlier",
+      lockTtlMs: 1000,
+      now: at,
+    });
+    if (claim.kind !== "claimed") throw new Error(claim.kind);
+    await ledger.beginSettlement(claim.receipt.id, "earlier", at);
+    await ledger.recordSettlement(claim.receipt.id, { status: "settled", transaction: "0x1", now: at });
+    await ledger.close();
     const restart = async (now: Date) => {
       const t = await testApp(env, () => now);
       const res = await call(t);
@@ -120,7 +117,7 @@ describe("pp_ref", () => {
     const res = await call(t, pay(), "?pp_ref=partner.42:x-y_z");
     expect(res.statusCode).toBe(200);
     expect(res.body).not.toContain("partner.42");
-    expect(t.ledger.receipts()[0]?.ppRef).toBe("partner.42:x-y_z");
+    expect((await t.ledger.receipts())[0]?.ppRef).toBe("partner.42:x-y_z");
   });
 
   it("anything outside [A-Za-z0-9._:-]{1,128} is a 400 and is not reflected", async () => {
