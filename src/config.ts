@@ -23,6 +23,7 @@ export const EnvSchema = Type.Object({
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
   LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
+  RECONCILE_INTERVAL_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
   LEDGER_URL: Type.Optional(Type.String({ pattern: "^postgres(ql)?://[^\\s]+$" })),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
   CIRCUIT_FAILURE_THRESHOLD: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
@@ -64,6 +65,8 @@ export interface Config {
   ledgerPath: string;
   /** `postgres://…`: the ledger lives in PostgreSQL (several instances may share it); unset: SQLite at ledgerPath. */
   ledgerUrl: string | undefined;
+  /** Period of the payments maintenance pass: heartbeat, dead-instance release, lost-settlement reconciler, purge. */
+  reconcileIntervalMs: number;
   idempotencyTtlSeconds: number;
   circuit: { failureThreshold: number; cooldownMs: number };
   bodyLimit: number;
@@ -189,6 +192,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
     ledgerPath: env.LEDGER_PATH,
     ledgerUrl: env.LEDGER_URL,
+    reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
     bodyLimit: env.BODY_LIMIT_BYTES,

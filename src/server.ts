@@ -60,7 +60,7 @@ async function serve(
     ledgerShared,
     gateway: createFacilitatorGateway(client, config.circuit),
     chain: rpcUrl ? createChainReader(rpcUrl) : undefined,
-    paymentsMaintenanceMs: 30_000,
+    paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,
     facilitatorLabel:
       facilitator.kind === "cdp"
