@@ -197,50 +197,77 @@ async function rowFor(q: Queryable, i: PaymentIdentity, forUpdate = false): Prom
  * settling receipts go to the reconciler, which only ever records what the chain shows).
  */
 function incarnationLocks(url: string) {
-  const held = new Map<string, { client: pg.Client; ending: boolean }>();
+  /** Incarnations this process runs (started, not ended), and the connection holding each one's lock. */
+  const wanted = new Set<string>();
+  const held = new Map<string, pg.Client>();
 
-  async function hold(id: string): Promise<void> {
+  async function connectAndLock(id: string): Promise<pg.Client> {
     const client = new pg.Client({ connectionString: url });
-    const entry = { client, ending: false };
-    held.set(id, entry);
-    const retake = () => {
-      if (entry.ending || held.get(id) !== entry) return;
-      held.delete(id);
-      const retry = () =>
-        hold(id).catch(() => {
-          if (!entry.ending) setTimeout(retry, 1000).unref();
-        });
-      setTimeout(retry, 100).unref();
-    };
-    client.on("error", () => undefined);
-    client.on("end", retake);
-    await client.connect();
-    const got = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [
-      LOCK_INCARNATION,
-      id,
-    ]);
-    if (!got.rows[0]?.ok) {
-      entry.ending = true;
-      held.delete(id);
+    client.on("error", () => undefined); // a dropped connection ends it; "end" below takes it from there
+    try {
+      await client.connect();
+      const got = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok", [
+        LOCK_INCARNATION,
+        id,
+      ]);
+      if (!got.rows[0]?.ok) throw new Error(`incarnation ${id} is held by another live process`);
+      return client;
+    } catch (err) {
       await client.end().catch(() => undefined);
-      throw new Error(`incarnation ${id} is held by another live process`);
+      throw err;
     }
   }
 
-  async function release(id: string): Promise<void> {
-    const entry = held.get(id);
-    if (!entry) return;
-    entry.ending = true;
-    held.delete(id);
-    await entry.client.end().catch(() => undefined);
+  function watch(id: string, client: pg.Client): void {
+    held.set(id, client);
+    client.once("end", () => {
+      if (held.get(id) !== client) return;
+      held.delete(id);
+      if (wanted.has(id)) void retake(id);
+    });
+  }
+
+  async function retake(id: string): Promise<void> {
+    while (wanted.has(id) && !held.has(id)) {
+      await new Promise((r) => setTimeout(r, 500).unref());
+      if (!wanted.has(id)) return;
+      let client: pg.Client;
+      try {
+        client = await connectAndLock(id);
+      } catch {
+        continue; // the server is away, or has not yet noticed the old connection is gone
+      }
+      if (!wanted.has(id)) {
+        await client.end().catch(() => undefined);
+        return;
+      }
+      watch(id, client);
+      // Another instance may have taken this one for dead meanwhile and ended it: it is not.
+      await client
+        .query("UPDATE incarnations SET ended_at = NULL WHERE id = $1", [id])
+        .catch(() => undefined);
+    }
   }
 
   return {
     hold: async (id: string) => {
-      if (!held.has(id)) await hold(id);
+      if (held.has(id)) return;
+      const client = await connectAndLock(id);
+      wanted.add(id);
+      watch(id, client);
     },
-    release,
-    releaseAll: () => Promise.all([...held.keys()].map(release)),
+    release: async (id: string) => {
+      wanted.delete(id);
+      const client = held.get(id);
+      held.delete(id);
+      await client?.end().catch(() => undefined);
+    },
+    releaseAll: async () => {
+      const clients = [...held.values()];
+      wanted.clear();
+      held.clear();
+      await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
+    },
   };
 }
 

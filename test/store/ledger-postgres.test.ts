@@ -262,6 +262,36 @@ describe("postgres ledger", () => {
     }
   });
 
+  it("a live instance whose lock connection drops takes its lock back, and is no longer taken for dead", async () => {
+    const [a, b, close] = await twoInstances();
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    try {
+      await a.startIncarnation("inc-r", T0);
+      // Another instance wrongly ended it (say, during a network split), then the lock's connection is cut.
+      await b.releaseIncarnation("inc-r", T0);
+      const killed = await admin.query(
+        `SELECT pg_terminate_backend(pid) AS ok FROM pg_locks
+         WHERE locktype = 'advisory' AND classid = 40204 AND objid = hashtext('inc-r')::oid AND granted`,
+      );
+      expect(killed.rows).toEqual([{ ok: true }]);
+      for (let i = 0; i < 400; i++) {
+        const inc = (await b.incarnations()).find((x) => x.id === "inc-r");
+        if (inc?.alive && inc.endedAt === null) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect((await b.incarnations()).find((x) => x.id === "inc-r")).toMatchObject({
+        alive: true,
+        endedAt: null,
+      });
+      await a.endIncarnation("inc-r", T0); // a clean end lets go for good: nothing takes it back
+      expect((await b.incarnations()).find((x) => x.id === "inc-r")?.alive).toBe(false);
+    } finally {
+      await admin.end();
+      await close();
+    }
+  });
+
   it("LEDGER_URL selects PostgreSQL (shared by instances); without it the ledger is the SQLite file", async () => {
     const url = await server.freshSchema();
     const opened = await openConfiguredLedger(parseConfig({ LEDGER_URL: url }));
