@@ -1,136 +1,192 @@
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { decodePaymentResponseHeader } from "@x402/core/http";
-import { wrapFetchWithPayment } from "@x402/fetch";
-import { afterAll, describe, expect, it } from "vitest";
-import { buyerClient, fetchPayingV1 } from "../../scripts/buyer.js";
-import { type ServerProcess, startServerProcess } from "../../scripts/server-process.js";
-import { devnetKey } from "../../src/devnet/constants.js";
+import { fileURLToPath } from "node:url";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buyerClient } from "../../scripts/buyer.js";
+import { type Devnet, startDevnet } from "../../src/devnet/index.js";
+import { freePort } from "../../src/devnet/ports.js";
 import { openLedger } from "../../src/store/ledger.js";
+import { b64 } from "../helpers/proofs.js";
 
-// The server as a separate process on the embedded devnet, paid concurrently by 9 buyers (v2 and v1), killed with
-// SIGKILL mid-load, restarted on the same ledger file: every settlement a client received must have its receipt.
-
+/*
+ * kill -9 mid-settlement. 12 payers pay at once; the facilitator (the devnet's, behind a proxy the test controls)
+ * settles every one on chain, and the proxy holds the 12 replies. With all 12 charged and none answered, the server
+ * process is SIGKILLed. Restarted on the same ledger (same chain, same facilitator), each buyer retries once with the
+ * same proof — half with the Idempotency-Key they first sent, half without — and must get its response on that first
+ * retry, with no second settlement; the ledger must hold exactly one settled receipt per on-chain transfer.
+ */
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const PAYERS = 12;
+let devnet: Devnet;
+let proxy: Server;
+let proxyUrl: string;
+let holdSettles = true;
+let settleCalls = 0;
+const held: ServerResponse[] = [];
+let allHeld: () => void = () => {};
+const twelveHeld = new Promise<void>((r) => (allHeld = r));
+const txByNonce = new Map<string, string>();
+const sockets = new Set<Socket>();
+const children: ReturnType<typeof spawn>[] = [];
 const dir = mkdtempSync(join(tmpdir(), "crash-"));
 const ledgerPath = join(dir, "ledger.sqlite");
-const servers: ServerProcess[] = [];
+
+async function forward(req: IncomingMessage, res: ServerResponse) {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const body = Buffer.concat(chunks);
+  const upstream = await fetch(`${devnet.facilitatorUrl}${req.url}`, {
+    method: req.method,
+    headers: { "content-type": "application/json" },
+    ...(req.method === "POST" ? { body } : {}),
+  });
+  const text = await upstream.text();
+  if (req.url === "/settle") {
+    settleCalls += 1;
+    const nonce = JSON.parse(body.toString()).paymentPayload.payload.authorization.nonce as string;
+    const tx = (JSON.parse(text) as { transaction?: string }).transaction;
+    if (tx) txByNonce.set(nonce.toLowerCase(), tx);
+    if (holdSettles) {
+      held.push(res); // settled on chain; the answer waits for a process that will never read it
+      if (held.length === PAYERS) allHeld();
+      return;
+    }
+  }
+  res.writeHead(upstream.status, { "content-type": "application/json" }).end(text);
+}
+
+async function startChild(env: Record<string, string>) {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/server-child.ts"], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_ENV: "test",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      LEDGER_PATH: ledgerPath,
+      FACILITATOR_URL: proxyUrl,
+      PAY_TO: devnet.payTo,
+      CHAIN_RPC_URL: devnet.rpcUrl,
+      RATE_LIMIT_MAX: "100000",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let out = "";
+  const exited = new Promise<string>((r) => child.once("exit", (code, signal) => r(String(signal ?? code))));
+  const url = await new Promise<string>((resolve, reject) => {
+    const onData = (c: Buffer) => {
+      out += c.toString();
+      const m = /pressure402 is listening on (http:\/\/\S+)/.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    void exited.then((how) => reject(new Error(`server exited (${how}):\n${out.slice(-2000)}`)));
+  });
+  return { url, child, exited, output: () => out };
+}
+
+beforeAll(async () => {
+  devnet = await startDevnet();
+  proxy = createServer((req, res) => void forward(req, res));
+  proxy.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+}, 120_000);
+
 afterAll(async () => {
-  for (const s of servers) await s.stop("SIGKILL");
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => proxy?.close(r));
+  await devnet?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
-const KILL_AFTER_SETTLEMENTS = 30;
-const KILL_AFTER_MS = 8_000;
-const MAX_CALLS_PER_WORKER = 40;
-const MAX_PRICE = 1_000_000n;
-
-interface Received {
-  transaction: string;
-  version: 1 | 2;
-}
-
-describe("crash safety", () => {
-  it("after SIGKILL mid-load and a restart, every settlement a client received has a receipt", {
-    timeout: 90_000,
+describe("crash safety: kill -9 mid-settlement", () => {
+  it("every charged buyer gets its response on its first retry after a restart; one settled receipt per transfer", {
+    timeout: 180_000,
   }, async () => {
-    const started = Date.now();
-    const env = { LEDGER_PATH: ledgerPath, LOG_LEVEL: "debug", RATE_LIMIT_MAX: "100000" };
-    const first = await startServerProcess(env);
-    servers.push(first);
+    const first = await startChild({ FACILITATOR_TIMEOUT_MS: "120000" }); // the kill comes before any timeout
+    const payers = await Promise.all(
+      Array.from({ length: PAYERS }, async (_, i) => {
+        const path = `/v1/unlocks/upcoming?days=${10 + i}`;
+        const challenge = await fetch(`${first.url}${path}`);
+        expect(challenge.status).toBe(402);
+        const required = decodePaymentRequiredHeader(challenge.headers.get("payment-required") as string);
+        const buyer = devnet.buyers[i % devnet.buyers.length] as Devnet["buyers"][number];
+        const payload = await buyerClient(buyer.privateKey, 1_000_000n).createPaymentPayload(required);
+        const nonce = (
+          payload.payload as { authorization: { nonce: string } }
+        ).authorization.nonce.toLowerCase();
+        const headers: Record<string, string> = { "PAYMENT-SIGNATURE": b64(payload) };
+        if (i % 2 === 0) headers["Idempotency-Key"] = `crash-order-${i}`;
+        return { path, headers, nonce, days: 10 + i };
+      }),
+    );
+    const before = await devnet.balanceOf(devnet.payTo);
 
-    const received: Received[] = [];
-    const proofsSent: string[] = [];
-    let killed = false;
-    let calls = 0;
-    const spyFetch: typeof fetch = (input, init) => {
-      const sig = new Headers((input instanceof Request ? input.headers : undefined) ?? init?.headers).get(
-        "payment-signature",
-      );
-      if (sig) proofsSent.push(sig);
-      return fetch(input, init);
-    };
-
-    async function worker(index: number): Promise<void> {
-      const key = devnetKey(1 + (index % 9)).privateKey;
-      const v1 = index % 3 === 2; // a third of the workers pay with x402 v1 (X-PAYMENT)
-      const pay = wrapFetchWithPayment(spyFetch, buyerClient(key, MAX_PRICE)) as typeof fetch;
-      for (let i = 0; i < MAX_CALLS_PER_WORKER && !killed && Date.now() - started < 60_000; i++) {
-        const url = `${first.url}/v1/unlocks/upcoming?days=${1 + ((index * 37 + i) % 365)}`;
-        try {
-          calls += 1;
-          if (v1) {
-            const { response, paymentHeader } = await fetchPayingV1(url, {}, key, MAX_PRICE);
-            if (paymentHeader) proofsSent.push(...Object.values(paymentHeader));
-            const header = response.headers.get("x-payment-response");
-            await response.arrayBuffer();
-            if (response.status === 200 && header)
-              received.push({
-                transaction: JSON.parse(Buffer.from(header, "base64").toString("utf8")).transaction,
-                version: 1,
-              });
-          } else {
-            const response = await pay(url);
-            const header = response.headers.get("payment-response");
-            await response.arrayBuffer();
-            if (response.status === 200 && header)
-              received.push({ transaction: decodePaymentResponseHeader(header).transaction, version: 2 });
-          }
-        } catch {
-          return; // the server is gone (killed mid-request): this client got nothing for this call
-        }
-      }
-    }
-
-    const workers = Array.from({ length: 18 }, (_, i) => worker(i));
-    const deadline = Date.now() + KILL_AFTER_MS;
-    while (received.length < KILL_AFTER_SETTLEMENTS && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 20));
-    killed = true;
+    const firstTries = payers.map((p) =>
+      fetch(`${first.url}${p.path}`, { headers: p.headers }).then(
+        (r) => r.status,
+        () => "no answer" as const,
+      ),
+    );
+    await twelveHeld; // all 12 settled on chain, none answered
     first.child.kill("SIGKILL");
     expect(await first.exited).toBe("SIGKILL");
-    await Promise.all(workers);
-    const beforeRestart = [...received];
-    expect(beforeRestart.length).toBeGreaterThanOrEqual(10);
-    expect(beforeRestart.some((r) => r.version === 1)).toBe(true);
-    expect(beforeRestart.some((r) => r.version === 2)).toBe(true);
+    expect(await Promise.all(firstTries)).toEqual(Array(PAYERS).fill("no answer"));
+    expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20_000n * BigInt(PAYERS)); // all were charged
+    for (const res of held.splice(0)) res.destroy();
 
-    // Restart on the same ledger file (a fresh devnet chain; the ledger is what must survive).
-    const second = await startServerProcess(env);
-    servers.push(second);
-    const after = await wrapFetchWithPayment(
-      spyFetch,
-      buyerClient(devnetKey(1).privateKey, MAX_PRICE),
-    )(`${second.url}/v1/unlocks/upcoming?days=30`);
-    expect(after.status).toBe(200);
-    const afterTx = decodePaymentResponseHeader(after.headers.get("payment-response") as string).transaction;
+    holdSettles = false;
+    const settlesBeforeRestart = settleCalls;
+    const second = await startChild({});
+    const retries = await Promise.all(
+      payers.map(async (p) => {
+        const r = await fetch(`${second.url}${p.path}`, { headers: p.headers });
+        const header = r.headers.get("payment-response");
+        const body = r.status === 200 ? ((await r.json()) as { days: number }) : await r.text();
+        return {
+          status: r.status,
+          tx: header ? decodePaymentResponseHeader(header).transaction : null,
+          body,
+          p,
+        };
+      }),
+    );
+    for (const r of retries) {
+      expect(r.status, `retry of ${r.p.path} ${JSON.stringify(r.body)}`).toBe(200);
+      expect(r.tx).toBe(txByNonce.get(r.p.nonce));
+      expect((r.body as { days: number }).days).toBe(r.p.days);
+    }
+    expect(settleCalls).toBe(settlesBeforeRestart); // nothing settled twice
+    expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20_000n * BigInt(PAYERS));
 
+    second.child.kill("SIGTERM");
+    await second.exited;
     const ledger = openLedger(ledgerPath);
     const receipts = await ledger.receipts();
-    ledger.close();
-    const byTx = new Map(receipts.filter((r) => r.transaction).map((r) => [r.transaction, r]));
-    const missing = beforeRestart.filter((r) => byTx.get(r.transaction)?.status !== "settled");
-    expect(missing).toEqual([]);
-    expect(byTx.get(afterTx)?.status).toBe("settled");
-    // One receipt per transaction, and each received settlement is for the route's price.
-    expect(byTx.size).toBe(receipts.filter((r) => r.transaction).length);
-    for (const r of beforeRestart)
-      expect(byTx.get(r.transaction)).toMatchObject({ amount: "20000", route: "GET /v1/unlocks/upcoming" });
-    const orphans = receipts.filter((r) => r.status === "settling").length;
-
-    // Graceful stop of the restarted server; neither process logged a proof, a settlement header or a devnet key.
-    const how = await second.stop("SIGTERM");
-    expect([0, "SIGTERM"]).toContain(how);
-    const output = first.output() + second.output();
-    expect(output).toContain("incoming request"); // request logging was on
-    const keys = Array.from({ length: 11 }, (_, i) => devnetKey(i).privateKey);
-    expect(keys.filter((k) => output.includes(k.slice(2)))).toEqual([]);
-    expect(proofsSent.length).toBeGreaterThan(0);
-    expect(proofsSent.filter((p) => output.includes(p))).toEqual([]);
-
+    await ledger.close();
+    const settled = receipts.filter((r) => r.status === "settled");
+    expect(settled).toHaveLength(PAYERS);
+    expect(receipts).toHaveLength(PAYERS);
+    expect(new Set(settled.map((r) => r.transaction))).toEqual(new Set(txByNonce.values()));
+    expect(settled.every((r) => r.response?.statusCode === 200)).toBe(true);
     process.stdout.write(
-      `crash test: ${calls} calls, ${beforeRestart.length} settlements received before SIGKILL, ${receipts.length} receipts ` +
-        `(${orphans} left "settling" by the kill), ${Math.round((Date.now() - started) / 1000)} s\n`,
+      `crash test: ${PAYERS} payers charged and unanswered at SIGKILL; after restart ${retries.filter((r) => r.status === 200).length}/${PAYERS} first retries 200, ` +
+        `${settleCalls - settlesBeforeRestart} extra settlements, ${settled.length} settled receipts for ${txByNonce.size} transfers\n`,
     );
   });
 });

@@ -32,7 +32,14 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "p402-e2e-"));
   ledgerPath = join(dir, "ledger.sqlite");
   server = await start(
-    parseConfig({ NODE_ENV: "test", PORT: "0", LOG_LEVEL: "silent", LEDGER_PATH: ledgerPath }),
+    // No load shedding: a busy machine must not turn paid answers into 503 overloaded (it is tested on its own).
+    parseConfig({
+      NODE_ENV: "test",
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      LEDGER_PATH: ledgerPath,
+      MAX_EVENT_LOOP_DELAY_MS: "0",
+    }),
   );
 }, 120_000);
 
@@ -316,7 +323,7 @@ describe("refused proofs settle nothing", () => {
     );
   });
 
-  it("a proof already used", async () => {
+  it("a proof already used: the same request gets its response again, another request is asked to pay", async () => {
     const b = devnet().buyers[5]!;
     const accepted = await required("/v1/unlocks/upcoming", { method: "GET" });
     const payload = await signV2(b.privateKey, "/v1/unlocks/upcoming", accepted);
@@ -324,8 +331,15 @@ describe("refused proofs settle nothing", () => {
     await expectPaid(b.address, PRICES.upcoming.amount, () =>
       fetch(url("/v1/unlocks/upcoming"), { headers }),
     );
+    const d = devnet();
+    const payToBefore = await d.balanceOf(d.payTo);
+    const again = await fetch(url("/v1/unlocks/upcoming"), { headers });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.text()).toContain("risk_score");
+    expect(await d.balanceOf(d.payTo)).toBe(payToBefore);
     const { res } = await expectNothingMoved(b.address, () =>
-      fetch(url("/v1/unlocks/upcoming"), { headers }),
+      fetch(url("/v1/unlocks/upcoming?days=7"), { headers }),
     );
     expect(decodePaymentRequiredHeader(res.headers.get("payment-required")!).error).toMatch(/already_used/);
   });

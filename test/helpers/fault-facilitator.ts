@@ -309,6 +309,8 @@ export async function startHttpApp(
     ledgerPath?: string;
     logger?: Parameters<typeof buildApp>[0]["logger"];
     chain?: ChainReader;
+    /** The payment core's clock (retention, key TTLs) and the circuit breaker's, for tests that move time. */
+    paymentsClock?: () => Date;
     paymentObserver?: Parameters<typeof buildApp>[0]["paymentObserver"];
   } = {},
 ): Promise<HttpApp> {
@@ -322,6 +324,7 @@ export async function startHttpApp(
   const gateway = createFacilitatorGateway(
     createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl)),
     config.circuit,
+    opts.paymentsClock ? () => (opts.paymentsClock as () => Date)().getTime() : undefined,
   );
   const ledger = openLedger(opts.ledgerPath ?? ":memory:");
   const app = await appWith({
@@ -332,6 +335,7 @@ export async function startHttpApp(
     facilitatorLabel: facilitatorUrl,
     ...(opts.chain ? { chain: opts.chain } : {}),
     ...(opts.paymentObserver ? { paymentObserver: opts.paymentObserver } : {}),
+    ...(opts.paymentsClock ? { paymentsClock: opts.paymentsClock } : {}),
   });
   const url = await app.listen({ host: "127.0.0.1", port: 0 });
   return {

@@ -1,5 +1,8 @@
+import type { FacilitatorClient } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
 import { admit, closedCircuit, recordFailure, recordSuccess } from "../../src/payments/circuit.js";
+import { createFacilitatorGateway } from "../../src/payments/facilitator.js";
 
 const opts = { failureThreshold: 3, cooldownMs: 1000 };
 
@@ -22,5 +25,69 @@ describe("circuit breaker", () => {
     expect(admit(s, opts, 1000).allowed).toBe(true);
     recordFailure(s, opts, 1000);
     expect(admit(s, opts, 1500)).toEqual({ allowed: false, retryAfterMs: 500 });
+  });
+});
+
+describe("the gateway counts only the facilitator's own faults", () => {
+  const requirements = {} as PaymentRequirements;
+  const payload = {} as PaymentPayload;
+  const client = (fail: () => never): FacilitatorClient =>
+    ({
+      verify: async () => fail(),
+      settle: async () => fail(),
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    }) as unknown as FacilitatorClient;
+
+  it.each([
+    [
+      "its 4xx to our request",
+      () => {
+        throw new Error("Facilitator verify failed (400): bad request");
+      },
+    ],
+    [
+      "an error of our own process (a stack overflow in an encoder)",
+      () => {
+        throw new RangeError("Maximum call stack size exceeded");
+      },
+    ],
+  ])("%s: 502 to the client, no count toward the circuit", async (_name, fail) => {
+    const g = createFacilitatorGateway(
+      client(fail as () => never),
+      { failureThreshold: 1, cooldownMs: 1000 },
+      () => 0,
+    );
+    for (let i = 0; i < 5; i++)
+      await expect(g.verify(payload, requirements)).rejects.toMatchObject({ status: 502 });
+    expect(g.circuit).toMatchObject({ failures: 0, openedAt: null });
+  });
+
+  it("its 5xx, timeouts and refused connections count; a neutral error during the half-open trial frees the trial", async () => {
+    let now = 0;
+    let fail: () => never = () => {
+      throw new Error("Facilitator verify failed (503): down");
+    };
+    const g = createFacilitatorGateway(
+      client(() => fail()),
+      { failureThreshold: 2, cooldownMs: 1000 },
+      () => now,
+    );
+    await expect(g.verify(payload, requirements)).rejects.toMatchObject({ reason: "facilitator_error" });
+    fail = () => {
+      throw new TypeError("fetch failed");
+    };
+    await expect(g.verify(payload, requirements)).rejects.toMatchObject({
+      reason: "facilitator_unreachable",
+    });
+    expect(g.circuit.openedAt).toBe(0);
+    await expect(g.verify(payload, requirements)).rejects.toMatchObject({
+      reason: "facilitator_circuit_open",
+    });
+    now = 1000;
+    fail = () => {
+      throw new Error("Facilitator verify failed (400): bad request");
+    };
+    await expect(g.verify(payload, requirements)).rejects.toMatchObject({ status: 502 }); // the trial, neutral
+    expect(g.circuit.trialInFlight).toBe(false); // …so the next call may try again instead of waiting forever
   });
 });

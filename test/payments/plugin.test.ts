@@ -25,6 +25,13 @@ const failing: PaidRoute = {
   description: "handler fails",
   acceptsV1: true,
 };
+const capped: PaidRoute = {
+  route: "POST /capped",
+  amount: "20000",
+  description: "capped, no pre-check",
+  acceptsV1: false,
+  cap: () => ({ limit: 3, since: new Date(0) }),
+};
 const getRoute: PaidRoute = { route: "GET /g", amount: "20000", description: "a GET", acceptsV1: true };
 
 let app: FastifyInstance;
@@ -55,6 +62,7 @@ beforeEach(async () => {
     handlerRuns += 1;
     return { paid: true };
   });
+  app.post("/capped", { preHandler: [app.payments.guard(capped)] }, async () => ({ paid: true }));
   app.get("/g", { preHandler: [app.payments.guard(getRoute)] }, async () => {
     handlerRuns += 1;
     return { got: true };
@@ -371,6 +379,26 @@ describe("paid calls", () => {
     // Nothing was held: the signed proof pays once the facilitator sees the chain again.
     gateway.verifyResult = fakeGateway().verifyResult;
     expect((await post("/both", { "payment-signature": b64(signed) })).statusCode).toBe(200);
+  });
+});
+
+describe("provisional cap", () => {
+  it("is reserved with the claim, before verification: 50 concurrent proofs under a cap of 3 → 3 verified, 3 settled", async () => {
+    let open: () => void = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    gateway.verifyResult = async () => {
+      await gate; // every request reaches the claim while the first three are still verifying
+      return { isValid: true };
+    };
+    const calls = Array.from({ length: 50 }, () =>
+      post("/capped", { "payment-signature": b64(v2Proof(requirementsV2(capped, terms))) }),
+    );
+    while (gateway.calls.verify < 3) await new Promise((r) => setImmediate(r));
+    open();
+    const statuses = (await Promise.all(calls)).map((r) => r.statusCode);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 503)).toHaveLength(47);
+    expect(gateway.calls).toEqual({ verify: 3, settle: 3 });
   });
 });
 

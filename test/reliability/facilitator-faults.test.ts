@@ -133,8 +133,13 @@ describe("settle faults withhold the response and never bill twice", () => {
       expect(retry.status).toBe(200);
       expect(fac.transfers.size).toBe(1);
       expect(fac.billedBy(PAYER)).toBe(1);
+      const body = await retry.text();
+      // Delivered at least once: the same proof and request replay the response, with no facilitator call.
+      const callsBefore = { ...fac.calls };
       const again = await pay(http, proof);
-      expect(again.status).toBe(402);
+      expect(again.status).toBe(200);
+      expect(await again.text()).toBe(body);
+      expect(fac.calls).toEqual(callsBefore);
       expect(fac.transfers.size).toBe(1);
     });
   }
@@ -160,6 +165,22 @@ describe("settle faults withhold the response and never bill twice", () => {
     expect(fac.billedBy(PAYER)).toBe(1);
   });
 
+  it("…and with the chain to ask, the retry delivers that settlement: one transfer, one 200, one receipt", async () => {
+    fac = await startFaultFacilitator();
+    http = await startHttpApp(fac.url, { FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS) }, { chain: fac.chain });
+    fac.settle = "transfer-then-hang";
+    const proof = upcomingProof(http.config);
+    expect(await expectFailClosed(await pay(http, proof))).toBe("facilitator-timeout");
+    fac.settle = "ok";
+    const callsBefore = { ...fac.calls };
+    const retry = await pay(http, proof);
+    expect(retry.status).toBe(200);
+    const [tx] = [...fac.transfers.values()];
+    expect(decodePaymentResponseHeader(retry.headers.get("payment-response") as string).transaction).toBe(tx);
+    expect(fac.calls).toEqual(callsBefore); // recovered from the chain: no verify, no second settle
+    expect(await http.ledger.receipts()).toMatchObject([{ status: "settled", transaction: tx }]);
+  });
+
   it("a pending settlement delivers once, records the transaction as pending, and the proof is spent", async () => {
     const { fac, http } = await setup();
     fac.settle = "pending";
@@ -175,55 +196,46 @@ describe("settle faults withhold the response and never bill twice", () => {
 
     const callsBefore = { ...fac.calls };
     const again = await pay(http, proof);
-    expect(again.status).toBe(402);
-    expect(((await again.json()) as { error: string }).error).toMatch(/payment_already_used/);
+    expect(again.status).toBe(200);
+    expect(again.headers.get("payment-response")).toBe(res.headers.get("payment-response"));
     expect(fac.calls).toEqual(callsBefore);
   });
 });
 
 describe("circuit breaker", () => {
-  it("after the threshold, requests fail fast without touching the facilitator, then it recovers after the cool-down", async () => {
+  it("after the threshold, requests fail fast without touching the facilitator; a half-open probe closes it", async () => {
     const THRESHOLD = 3;
     const COOLDOWN_MS = 1500;
-    const { fac, http } = await setup({
-      CIRCUIT_FAILURE_THRESHOLD: String(THRESHOLD),
-      CIRCUIT_COOLDOWN_MS: String(COOLDOWN_MS),
-    });
+    let now = Date.now();
+    fac = await startFaultFacilitator();
+    http = await startHttpApp(
+      fac.url,
+      {
+        FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS),
+        CIRCUIT_FAILURE_THRESHOLD: String(THRESHOLD),
+        CIRCUIT_COOLDOWN_MS: String(COOLDOWN_MS),
+      },
+      { paymentsClock: () => new Date(now) }, // the breaker's time is the test's
+    );
     fac.verify = "hang";
     for (let i = 0; i < THRESHOLD; i++) {
       const res = await pay(http, upcomingProof(http.config));
-      expect(res.status).toBe(503);
       expect(await expectFailClosed(res)).toBe("facilitator-timeout");
     }
     expect(fac.calls.verify).toBe(THRESHOLD);
-    // undici may open a spare socket right after an aborted one; let that settle before counting.
-    await new Promise((r) => setTimeout(r, 300));
-    const connections = fac.connections;
 
-    // 20 concurrent requests while open: each answers at once (well under the 300 ms timeout) and none reaches it.
-    const timed = await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        const t0 = performance.now();
-        const res = await pay(http as HttpApp, upcomingProof((http as HttpApp).config));
-        const ms = performance.now() - t0;
-        return { res, ms, slug: await expectFailClosed(res) };
-      }),
+    // 20 concurrent requests while open: all answered circuit-open (a call would have hung into a timeout instead).
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, async () =>
+        expectFailClosed(await pay(http as HttpApp, upcomingProof((http as HttpApp).config))),
+      ),
     );
-    for (const { res, slug } of timed) {
-      expect(res.status).toBe(503);
-      expect(slug).toBe("facilitator-circuit-open");
-    }
-    const slowest = Math.max(...timed.map((t) => t.ms));
-    expect(slowest).toBeLessThan(TIMEOUT_MS / 2);
+    expect(new Set(answers)).toEqual(new Set(["facilitator-circuit-open"]));
     expect(fac.calls.verify).toBe(THRESHOLD);
-    expect(fac.connections).toBe(connections);
-    expect(Number(timed[0]?.res.headers.get("retry-after"))).toBeLessThanOrEqual(
-      Math.ceil(COOLDOWN_MS / 1000),
-    );
 
-    // Healthy again; after the cool-down one trial call goes through and closes the circuit.
+    // Healthy again; once the cool-down has passed, one trial call goes through and closes the circuit.
     fac.verify = "ok";
-    await new Promise((r) => setTimeout(r, COOLDOWN_MS + 50));
+    now += COOLDOWN_MS;
     const trial = await pay(http, upcomingProof(http.config));
     expect(trial.status).toBe(200);
     expect(http.gateway.circuit.openedAt).toBeNull();

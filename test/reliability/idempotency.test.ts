@@ -26,10 +26,26 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function setup(env: Record<string, string> = {}, ledgerPath?: string) {
+async function setup(env: Record<string, string> = {}, ledgerPath?: string, paymentsClock?: () => Date) {
   fac = await startFaultFacilitator();
-  http = await startHttpApp(fac.url, env, { ledgerPath });
+  http = await startHttpApp(fac.url, env, { ledgerPath, ...(paymentsClock ? { paymentsClock } : {}) });
   return { fac, http };
+}
+
+/**
+ * The first request is held inside verify (a gate, not a delay) while `n - 1` identical ones are answered; then the
+ * gate opens. What each gets does not depend on how fast the machine is.
+ */
+async function heldBurst(f: FaultFacilitator, app: HttpApp, n: number, headers: Record<string, string>) {
+  let open: () => void = () => {};
+  f.verifyGate = new Promise<void>((r) => (open = r));
+  const first = get(app, headers);
+  await f.untilCalls("verify", 1);
+  const rest = await burst(app, n - 1, headers);
+  open();
+  f.verifyGate = undefined;
+  const r = await first;
+  return [{ status: r.status, retryAfter: r.headers.get("retry-after"), body: await r.text() }, ...rest];
 }
 
 const get = (app: HttpApp, headers: Record<string, string>, path = UPCOMING_PATH) =>
@@ -55,9 +71,8 @@ function tally(statuses: number[]): Record<number, number> {
 describe("one proof buys one response, under 100 concurrent identical requests", () => {
   it("without an Idempotency-Key: one 200, 99 × 409, one verify, one settlement", async () => {
     const { fac, http } = await setup();
-    fac.verifyDelayMs = 300; // every request arrives while the first is still verifying
     const proof = upcomingProof(http.config);
-    const results = await burst(http, 100, { "payment-signature": proof });
+    const results = await heldBurst(fac, http, 100, { "payment-signature": proof });
     expect(tally(results.map((r) => r.status))).toEqual({ 200: 1, 409: 99 });
     for (const r of results.filter((r) => r.status === 409)) {
       expect(r.retryAfter).toBe("1");
@@ -70,9 +85,8 @@ describe("one proof buys one response, under 100 concurrent identical requests",
 
   it("with one Idempotency-Key: one 200, 99 × 409, then replays are identical and never reach the facilitator", async () => {
     const { fac, http } = await setup();
-    fac.verifyDelayMs = 300;
     const headers = { "payment-signature": upcomingProof(http.config), "idempotency-key": "order-7f3a" };
-    const results = await burst(http, 100, headers);
+    const results = await heldBurst(fac, http, 100, headers);
     expect(tally(results.map((r) => r.status))).toEqual({ 200: 1, 409: 99 });
     expect(fac.calls).toMatchObject({ verify: 1, settle: 1 });
     const original = results.find((r) => r.status === 200)?.body;
@@ -96,7 +110,6 @@ describe("one proof buys one response, under 100 concurrent identical requests",
 
   it("100 concurrent requests, each with its own proof, all settle (the lock is per proof, not global)", async () => {
     const { fac, http } = await setup();
-    fac.verifyDelayMs = 100;
     const responses = await Promise.all(
       Array.from({ length: 100 }, () => get(http, { "payment-signature": upcomingProof(http.config) })),
     );
@@ -107,8 +120,9 @@ describe("one proof buys one response, under 100 concurrent identical requests",
 });
 
 describe("idempotency records", () => {
-  it("expire after IDEMPOTENCY_TTL_SECONDS: the key is free again, and the old proof stays spent", async () => {
-    const { fac, http } = await setup({ IDEMPOTENCY_TTL_SECONDS: "1" });
+  it("expire after IDEMPOTENCY_TTL_SECONDS (a clock the test moves): the key is free again, the old proof stays spent", async () => {
+    let now = Date.now();
+    const { fac, http } = await setup({ IDEMPOTENCY_TTL_SECONDS: "60" }, undefined, () => new Date(now));
     const proof = upcomingProof(http.config);
     expect((await get(http, { "payment-signature": proof, "idempotency-key": "ttl-key" })).status).toBe(200);
     // Within the TTL: the key is bound to that request and proof.
@@ -122,13 +136,15 @@ describe("idempotency records", () => {
     const replay = await get(http, { "payment-signature": proof, "idempotency-key": "ttl-key" });
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
 
-    await new Promise((r) => setTimeout(r, 1100));
-    // After it: no replay of the old response (the proof is spent, so 402 without a facilitator call)…
+    now += 60_000;
+    // After it: no replay of the old response (its retention ended too) and no fresh PAYMENT-REQUIRED for a proof
+    // that paid for this request: a 409 that says so, without a facilitator call…
     fac.resetCounters();
     const stale = await get(http, { "payment-signature": proof, "idempotency-key": "ttl-key" });
-    expect(stale.status).toBe(402);
+    expect(stale.status).toBe(409);
     expect(stale.headers.get("idempotent-replayed")).toBeNull();
-    expect(((await stale.json()) as { error: string }).error).toMatch(/payment_already_used/);
+    expect(stale.headers.get("payment-required")).toBeNull();
+    expect(((await stale.json()) as { type: string }).type).toMatch(/payment-already-used$/);
     expect(fac.calls.verify).toBe(0);
     // …and the key can carry a new request and proof.
     const fresh = await get(
