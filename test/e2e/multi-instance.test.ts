@@ -50,7 +50,14 @@ const facilitator = {
   settled: [] as string[],
   /** Waiters for `settled.length` to reach a count. */
   waiters: [] as { n: number; done: () => void }[],
+  /** Waiters for `settleCalls` to reach a count. */
+  callWaiters: [] as { n: number; done: () => void }[],
 };
+const untilSettleCalls = (n: number) =>
+  new Promise<void>((resolve) => {
+    if (facilitator.settleCalls >= n) resolve();
+    else facilitator.callWaiters.push({ n, done: resolve });
+  });
 const untilSettled = (n: number) =>
   new Promise<void>((resolve) => {
     if (facilitator.settled.length >= n) resolve();
@@ -63,6 +70,7 @@ async function forward(req: IncomingMessage, res: ServerResponse) {
   const isSettle = req.url === "/settle";
   if (isSettle) {
     facilitator.settleCalls += 1;
+    for (const w of facilitator.callWaiters.filter((x) => facilitator.settleCalls >= x.n)) w.done();
     if (facilitator.gate) await facilitator.gate;
   }
   const swallow = isSettle && facilitator.swallow;
@@ -163,8 +171,9 @@ describe("two instances on one PostgreSQL ledger", () => {
         },
       ),
     );
-    await allButOne.promise;
-    expect(facilitator.settleCalls - calls0).toBe(1); // the one claim is at the facilitator, held
+    // Barriers: the 99 were answered while the one claim that won is held at the facilitator's settle.
+    await Promise.all([allButOne.promise, untilSettleCalls(calls0 + 1)]);
+    expect(facilitator.settleCalls - calls0).toBe(1);
     facilitator.gate = undefined;
     gate.resolve();
     const results = await Promise.all(responses);
@@ -220,7 +229,8 @@ describe("two instances on one PostgreSQL ledger", () => {
         return { status: res.status, body };
       }),
     );
-    await allRefused.promise;
+    await Promise.all([allRefused.promise, untilSettleCalls(calls0 + 3)]);
+    expect(facilitator.settleCalls - calls0).toBe(3); // the three slot holders, held at the gate
     facilitator.gate = undefined;
     gate.resolve();
     const results = await Promise.all(responses);
