@@ -1,4 +1,4 @@
-import type { Config } from "../config.js";
+import { type Config, ConfigError } from "../config.js";
 import type { LedgerPort } from "../payments/ledger-port.js";
 import { openSqliteLedger } from "./ledger-sqlite.js";
 
@@ -19,7 +19,15 @@ export async function openConfiguredLedger(
   if (config.ledgerUrl) {
     // Loaded only when configured: a SQLite deployment never loads the pg driver.
     const { openPostgresLedger } = await import("./ledger-postgres.js");
-    return { ledger: await openPostgresLedger(config.ledgerUrl), backend: "postgres", shared: true };
+    try {
+      return { ledger: await openPostgresLedger(config.ledgerUrl), backend: "postgres", shared: true };
+    } catch (err) {
+      // One line naming the variable; the driver's message names host, user or database, never the password.
+      const why = err instanceof Error ? err.message : String(err);
+      throw new ConfigError(
+        `LEDGER_URL: cannot open the PostgreSQL ledger (${why}); check its host, port, credentials and database`,
+      );
+    }
   }
   return { ledger: openSqliteLedger(config.ledgerPath), backend: "sqlite", shared: false };
 }

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
-import { parseConfig } from "../../src/config.js";
+import { ConfigError, parseConfig } from "../../src/config.js";
 import { openConfiguredLedger } from "../../src/store/ledger-factory.js";
 import { migratePostgres, openPostgresLedger } from "../../src/store/ledger-postgres.js";
 import { POSTGRES_MIGRATIONS } from "../../src/store/migrations/postgres.js";
@@ -316,9 +316,21 @@ describe("postgres ledger", () => {
     expect(() => parseConfig({ LEDGER_URL: "mysql://app:s3cret@db:3306/x" })).not.toThrow(/s3cret/);
   });
 
-  it("refuses to open on an unreachable database with an error, not a hang", async () => {
+  it("refuses to start on an unreachable database or wrong password: one line naming LEDGER_URL, no password", async () => {
     const url = new URL(server.url);
     url.port = "1"; // nothing listens on port 1 of loopback
     await expect(openPostgresLedger(url.toString())).rejects.toThrow();
+    await expect(openConfiguredLedger(parseConfig({ LEDGER_URL: url.toString() }))).rejects.toThrow(
+      /^LEDGER_URL: cannot open the PostgreSQL ledger \(.*ECONNREFUSED.*\)/,
+    );
+    const wrong = new URL(server.url);
+    wrong.password = "not-the-password";
+    const err = await openConfiguredLedger(parseConfig({ LEDGER_URL: wrong.toString() })).catch(
+      (e: Error) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/^LEDGER_URL: .*password authentication failed/);
+    expect((err as Error).message).not.toContain("not-the-password");
+    expect((err as Error).message).not.toContain("\n");
   });
 });
