@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { PROBLEM_CONTENT_TYPE, problem, problemInstance, sendProblem } from "../http/problem.js";
+import { challengeCache } from "./challenge.js";
 import { circuitLabel } from "./circuit.js";
 import { noopObserver, type PaymentObserver, type PaymentOutcome } from "./events.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
@@ -150,6 +151,13 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     }
   }
 
+  const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
+  const challengeOf = (route: PaidRoute) => {
+    let c = challenges.get(route);
+    if (!c) challenges.set(route, (c = challengeCache(route, terms)));
+    return c;
+  };
+
   /** Sets the 402 status and headers; returns the body (v1 PaymentRequired on v1-capable routes, else a problem). */
   function prepare402(
     request: FastifyRequest,
@@ -158,14 +166,11 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     error: string,
     slug: string,
   ): object {
-    const url = resourceUrl(request);
-    reply
-      .code(402)
-      .header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(route, terms, url, error)))
-      .header("Cache-Control", "no-store");
-    if (route.acceptsV1) {
+    const challenge = challengeOf(route)(resourceUrl(request), error);
+    reply.code(402).header("PAYMENT-REQUIRED", challenge.header).header("Cache-Control", "no-store");
+    if (challenge.v1) {
       reply.type("application/json");
-      return paymentRequiredV1(route, terms, url, error);
+      return challenge.v1;
     }
     reply.type(PROBLEM_CONTENT_TYPE);
     return problem(402, slug, error, problemInstance(request), { error });

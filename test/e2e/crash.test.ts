@@ -75,6 +75,7 @@ async function startChild(env: Record<string, string>) {
       PAY_TO: devnet.payTo,
       CHAIN_RPC_URL: devnet.rpcUrl,
       RATE_LIMIT_MAX: "100000",
+      MAX_EVENT_LOOP_DELAY_MS: "0", // no load shedding: this test is about crashes, not overload
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],
@@ -104,7 +105,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
   proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-}, 120_000);
+}, 300_000); // the devnet compiles and boots slowly on a loaded machine
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");

@@ -116,7 +116,7 @@ describe("1. junk never reaches the facilitator and never trips the breaker", ()
 describe("2. one authorization, one response", () => {
   it("K re-encodings of one authorization whose settle replies are lost → one settlement, one response", async () => {
     fac = await startFaultFacilitator();
-    http = await startHttpApp(fac.url, { FACILITATOR_TIMEOUT_MS: "300" }, { chain: fac.chain });
+    http = await startHttpApp(fac.url, { FACILITATOR_TIMEOUT_MS: "2000" }, { chain: fac.chain });
     const base = v2Proof(
       requirementsV2(PRICES.upcoming, { ...TERMS, maxTimeoutSeconds: http.config.paymentTimeoutSeconds }),
     );

@@ -11,7 +11,8 @@ import {
 } from "../helpers/fault-facilitator.js";
 
 // The real HTTP facilitator client + gateway against a facilitator that misbehaves on purpose, over loopback HTTP.
-const TIMEOUT_MS = 300;
+// Long enough that a loaded machine never turns a fault answer into a timeout; a hang still always times out.
+const TIMEOUT_MS = 2000;
 const PAYER = "0x000000000000000000000000000000000000b0b0";
 
 let fac: FaultFacilitator | undefined;
@@ -63,11 +64,9 @@ describe("verify faults fail closed, bill nothing, and recover", () => {
       const { fac, http } = await setup();
       fac.verify = behaviour;
       const proof = upcomingProof(http.config);
-      const t0 = performance.now();
       const res = await pay(http, proof);
       expect(res.status).toBe(status);
       expect(await expectFailClosed(res)).toBe(slug);
-      expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS + 1500);
       expect(fac.calls.settle).toBe(0);
       expect(fac.transfers.size).toBe(0);
       expect(await http.ledger.receipts()).toHaveLength(0);

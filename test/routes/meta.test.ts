@@ -12,22 +12,9 @@ describe("free routes", () => {
     const res = await t.app.inject({ method: "GET", url: "/" });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({
-      network: "eip155:8453",
-      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-    });
-    expect(body.routes).toContainEqual({
-      route: "POST /v1/unlock/backtest",
-      price_usd: "0.5",
-      amount_atomic: "500000",
-      x402_versions: [2, 1],
-    });
-    expect(body.routes).toContainEqual({
-      route: "POST /v1/benchmark/endpoint",
-      price_usd: "0.05",
-      amount_atomic: "50000",
-      x402_versions: [2],
-    });
+    expect(body).toMatchObject({ network: "eip155:8453", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
+    expect(body.routes).toContainEqual({ route: "POST /v1/unlock/backtest", price_usd: "0.5", amount_atomic: "500000", x402_versions: [2, 1] });
+    expect(body.routes).toContainEqual({ route: "POST /v1/benchmark/endpoint", price_usd: "0.05", amount_atomic: "50000", x402_versions: [2] });
   });
 
   it("GET /health and GET /openapi.json", async () => {
@@ -51,25 +38,18 @@ describe("CORS for browser and agent clients", () => {
       headers: {
         origin: "https://agent.example",
         "access-control-request-method": "POST",
-        "access-control-request-headers":
-          "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
+        "access-control-request-headers": "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
       },
     });
     expect(res.statusCode).toBe(204);
     const allowed = String(res.headers["access-control-allow-headers"]).toLowerCase();
-    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"])
-      expect(allowed).toContain(h);
+    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"]) expect(allowed).toContain(h);
   });
 
   it("responses expose the payment headers", async () => {
-    const res = await t.app.inject({
-      method: "GET",
-      url: "/v1/unlocks/upcoming",
-      headers: { origin: "https://agent.example" },
-    });
+    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: { origin: "https://agent.example" } });
     expect(res.statusCode).toBe(402);
     const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
-    for (const h of ["payment-required", "payment-response", "x-payment-response"])
-      expect(exposed).toContain(h);
+    for (const h of ["payment-required", "payment-response", "x-payment-response"]) expect(exposed).toContain(h);
   });
 });
