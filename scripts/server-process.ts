@@ -3,7 +3,8 @@ import { fileURLToPath } from "node:url";
 import { freePort } from "../src/devnet/ports.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const READY = /pressure402 is listening on (http:\/\/\S+)/;
+// The devnet banner, or (with FACILITATOR_URL set, LOG_LEVEL info or lower) Fastify's own listening log line.
+const READY = /(?:pressure402 is listening on|Server listening at) (http:\/\/[^\s"]+)/;
 
 export interface ServerProcess {
   /** Base URL the server printed when it was ready. */

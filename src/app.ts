@@ -27,6 +27,8 @@ export interface AppDeps {
   unlocks: UnlockService;
   benchmark: BenchmarkService;
   ledger: LedgerPort;
+  /** Other instances may share the ledger (PostgreSQL): dead incarnations are told by the ledger, not assumed. */
+  ledgerShared?: boolean;
   gateway: FacilitatorGateway;
   /** Settles lost settlement outcomes from the chain (optional). */
   chain?: ChainReader | undefined;
@@ -154,6 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.paymentsClock ? { clock: deps.paymentsClock } : {}),
     ...(deps.paymentObserver ? { observer: deps.paymentObserver } : {}),
     maintenanceMs: deps.paymentsMaintenanceMs ?? 0,
+    singleInstance: !deps.ledgerShared,
   });
   await app.register(metaRoutes, {
     payTo: deps.payTo,

@@ -23,6 +23,8 @@ export const EnvSchema = Type.Object({
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
   LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
+  RECONCILE_INTERVAL_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
+  LEDGER_URL: Type.Optional(Type.String({ pattern: "^postgres(ql)?://[^\\s]+$" })),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
   CIRCUIT_FAILURE_THRESHOLD: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
   CIRCUIT_COOLDOWN_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
@@ -61,6 +63,10 @@ export interface Config {
   chainRpcUrl: string | undefined;
   paymentTimeoutSeconds: number;
   ledgerPath: string;
+  /** `postgres://…`: the ledger lives in PostgreSQL (several instances may share it); unset: SQLite at ledgerPath. */
+  ledgerUrl: string | undefined;
+  /** Period of the payments maintenance pass: heartbeat, dead-instance release, lost-settlement reconciler, purge. */
+  reconcileIntervalMs: number;
   idempotencyTtlSeconds: number;
   circuit: { failureThreshold: number; cooldownMs: number };
   bodyLimit: number;
@@ -111,6 +117,9 @@ function parseTrustProxy(value: string): boolean | number | string[] {
     .filter(Boolean);
 }
 
+/** A connection string's password never reaches a log line, even in an error about that string. */
+const hidePassword = (value: string | undefined) => value?.replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@");
+
 export function parseConfig(source: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(EnvSchema.properties)) {
@@ -134,7 +143,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
       const name =
         e.instancePath.replace(/^\//, "") ||
         String((e.params as { requiredProperties?: string[] }).requiredProperties ?? "");
-      return `${name}: ${e.message} (got ${JSON.stringify(source[name] ?? null)})`;
+      return `${name}: ${e.message} (got ${JSON.stringify(hidePassword(source[name]) ?? null)})`;
     });
     throw new ConfigError(`invalid environment: ${[...new Set(lines)].join("; ")}`);
   }
@@ -182,6 +191,8 @@ export function parseConfig(source: Record<string, string | undefined> = process
     chainRpcUrl: env.CHAIN_RPC_URL,
     paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
     ledgerPath: env.LEDGER_PATH,
+    ledgerUrl: env.LEDGER_URL,
+    reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
     bodyLimit: env.BODY_LIMIT_BYTES,

@@ -12,7 +12,7 @@ import { createChainReader } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
-import { openLedger } from "./store/ledger.js";
+import { openConfiguredLedger } from "./store/ledger-factory.js";
 import { loadUnlockStore } from "./store/unlocks-snapshot.js";
 import { createUnlockService } from "./unlocks/service.js";
 
@@ -48,7 +48,7 @@ async function serve(
 
   const facilitator = config.facilitator;
   const client = createFacilitatorClient(facilitatorTarget(facilitator, facilitatorUrl));
-  const ledger = openLedger(config.ledgerPath);
+  const { ledger, shared: ledgerShared } = await openConfiguredLedger(config);
   const rpcUrl = devnet?.rpcUrl ?? config.chainRpcUrl;
   const app = await buildApp({
     config,
@@ -57,9 +57,10 @@ async function serve(
       liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
     }),
     ledger,
+    ledgerShared,
     gateway: createFacilitatorGateway(client, config.circuit),
     chain: rpcUrl ? createChainReader(rpcUrl) : undefined,
-    paymentsMaintenanceMs: 30_000,
+    paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,
     facilitatorLabel:
       facilitator.kind === "cdp"

@@ -117,6 +117,12 @@ export interface Incarnation {
   startedAt: string;
   heartbeatAt: string;
   endedAt: string | null;
+  /**
+   * Whether its process is still connected, when the backend can tell (PostgreSQL: a session lock held by the
+   * process, released by the server the moment the connection dies, kill -9 included). Undefined: unknown, judge by
+   * the heartbeat.
+   */
+  alive?: boolean | undefined;
 }
 
 export interface ReleasedIncarnation {

@@ -379,21 +379,25 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
       };
 
-      const claim = await ledger.claimAuthorization({
-        identity: base.identity,
-        route: route.route,
-        requestFingerprint: base.requestFingerprint,
-        x402Version: proof.version,
-        amount: route.amount,
-        payTo: terms.payTo,
-        ppRef: base.ppRef,
-        validBefore: proof.exact.authorization.validBefore,
-        idempotency: idempotencyKey ? { key: idempotencyKey, ttlMs: opts.idempotencyTtlMs } : undefined,
-        incarnation,
-        lockTtlMs,
-        cap: route.cap?.(now),
-        now,
-      });
+      const claimIt = () =>
+        ledger.claimAuthorization({
+          identity: base.identity,
+          route: route.route,
+          requestFingerprint: base.requestFingerprint,
+          x402Version: proof.version,
+          amount: route.amount,
+          payTo: terms.payTo,
+          ppRef: base.ppRef,
+          validBefore: proof.exact.authorization.validBefore,
+          idempotency: idempotencyKey ? { key: idempotencyKey, ttlMs: opts.idempotencyTtlMs } : undefined,
+          incarnation,
+          lockTtlMs,
+          cap: route.cap?.(now),
+          now,
+        });
+      let claim = await claimIt();
+      if (claim.kind === "in_progress" && (await releaseDeadHolder(claim.receipt, now)))
+        claim = await claimIt();
 
       let receiptId: string;
       let reclaimed = false;
@@ -717,16 +721,11 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     return payload;
   });
 
-  // Recovery of what a dead incarnation left: before the server takes requests, its claims and in-flight keys are
-  // released (the buyer's retry is never blocked); its unknown settlements go to the background reconciler.
-  let timer: NodeJS.Timeout | undefined;
-  app.addHook("onReady", async () => {
-    const now = clock();
-    await ledger.startIncarnation(incarnation, now);
+  async function releaseDeadIncarnations(now: Date, only?: string): Promise<number> {
     const dead = deadIncarnations(await ledger.incarnations(), incarnation, now, {
       singleInstance: opts.singleInstance ?? true,
       staleMs: opts.staleIncarnationMs ?? 60_000,
-    });
+    }).filter((id) => only === undefined || id === only);
     for (const id of dead) {
       const released = await ledger.releaseIncarnation(id, now);
       app.log.warn(
@@ -734,6 +733,22 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         "released a dead incarnation's claims",
       );
     }
+    return dead.length;
+  }
+  /** A claim held by another instance that died (kill -9): released now, so the buyer's retry is not kept waiting. */
+  async function releaseDeadHolder(r: Receipt, now: Date): Promise<boolean> {
+    if (opts.singleInstance !== false || r.incarnation === null || r.incarnation === incarnation)
+      return false;
+    return (await releaseDeadIncarnations(now, r.incarnation)) > 0;
+  }
+
+  // Recovery of what a dead incarnation left: before the server takes requests, its claims and in-flight keys are
+  // released (the buyer's retry is never blocked); its unknown settlements go to the background reconciler.
+  let timer: NodeJS.Timeout | undefined;
+  app.addHook("onReady", async () => {
+    const now = clock();
+    await ledger.startIncarnation(incarnation, now);
+    await releaseDeadIncarnations(now);
     void reconcileNow();
     const every = opts.maintenanceMs ?? 0;
     if (every > 0) {
@@ -741,6 +756,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         void (async () => {
           const t = clock();
           await ledger.heartbeat(incarnation, t);
+          // With several instances on one ledger, another one may have died since this one started.
+          if (opts.singleInstance === false) await releaseDeadIncarnations(t);
           await ledger.purgeExpired(t);
           await reconcileNow();
         })().catch((err: unknown) => app.log.error({ err }, "payments maintenance failed"));

@@ -68,8 +68,9 @@ export async function resolveFromChain(
 }
 
 /**
- * Which incarnations are dead: with one process per ledger (SQLite) every other unfinished one; with several
- * (PostgreSQL) those whose heartbeat is older than `staleMs`.
+ * Which incarnations are dead: those the ledger knows are gone (`alive: false`, PostgreSQL's session locks); with one
+ * process per ledger (SQLite) every other unfinished one; otherwise those whose heartbeat is older than `staleMs`.
+ * One the ledger knows is alive never is, however late its heartbeat.
  */
 export function deadIncarnations(
   all: Incarnation[],
@@ -79,7 +80,12 @@ export function deadIncarnations(
 ): string[] {
   return all
     .filter((i) => i.id !== self && i.endedAt === null)
-    .filter((i) => opts.singleInstance || Date.parse(i.heartbeatAt) < now.getTime() - opts.staleMs)
+    .filter(
+      (i) =>
+        i.alive === false ||
+        (i.alive === undefined &&
+          (opts.singleInstance || Date.parse(i.heartbeatAt) < now.getTime() - opts.staleMs)),
+    )
     .map((i) => i.id);
 }
 

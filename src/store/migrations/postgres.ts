@@ -1,0 +1,72 @@
+/**
+ * PostgreSQL ledger schema, as numbered migrations. Applied in order at start-up under an advisory lock, each in its
+ * own transaction with its version row, so instances starting together apply each exactly once. Append only: a
+ * deployed migration is never edited; a change is a new version.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const POSTGRES_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "ledger port: receipts, idempotency, incarnations",
+    sql: `
+CREATE TABLE receipts (
+  id TEXT PRIMARY KEY,
+  network TEXT NOT NULL,
+  asset TEXT NOT NULL,
+  payer TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  route TEXT NOT NULL,
+  request_fingerprint TEXT NOT NULL,
+  x402_version INTEGER NOT NULL,
+  amount NUMERIC(78, 0) NOT NULL CHECK (amount >= 0),
+  pay_to TEXT NOT NULL,
+  pp_ref TEXT,
+  idempotency_key TEXT,
+  status TEXT NOT NULL CHECK (status IN ('claimed', 'settling', 'settled', 'pending', 'failed', 'unknown')),
+  "transaction" TEXT,
+  error TEXT,
+  incarnation TEXT,
+  lock_expires_at TIMESTAMPTZ,
+  created_at TIMESTAMPTZ NOT NULL,
+  updated_at TIMESTAMPTZ NOT NULL,
+  settled_at TIMESTAMPTZ,
+  response JSONB,
+  response_expires_at TIMESTAMPTZ,
+  valid_before NUMERIC(78, 0),
+  CONSTRAINT receipts_payment_identity UNIQUE (network, asset, payer, nonce)
+);
+CREATE UNIQUE INDEX receipts_transaction ON receipts ("transaction") WHERE "transaction" IS NOT NULL;
+CREATE INDEX receipts_route_created ON receipts (route, created_at);
+CREATE INDEX receipts_status ON receipts (status, created_at);
+CREATE INDEX receipts_incarnation ON receipts (incarnation, status);
+
+CREATE TABLE idempotency (
+  payer TEXT NOT NULL,
+  key TEXT NOT NULL,
+  request_fingerprint TEXT NOT NULL,
+  network TEXT NOT NULL,
+  asset TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  receipt_id TEXT NOT NULL,
+  incarnation TEXT NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL,
+  expires_at TIMESTAMPTZ NOT NULL,
+  PRIMARY KEY (payer, key)
+);
+CREATE INDEX idempotency_receipt ON idempotency (receipt_id);
+CREATE INDEX idempotency_expiry ON idempotency (expires_at);
+
+CREATE TABLE incarnations (
+  id TEXT PRIMARY KEY,
+  started_at TIMESTAMPTZ NOT NULL,
+  heartbeat_at TIMESTAMPTZ NOT NULL,
+  ended_at TIMESTAMPTZ
+);
+`,
+  },
+];
