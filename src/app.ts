@@ -92,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT",
       "Idempotency-Key",
       "Access-Control-Expose-Headers",
+      "Mcp-Protocol-Version", // browser MCP clients (/mcp)
     ],
     exposedHeaders: [
       "PAYMENT-REQUIRED",

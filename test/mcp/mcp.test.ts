@@ -180,6 +180,39 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(t.gateway.calls.settle).toBe(1);
   });
 
+  it("the same proof in flight twice: one result, the other a 409 problem, one settlement", async () => {
+    const { client, t } = await connect();
+    // Barrier: the first call's settlement waits until the test has seen the second call's answer.
+    let settling!: () => void;
+    const entered = new Promise<void>((resolve) => {
+      settling = resolve;
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const settle = t.gateway.settleResult;
+    t.gateway.settleResult = async (p, r) => {
+      settling();
+      await held;
+      return settle(p, r);
+    };
+    const proof = v2Proof(await accepted(client, "unlock_backtest", RISK_ARGS));
+    const first = call(client, "unlock_backtest", RISK_ARGS, proof);
+    await entered;
+    const second = await call(client, "unlock_backtest", RISK_ARGS, proof);
+    expect(second.isError).toBe(true);
+    expect(second.structuredContent).toMatchObject({
+      status: 409,
+      type: expect.stringMatching(/payment-in-progress/),
+      retryAfter: 1,
+    });
+    release();
+    const done = await first;
+    expect(done.isError).toBeFalsy();
+    expect(t.gateway.calls.settle).toBe(1);
+  });
+
   it("a settlement that fails withholds the result: PaymentRequired with the reason, no tool content", async () => {
     const { client, t } = await connect();
     t.gateway.settleResult = async (_p, r) => ({
@@ -256,6 +289,20 @@ describe("the MCP caller is the client of the dispatched route", () => {
       status: 429,
       type: expect.stringMatching(/rate-limited/),
     });
+  });
+
+  it("lets a browser MCP client through CORS (the protocol-version header is allowed)", async () => {
+    const { address } = await listen();
+    const res = await fetch(`${address}/mcp`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://agent.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type,mcp-protocol-version",
+      },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("mcp-protocol-version");
   });
 
   it("GET and DELETE /mcp are 405 problems (stateless endpoint)", async () => {
