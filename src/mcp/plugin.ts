@@ -18,6 +18,14 @@ export interface McpOptions {
 
 export const MCP_PATH = "/mcp";
 
+/** Shown to agents at initialize: how the tools are paid and in which order to call them. */
+const INSTRUCTIONS =
+  "Every tool is a paid call settled with x402 in USDC on Base (eip155:8453); each description gives its price. " +
+  'A call without payment returns isError with the x402 PaymentRequired; sign it and repeat the same call with the PaymentPayload in _meta["x402/payment"]. ' +
+  "The same payment with the same arguments returns the same result again at no extra charge. Invalid arguments and " +
+  "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
+  "unlock_risk, token_risk_summary or unlock_backtest; benchmark_endpoint prices an x402 endpoint URL.";
+
 /**
  * Design: every tool call is dispatched through the app's own HTTP route with `app.inject()` — the proof as the
  * PAYMENT-SIGNATURE header, the settlement read back from PAYMENT-RESPONSE. Validation, 404s before payment, prices,
@@ -70,7 +78,10 @@ async function callTool(
 
 /** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the five paid routes. */
 function mcpServer(app: FastifyInstance, caller: FastifyRequest, version: string): Server {
-  const server = new Server({ name: "pressure402", version }, { capabilities: { tools: {} } });
+  const server = new Server(
+    { name: "pressure402", version },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: PAID_TOOLS.map((t) => ({
       name: t.name,

@@ -66,6 +66,7 @@ const RISK_ARGS = { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16" };
 describe("tools/list", () => {
   it("lists the five paid routes with the routes' own request and response schemas", async () => {
     const { client } = await connect();
+    expect(client.getInstructions()).toMatch(/x402\/payment/);
     const { tools } = await client.listTools();
     expect(tools.map((x) => x.name).sort()).toEqual(PAID_TOOLS.map((x) => x.name).sort());
     const upcoming = tools.find((x) => x.name === "unlocks_upcoming");
