@@ -32,7 +32,14 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "p402-mcp-"));
   ledgerPath = join(dir, "ledger.sqlite");
   server = await start(
-    parseConfig({ NODE_ENV: "test", PORT: "0", LOG_LEVEL: "silent", LEDGER_PATH: ledgerPath }),
+    // No load shedding: a busy test machine must not turn a paid call into 503 (shedding has its own tests).
+    parseConfig({
+      NODE_ENV: "test",
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      LEDGER_PATH: ledgerPath,
+      MAX_EVENT_LOOP_DELAY_MS: "0",
+    }),
   );
   mcp = new Client({ name: "pressure402-e2e", version: "1.0.0" });
   await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.address}/mcp`)));
