@@ -1,14 +1,19 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
+import { loggerOptions } from "../../src/app.js";
 import { PAID_TOOLS } from "../../src/mcp/tools.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
 import { RiskItem } from "../../src/schemas/unlocks-responses.js";
-import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { v2Proof } from "../helpers/proofs.js";
+import { openLedger } from "../../src/store/ledger.js";
+import { appWith, TEST_PAY_TO, type TestApp, testApp, testConfig } from "../helpers/app.js";
+import { fakeGateway } from "../helpers/fake-gateway.js";
+import { b64, v2Proof } from "../helpers/proofs.js";
 
 /*
  * /mcp over real HTTP with the official MCP client, against the real app (real routes, real payment core and ledger)
@@ -314,5 +319,54 @@ describe("the MCP caller is the client of the dispatched route", () => {
       expect(res.headers.get("content-type")).toMatch(/problem\+json/);
       expect(res.headers.get("allow")).toBe("POST");
     }
+  });
+});
+
+describe("logs", () => {
+  it("at level trace, no payment proof sent over MCP reaches a log line", async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(chunk.toString("utf8"));
+        done();
+      },
+    });
+    const config = testConfig();
+    const gateway = fakeGateway();
+    const ledger = openLedger(":memory:");
+    const app = await appWith({
+      config,
+      gateway,
+      ledger,
+      logger: { ...(loggerOptions("trace") as object), stream },
+    });
+    t = {
+      app,
+      gateway,
+      ledger,
+      config,
+      close: async () => {
+        await app.close();
+        await ledger.close();
+      },
+    };
+    const address = await app.listen({ host: "127.0.0.1", port: 0 });
+    client = new Client({ name: "mcp-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${address}/mcp`)));
+    const first = await call(client, "unlocks_upcoming", { days: 30 });
+    const proof = v2Proof(paymentRequired(first).accepts[0] as PaymentRequirements);
+    proof.payload.signature = `0x${randomBytes(65).toString("hex")}`;
+    expect((await call(client, "unlocks_upcoming", { days: 30 }, proof)).isError).toBeFalsy();
+    expect((await call(client, "unlocks_upcoming", { days: 30 }, proof)).isError).toBeFalsy();
+    gateway.settleResult = async () => {
+      throw new Error("boom");
+    };
+    const other = v2Proof(paymentRequired(first).accepts[0] as PaymentRequirements);
+    other.payload.signature = `0x${randomBytes(65).toString("hex")}`;
+    expect((await call(client, "unlocks_upcoming", { days: 30 }, other)).isError).toBe(true);
+    const log = lines.join("");
+    expect(log).toContain('"url":"/v1/unlocks/upcoming?days=30"'); // the dispatched calls are logged
+    for (const secret of [proof.payload.signature.slice(2), other.payload.signature.slice(2), b64(proof)])
+      expect(log).not.toContain(secret);
   });
 });
