@@ -108,10 +108,13 @@ function mcpServer(app: FastifyInstance, caller: FastifyRequest, version: string
   return server;
 }
 
+/** The body is handed over already parsed, so the headers that describe the raw body or connection stay behind. */
+const NOT_FORWARDED = new Set(["content-length", "transfer-encoding", "connection", "keep-alive"]);
+
 function webHeaders(request: FastifyRequest): Headers {
   const h = new Headers();
   for (const [k, v] of Object.entries(request.headers)) {
-    if (v === undefined) continue;
+    if (v === undefined || NOT_FORWARDED.has(k)) continue;
     h.set(k, Array.isArray(v) ? v.join(", ") : String(v));
   }
   return h;
@@ -128,11 +131,7 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
     try {
       await server.connect(transport);
       const res = await transport.handleRequest(
-        new Request(`http://localhost${MCP_PATH}`, {
-          method: "POST",
-          headers: webHeaders(request),
-          body: JSON.stringify(request.body ?? null),
-        }),
+        new Request(`http://localhost${MCP_PATH}`, { method: "POST", headers: webHeaders(request) }),
         { parsedBody: request.body },
       );
       reply.code(res.status);

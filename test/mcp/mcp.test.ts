@@ -311,6 +311,23 @@ describe("the MCP caller is the client of the dispatched route", () => {
     expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("mcp-protocol-version");
   });
 
+  it("a body that is not JSON-RPC is the caller's 4xx, without internals", async () => {
+    const { address } = await listen();
+    for (const body of ['{"foo":1}', '"x"', '{"jsonrpc":"2.0","id":1,"method":"tools/call"}']) {
+      const res = await fetch(`${address}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body,
+      });
+      const text = await res.text();
+      expect(
+        res.status < 500 && (res.status >= 400 || text.includes('"error"')),
+        `${body} → ${res.status} ${text}`,
+      ).toBe(true);
+      expect(text).not.toMatch(/node_modules|at .*\.js|\/src\//);
+    }
+  });
+
   it("GET and DELETE /mcp are 405 problems (stateless endpoint)", async () => {
     const { address } = await connect();
     for (const method of ["GET", "DELETE"]) {
