@@ -9,6 +9,7 @@ import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
 import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
+import mcp from "./mcp/plugin.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
 import payments from "./payments/plugin.js";
 import type { PaymentObserver } from "./payments/events.js";
@@ -93,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT",
       "Idempotency-Key",
       "Access-Control-Expose-Headers",
+      "Mcp-Protocol-Version", // browser MCP clients (/mcp)
     ],
     exposedHeaders: [
       "PAYMENT-REQUIRED",
@@ -171,6 +173,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     provisionalCap: config.benchmark.provisionalCap,
     clock,
   });
+  // MCP tools dispatch to the routes above (x402 MCP transport).
+  await app.register(mcp, { version: SERVICE_VERSION });
 
   // Registered after the payments hook so it runs once settlement is done: a keep-alive socket of a request still in
   // flight at close would otherwise hold app.close() open for keepAliveTimeout (72 s), past the grace period.

@@ -1,0 +1,163 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { problem, sendProblem } from "../http/problem.js";
+import { META_PAYMENT, problemResult, type ToolResult, toolResult } from "./results.js";
+import { httpCall, PAID_TOOLS, type PaidTool, toolNamed } from "./tools.js";
+
+export interface McpOptions {
+  /** Server version shown to MCP clients (initialize). */
+  version: string;
+}
+
+export const MCP_PATH = "/mcp";
+
+/** Shown to agents at initialize: how the tools are paid and in which order to call them. */
+const INSTRUCTIONS =
+  "Every tool is a paid call settled with x402 in USDC on Base (eip155:8453); each description gives its price. " +
+  'A call without payment returns isError with the x402 PaymentRequired; sign it and repeat the same call with the PaymentPayload in _meta["x402/payment"]. ' +
+  "The same payment with the same arguments returns the same result again at no extra charge. Invalid arguments and " +
+  "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
+  "unlock_risk, token_risk_summary or unlock_backtest; benchmark_endpoint prices an x402 endpoint URL.";
+
+/**
+ * Design: every tool call is dispatched through the app's own HTTP route with `app.inject()` — the proof as the
+ * PAYMENT-SIGNATURE header, the settlement read back from PAYMENT-RESPONSE. Validation, 404s before payment, prices,
+ * the provisional cap, the ledger, exactly-once and at-least-once delivery, rate limiting and fault answers are then
+ * the HTTP route's, by construction; this adapter only translates. (The alternative, lifting the payment core out of
+ * the Fastify hooks, would change src/payments/plugin.ts while it is being rebuilt.)
+ */
+async function callTool(
+  app: FastifyInstance,
+  caller: FastifyRequest,
+  tool: PaidTool,
+  args: Record<string, unknown> | undefined,
+  meta: Record<string, unknown> | undefined,
+): Promise<ToolResult> {
+  const call = httpCall(tool, args);
+  const headers: Record<string, string> = {};
+  // The same Host makes the same 402 `resource` as a direct HTTP call (PUBLIC_BASE_URL overrides both).
+  if (caller.headers.host) headers.host = caller.headers.host;
+  const ua = caller.headers["user-agent"];
+  if (ua) headers["user-agent"] = ua;
+  if (call.body !== undefined) headers["content-type"] = "application/json";
+  const proof = meta?.[META_PAYMENT];
+  if (proof !== undefined) {
+    let encoded: string;
+    try {
+      encoded = Buffer.from(JSON.stringify(proof)).toString("base64");
+    } catch {
+      return problemResult(
+        problem(
+          400,
+          "invalid-payment-header",
+          `_meta["${META_PAYMENT}"] is not a JSON PaymentPayload.`,
+          tool.path,
+        ),
+      );
+    }
+    // Any JSON value goes through: the payment core decides whether it is a well-formed proof, as for HTTP.
+    headers["payment-signature"] = encoded;
+  }
+  const res = await app.inject({
+    method: call.method,
+    url: call.url,
+    headers,
+    ...(call.body !== undefined ? { payload: call.body } : {}),
+    // Rate limits and logs see the MCP caller, not the loopback of inject.
+    remoteAddress: caller.ip,
+  });
+  return toolResult({ statusCode: res.statusCode, headers: res.headers, body: res.body }, tool.path);
+}
+
+/** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the five paid routes. */
+function mcpServer(app: FastifyInstance, caller: FastifyRequest, version: string): Server {
+  const server = new Server(
+    { name: "pressure402", version },
+    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+  );
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: PAID_TOOLS.map((t) => ({
+      name: t.name,
+      title: t.title,
+      description: t.description,
+      inputSchema: t.inputSchema,
+      outputSchema: t.outputSchema,
+      annotations: { title: t.title, readOnlyHint: true, openWorldHint: false },
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = toolNamed(request.params.name);
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    try {
+      return await callTool(app, caller, tool, request.params.arguments, request.params._meta);
+    } catch (err) {
+      // Internal failures stay in the log; the client gets a problem without internals.
+      caller.log.error({ err, tool: tool.name }, "mcp tool call failed");
+      return problemResult(
+        problem(500, "internal", "The server failed to answer this tool call.", tool.path),
+      );
+    }
+  });
+  return server;
+}
+
+/** The body is handed over already parsed, so the headers that describe the raw body or connection stay behind. */
+const NOT_FORWARDED = new Set(["content-length", "transfer-encoding", "connection", "keep-alive"]);
+
+function webHeaders(request: FastifyRequest): Headers {
+  const h = new Headers();
+  for (const [k, v] of Object.entries(request.headers)) {
+    if (v === undefined || NOT_FORWARDED.has(k)) continue;
+    h.set(k, Array.isArray(v) ? v.join(", ") : String(v));
+  }
+  return h;
+}
+
+/** `/mcp`: the MCP streamable HTTP transport in stateless mode with JSON responses (no SSE stream, no sessions). */
+const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
+  app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
+    const server = mcpServer(app, request, opts.version);
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    try {
+      await server.connect(transport);
+      const res = await transport.handleRequest(
+        new Request(`http://localhost${MCP_PATH}`, { method: "POST", headers: webHeaders(request) }),
+        { parsedBody: request.body },
+      );
+      reply.code(res.status);
+      res.headers.forEach((value, key) => {
+        reply.header(key, value);
+      });
+      const text = await res.text();
+      return reply.send(text.length ? text : undefined);
+    } finally {
+      await server.close();
+    }
+  });
+
+  // Stateless: no server-initiated stream to open (GET) and no session to end (DELETE).
+  const notAllowed = async (_request: FastifyRequest, reply: FastifyReply) =>
+    sendProblem(
+      reply.header("Allow", "POST"),
+      problem(
+        405,
+        "method-not-allowed",
+        "This MCP endpoint is stateless: send JSON-RPC with POST.",
+        MCP_PATH,
+      ),
+    );
+  app.get(MCP_PATH, { schema: { hide: true } }, notAllowed);
+  app.delete(MCP_PATH, { schema: { hide: true } }, notAllowed);
+};
+
+export default mcpPlugin;

@@ -1,0 +1,165 @@
+import { type TSchema, Type } from "typebox";
+import { formatUsdc } from "../payments/requirements.js";
+import { PRICES } from "../routes/prices.js";
+import { BenchmarkBody } from "../schemas/benchmark.js";
+import { BenchmarkResult } from "../schemas/benchmark-response.js";
+import { PpRef, ProblemSchema } from "../schemas/common.js";
+import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
+import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
+
+/** JSON Schema as MCP carries it (`inputSchema`/`outputSchema` of a tool): plain JSON, object at the root. */
+export type JsonSchema = { type: "object"; [key: string]: unknown };
+
+/** One paid HTTP route exposed as an MCP tool. */
+export interface PaidTool {
+  name: string;
+  title: string;
+  method: "GET" | "POST";
+  path: string;
+  /** USDC atomic units, the route's own price (PRICES). */
+  amount: string;
+  description: string;
+  inputSchema: JsonSchema;
+  outputSchema: JsonSchema;
+}
+
+/** x402 v2 PaymentRequired, as a paid tool's error result carries it (x402 MCP transport). */
+export const PaymentRequiredSchema = Type.Object(
+  {
+    x402Version: Type.Literal(2),
+    error: Type.Optional(Type.String()),
+    resource: Type.Object({ url: Type.String() }, { additionalProperties: true }),
+    accepts: Type.Array(Type.Object({}, { additionalProperties: true }), { minItems: 1 }),
+    extensions: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  },
+  { additionalProperties: true, description: "x402 v2 PaymentRequired (isError results)" },
+);
+
+/**
+ * TypeBox schemas as plain JSON, without `$id`: MCP clients compile every tool's schemas into one Ajv instance, where a
+ * repeated `$id` (Problem) would be refused.
+ */
+function plain(schema: TSchema): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(schema), (key, value) => (key === "$id" ? undefined : value)) as Record<
+    string,
+    unknown
+  >;
+}
+
+/** A POST route's body schema plus the `pp_ref` tag, which the route takes in its query. */
+function withPpRef(body: TSchema): JsonSchema {
+  const s = plain(body) as JsonSchema & { properties: Record<string, unknown> };
+  return { ...s, properties: { ...s.properties, pp_ref: plain(PpRef) } };
+}
+
+/**
+ * The result schema, or the shapes of a tool error. The x402 MCP transport puts the PaymentRequired in
+ * `structuredContent` of an `isError` result, and the official TypeScript client (1.32) validates `structuredContent`
+ * against `outputSchema` even on errors (modelcontextprotocol/typescript-sdk#1943): the error shapes are declared so
+ * that a paying client can read them at all.
+ */
+function output(result: TSchema): JsonSchema {
+  return {
+    type: "object",
+    anyOf: [plain(result), plain(PaymentRequiredSchema), plain(ProblemSchema)],
+  };
+}
+
+const priced = (amount: string, what: string) =>
+  `${what} Price per call: ${formatUsdc(amount)} USD (${amount} USDC atomic units on Base, x402 exact scheme). ` +
+  'Call without payment to receive the x402 PaymentRequired (isError result); pay by repeating the call with the signed PaymentPayload in _meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"].';
+
+export const PAID_TOOLS: readonly PaidTool[] = [
+  {
+    name: "unlocks_upcoming",
+    title: "Upcoming token unlocks with modelled risk",
+    method: "GET",
+    path: "/v1/unlocks/upcoming",
+    amount: PRICES.upcoming.amount,
+    description: priced(
+      PRICES.upcoming.amount,
+      "Upcoming token unlock events from today through today + days (UTC), with a modelled sell-pressure risk score, sorted by date.",
+    ),
+    inputSchema: plain(UpcomingQuery) as JsonSchema,
+    outputSchema: output(UpcomingResponse),
+  },
+  {
+    name: "unlock_risk",
+    title: "Score one unlock event",
+    method: "POST",
+    path: "/v1/unlock-risk",
+    amount: PRICES.unlockRisk.amount,
+    description: priced(
+      PRICES.unlockRisk.amount,
+      "Risk score of one unlock event (ids from unlocks_upcoming) with one evidence record per model factor. Unknown token or event: an error result before any payment.",
+    ),
+    inputSchema: withPpRef(UnlockRiskBody),
+    outputSchema: output(RiskItem),
+  },
+  {
+    name: "token_risk_summary",
+    title: "Token unlock risk over a window",
+    method: "POST",
+    path: "/v1/token/risk-summary",
+    amount: PRICES.riskSummary.amount,
+    description: priced(
+      PRICES.riskSummary.amount,
+      "A token's scheduled unlocks from today through today + lookbackDays: count, highest risk, totals by recipient, top events and the next unlock.",
+    ),
+    inputSchema: withPpRef(RiskSummaryBody),
+    outputSchema: output(RiskSummary),
+  },
+  {
+    name: "unlock_backtest",
+    title: "Market reactions after past unlocks",
+    method: "POST",
+    path: "/v1/unlock/backtest",
+    amount: PRICES.backtest.amount,
+    description: priced(
+      PRICES.backtest.amount,
+      "How the market reacted after a token's past unlocks, for one unlock event, over windowDays.",
+    ),
+    inputSchema: withPpRef(BacktestBody),
+    outputSchema: output(BacktestResult),
+  },
+  {
+    name: "benchmark_endpoint",
+    title: "x402 endpoint price benchmark",
+    method: "POST",
+    path: "/v1/benchmark/endpoint",
+    amount: PRICES.benchmark.amount,
+    description: priced(
+      PRICES.benchmark.amount,
+      "Where a third-party x402 endpoint's price sits among comparable paid endpoints, how busy that market is, and how confident the estimate is (provisional, daily cap).",
+    ),
+    inputSchema: withPpRef(BenchmarkBody),
+    outputSchema: output(BenchmarkResult),
+  },
+];
+
+export const toolNamed = (name: string): PaidTool | undefined => PAID_TOOLS.find((t) => t.name === name);
+
+/** Query-string text of one argument: scalars as written, anything else as JSON (the route then refuses it). */
+const text = (v: unknown): string =>
+  typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : JSON.stringify(v);
+
+/**
+ * The HTTP request a tool call stands for. The route validates it, so a bad argument gets the route's own 400 with the
+ * field named (in `query` for a GET's arguments and `pp_ref`, `body` otherwise).
+ */
+export function httpCall(
+  tool: PaidTool,
+  args: Record<string, unknown> | undefined,
+): { method: "GET" | "POST"; url: string; body?: string } {
+  const all = args ?? {};
+  const query = new URLSearchParams();
+  if (tool.method === "GET") {
+    for (const [k, v] of Object.entries(all)) if (v !== undefined) query.set(k, text(v));
+    const qs = query.toString();
+    return { method: "GET", url: qs ? `${tool.path}?${qs}` : tool.path };
+  }
+  const { pp_ref, ...body } = all;
+  if (pp_ref !== undefined) query.set("pp_ref", text(pp_ref));
+  const qs = query.toString();
+  return { method: "POST", url: qs ? `${tool.path}?${qs}` : tool.path, body: JSON.stringify(body) };
+}

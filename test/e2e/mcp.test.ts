@@ -1,0 +1,216 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { x402Client } from "@x402/core/client";
+import type { PaymentRequired } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { base } from "viem/chains";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { start } from "../../src/server.js";
+import { openLedger } from "../../src/store/ledger.js";
+
+/*
+ * The real server on the embedded devnet, paid over MCP: the official MCP client SDK calls each of the five tools, a
+ * real x402 client signs the PaymentPayload from the tool's PaymentRequired, and the chain must show exactly the five
+ * prices moved from the buyer to payTo, and nothing more when a proof is sent again.
+ */
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+type Started = Awaited<ReturnType<typeof start>>;
+let server: Started;
+let dir: string;
+let ledgerPath: string;
+let mcp: Client;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "p402-mcp-"));
+  ledgerPath = join(dir, "ledger.sqlite");
+  server = await start(
+    // No load shedding: a busy test machine must not turn a paid call into 503 (shedding has its own tests).
+    parseConfig({
+      NODE_ENV: "test",
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      LEDGER_PATH: ledgerPath,
+      MAX_EVENT_LOOP_DELAY_MS: "0",
+    }),
+  );
+  mcp = new Client({ name: "pressure402-e2e", version: "1.0.0" });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.address}/mcp`)));
+}, 120_000);
+
+afterAll(async () => {
+  await mcp?.close();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const devnet = () => {
+  if (!server.devnet) throw new Error("expected the embedded devnet");
+  return server.devnet;
+};
+
+type ToolResult = Awaited<ReturnType<Client["callTool"]>>;
+
+// <callPaidTool> (README "How to integrate": MCP; a test checks the README shows this code)
+/** Calls a paid tool: unpaid first; on an x402 PaymentRequired, signs a payment and repeats the call with it. */
+async function callPaidTool(
+  mcp: Client,
+  x402: x402Client,
+  name: string,
+  args: Record<string, unknown>,
+  maxAtomic: bigint,
+) {
+  const first = await mcp.callTool({ name, arguments: args });
+  const required = first.structuredContent as PaymentRequired | undefined;
+  if (!first.isError || required?.x402Version !== 2) return first; // a result, or a refusal (problem fields)
+  if (required.accepts.every((r) => BigInt(r.amount) > maxAtomic)) throw new Error(`${name} costs too much`);
+  const payment = await x402.createPaymentPayload(required);
+  return mcp.callTool({ name, arguments: args, _meta: { "x402/payment": payment } });
+}
+// </callPaidTool>
+
+function buyer(index: number) {
+  const key = devnet().buyers[index]!;
+  const x402 = new x402Client();
+  registerExactEvmScheme(x402, { signer: privateKeyToAccount(key.privateKey) });
+  return { ...key, x402 };
+}
+
+interface Settlement {
+  success: boolean;
+  transaction: `0x${string}`;
+  network: string;
+  payer: string;
+}
+
+const settlementOf = (r: ToolResult) => r._meta?.["x402/payment-response"] as Settlement | undefined;
+
+async function balances(address: `0x${string}`) {
+  const d = devnet();
+  const [payTo, buyerBalance] = await Promise.all([d.balanceOf(d.payTo), d.balanceOf(address)]);
+  return { payTo, buyer: buyerBalance };
+}
+
+describe("an MCP client pays for each of the five tools on the devnet", () => {
+  const MAX = 1_000_000n;
+  let lastPaid: { name: string; args: Record<string, unknown>; payment: unknown; result: ToolResult };
+
+  it("each tool's result arrives with its settlement; the chain moved exactly the five prices", async () => {
+    const b = buyer(0);
+    const start = await balances(b.address);
+    const chain = createPublicClient({ chain: base, transport: http(devnet().rpcUrl) });
+
+    async function pays(name: string, args: Record<string, unknown>, price: string) {
+      const before = await balances(b.address);
+      const result = await callPaidTool(mcp, b.x402, name, args, MAX);
+      expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+      const settlement = settlementOf(result);
+      expect(settlement).toMatchObject({ success: true, network: "eip155:8453" });
+      expect(settlement?.payer.toLowerCase()).toBe(b.address.toLowerCase());
+      const receipt = await chain.getTransactionReceipt({ hash: settlement!.transaction });
+      expect(receipt.status).toBe("success");
+      const after = await balances(b.address);
+      expect(after.payTo - before.payTo).toBe(BigInt(price));
+      expect(before.buyer - after.buyer).toBe(BigInt(price));
+      expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(result.structuredContent);
+      return result.structuredContent as Record<string, unknown>;
+    }
+
+    const upcoming = await pays("unlocks_upcoming", { days: 120 }, PRICES.upcoming.amount);
+    expect(upcoming).toMatchObject({ days: 120 });
+    const { token, unlock_event_id } = (upcoming.unlocks as { token: string; unlock_event_id: string }[])[0]!;
+    const event = { token, unlock_event_id };
+
+    expect(await pays("unlock_risk", event, PRICES.unlockRisk.amount)).toMatchObject({
+      ...event,
+      risk_score: expect.any(Number),
+    });
+    expect(
+      await pays("token_risk_summary", { token, lookbackDays: 30 }, PRICES.riskSummary.amount),
+    ).toMatchObject({ token });
+    expect(await pays("unlock_backtest", event, PRICES.backtest.amount)).toMatchObject({ token });
+    const benchmarkArgs = { endpoint_url: "https://2s.io/api/crypto/token-price", pp_ref: "mcp-e2e" };
+    expect(await pays("benchmark_endpoint", benchmarkArgs, PRICES.benchmark.amount)).toMatchObject({
+      endpoint_url: "https://2s.io/api/crypto/token-price",
+    });
+
+    const total = Object.values(PRICES).reduce((sum, p) => sum + BigInt(p.amount), 0n);
+    expect(total).toBe(920_000n);
+    const end = await balances(b.address);
+    expect(end.payTo - start.payTo).toBe(total);
+    expect(start.buyer - end.buyer).toBe(total);
+
+    // Kept for the replay below: a proof the test signs itself, for the cheapest tool.
+    const required = (await mcp.callTool({ name: "unlocks_upcoming", arguments: { days: 7 } }))
+      .structuredContent as PaymentRequired;
+    const payment = await b.x402.createPaymentPayload(required);
+    const result = await mcp.callTool({
+      name: "unlocks_upcoming",
+      arguments: { days: 7 },
+      _meta: { "x402/payment": payment },
+    });
+    expect(result.isError).toBeFalsy();
+    lastPaid = { name: "unlocks_upcoming", args: { days: 7 }, payment, result };
+  });
+
+  it("the same proof again gets the same result and settlement, and charges nothing", async () => {
+    const b = buyer(0);
+    const before = await balances(b.address);
+    const again = await mcp.callTool({
+      name: lastPaid.name,
+      arguments: lastPaid.args,
+      _meta: { "x402/payment": lastPaid.payment },
+    });
+    expect(again.isError).toBeFalsy();
+    expect(again.structuredContent).toEqual(lastPaid.result.structuredContent);
+    expect(settlementOf(again)).toEqual(settlementOf(lastPaid.result));
+    // For another request the proof is spent: a PaymentRequired that says so, and still nothing moves.
+    const other = await mcp.callTool({
+      name: lastPaid.name,
+      arguments: { days: 8 },
+      _meta: { "x402/payment": lastPaid.payment },
+    });
+    expect(other.isError).toBe(true);
+    expect((other.structuredContent as PaymentRequired).error).toMatch(/payment_already_used/);
+    expect(await balances(b.address)).toEqual(before);
+  });
+
+  it("the ledger holds one settled receipt per payment, each with its own transaction", async () => {
+    const ledger = openLedger(ledgerPath);
+    const receipts = (await ledger.receipts()).filter((r) => r.status === "settled");
+    await ledger.close();
+    expect(receipts).toHaveLength(6);
+    expect(new Set(receipts.map((r) => r.transaction)).size).toBe(6);
+    expect(receipts.find((r) => r.route === PRICES.benchmark.route)?.ppRef).toBe("mcp-e2e");
+  });
+
+  it("an unfunded buyer's proof is refused with a PaymentRequired, and nothing moves", async () => {
+    const poor = new x402Client();
+    registerExactEvmScheme(poor, {
+      signer: privateKeyToAccount(`0x${"42".repeat(32)}`),
+    });
+    const d = devnet();
+    const payToBefore = await d.balanceOf(d.payTo);
+    const r = await callPaidTool(mcp, poor, "unlocks_upcoming", { days: 30 }, MAX);
+    expect(r.isError).toBe(true);
+    expect((r.structuredContent as PaymentRequired).error).toMatch(/insufficient|balance|funds/i);
+    expect(await d.balanceOf(d.payTo)).toBe(payToBefore);
+  });
+});
+
+describe("README", () => {
+  it("shows the MCP snippet this test runs", () => {
+    const source = readFileSync(fileURLToPath(import.meta.url), "utf8");
+    const snippet = source.split("// <callPaidTool>")[1]!.split("// </callPaidTool>")[0]!;
+    const fn = snippet.slice(snippet.indexOf("async function callPaidTool"));
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    expect(readme.includes(fn.trim()), "README.md must show the callPaidTool this test runs").toBe(true);
+  });
+});

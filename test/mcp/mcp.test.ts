@@ -1,0 +1,389 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
+import { afterEach, describe, expect, it } from "vitest";
+import { loggerOptions } from "../../src/app.js";
+import { PAID_TOOLS } from "../../src/mcp/tools.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { PpRef } from "../../src/schemas/common.js";
+import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
+import { RiskItem } from "../../src/schemas/unlocks-responses.js";
+import { openLedger } from "../../src/store/ledger.js";
+import { appWith, TEST_PAY_TO, type TestApp, testApp, testConfig } from "../helpers/app.js";
+import { fakeGateway } from "../helpers/fake-gateway.js";
+import { b64, v2Proof } from "../helpers/proofs.js";
+
+/*
+ * /mcp over real HTTP with the official MCP client, against the real app (real routes, real payment core and ledger)
+ * and a fake facilitator gateway that counts its calls.
+ */
+let t: TestApp | undefined;
+let client: Client | undefined;
+
+afterEach(async () => {
+  await client?.close();
+  client = undefined;
+  await t?.close();
+  t = undefined;
+});
+
+async function connect(env: Record<string, string> = {}) {
+  t = await testApp(env);
+  const address = await t.app.listen({ host: "127.0.0.1", port: 0 });
+  client = new Client({ name: "mcp-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${address}/mcp`)));
+  return { t, client, address };
+}
+
+/** The app listening, without an MCP client (raw JSON-RPC over fetch). */
+async function listen(env: Record<string, string> = {}) {
+  t = await testApp(env);
+  return { address: await t.app.listen({ host: "127.0.0.1", port: 0 }) };
+}
+
+interface Result {
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  content: { type: string; text?: string }[];
+  _meta?: Record<string, unknown>;
+}
+
+const call = async (c: Client, name: string, args: Record<string, unknown>, proof?: unknown) =>
+  (await c.callTool({
+    name,
+    arguments: args,
+    ...(proof !== undefined ? { _meta: { "x402/payment": proof } } : {}),
+  })) as Result;
+
+/** The x402 MCP transport: PaymentRequired in structuredContent and, identical, as JSON in content[0].text. */
+function paymentRequired(r: Result): PaymentRequired {
+  expect(r.isError).toBe(true);
+  const pr = r.structuredContent as unknown as PaymentRequired;
+  expect(pr.x402Version).toBe(2);
+  expect(JSON.parse(r.content[0]?.text ?? "")).toEqual(pr);
+  return pr;
+}
+
+const RISK_ARGS = { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16" };
+
+describe("tools/list", () => {
+  it("lists the five paid routes with the routes' own request and response schemas", async () => {
+    const { client } = await connect();
+    expect(client.getInstructions()).toMatch(/x402\/payment/);
+    const { tools } = await client.listTools();
+    expect(tools.map((x) => x.name).sort()).toEqual(PAID_TOOLS.map((x) => x.name).sort());
+    const upcoming = tools.find((x) => x.name === "unlocks_upcoming");
+    expect(upcoming?.inputSchema).toEqual(JSON.parse(JSON.stringify(UpcomingQuery)));
+    const risk = tools.find((x) => x.name === "unlock_risk");
+    // A POST route's body schema, plus the pp_ref tag the route takes in its query.
+    const body = JSON.parse(JSON.stringify(UnlockRiskBody));
+    expect(risk?.inputSchema).toEqual({
+      ...body,
+      properties: { ...body.properties, pp_ref: JSON.parse(JSON.stringify(PpRef)) },
+    });
+    expect(risk?.outputSchema?.anyOf).toContainEqual(JSON.parse(JSON.stringify(RiskItem)));
+    for (const tool of PAID_TOOLS) {
+      const price = Object.values(PRICES).find((p) => p.route === `${tool.method} ${tool.path}`);
+      expect(price?.amount, tool.name).toBe(tool.amount);
+    }
+  });
+});
+
+describe("tools/call before payment", () => {
+  it("answers the PaymentRequired of the route's price, calling no facilitator", async () => {
+    const { client, t } = await connect();
+    for (const tool of PAID_TOOLS) {
+      const args =
+        tool.name === "unlocks_upcoming"
+          ? { days: 30 }
+          : tool.name === "token_risk_summary"
+            ? { token: "ARB" }
+            : tool.name === "benchmark_endpoint"
+              ? { endpoint_url: "https://2s.io/api/crypto/token-price" }
+              : RISK_ARGS;
+      const pr = paymentRequired(await call(client, tool.name, args));
+      expect(pr.accepts[0]).toMatchObject({
+        scheme: "exact",
+        network: "eip155:8453",
+        amount: tool.amount,
+        payTo: TEST_PAY_TO,
+      });
+      expect(pr.resource.url).toMatch(new RegExp(`${tool.path.replace(/\//g, "\\/")}`));
+    }
+    expect(t.gateway.calls).toEqual({ verify: 0, settle: 0 });
+  });
+
+  it("refuses invalid arguments with the route's 400 problem, never a payment request", async () => {
+    const { client, t } = await connect();
+    const r = await call(client, "unlocks_upcoming", { days: 9999 });
+    expect(r.isError).toBe(true);
+    expect(r.structuredContent).toMatchObject({
+      status: 400,
+      errors: [expect.objectContaining({ in: "query", pointer: "/days" })],
+    });
+    const body = await call(client, "token_risk_summary", { token: "ARB", extra: 1 });
+    expect(body.structuredContent).toMatchObject({
+      status: 400,
+      errors: [expect.objectContaining({ in: "body", pointer: "/extra" })],
+    });
+    expect(t.gateway.calls.verify).toBe(0);
+  });
+
+  it("answers an unknown token or event with the route's 404, before any payment request", async () => {
+    const { client } = await connect();
+    const r = await call(client, "unlock_risk", { token: "ARB", unlock_event_id: "nope" });
+    expect(r.isError).toBe(true);
+    expect(r.structuredContent).toMatchObject({
+      status: 404,
+      type: expect.stringMatching(/unknown-unlock-event/),
+    });
+    expect(r.structuredContent).not.toHaveProperty("accepts");
+  });
+
+  it("rejects an unknown tool as a protocol error", async () => {
+    const { client } = await connect();
+    await expect(call(client, "free_lunch", {})).rejects.toThrow(/Unknown tool/);
+  });
+});
+
+describe("tools/call with a proof in _meta['x402/payment']", () => {
+  async function accepted(c: Client, name: string, args: Record<string, unknown>) {
+    return paymentRequired(await call(c, name, args)).accepts[0] as PaymentRequirements;
+  }
+
+  it("delivers the result with the settlement in _meta and one settled receipt (with pp_ref)", async () => {
+    const { client, t } = await connect();
+    const args = { ...RISK_ARGS, pp_ref: "mcp.test" };
+    const ok = await call(client, "unlock_risk", args, v2Proof(await accepted(client, "unlock_risk", args)));
+    expect(ok.isError).toBeFalsy();
+    expect(ok.structuredContent).toMatchObject({ token: "ARB", risk_score: expect.any(Number) });
+    expect(JSON.parse(ok.content[0]?.text ?? "")).toEqual(ok.structuredContent);
+    const settlement = ok._meta?.["x402/payment-response"] as { success: boolean; transaction: string };
+    expect(settlement).toMatchObject({ success: true, network: "eip155:8453" });
+    expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(t.gateway.calls.settle).toBe(1);
+    const receipts = (await t.ledger.receipts()).filter((r) => r.status === "settled");
+    expect(receipts.map((r) => [r.route, r.amount, r.ppRef])).toEqual([
+      [PRICES.unlockRisk.route, PRICES.unlockRisk.amount, "mcp.test"],
+    ]);
+  });
+
+  it("the same proof and arguments again: the same result and settlement, no second settlement", async () => {
+    const { client, t } = await connect();
+    const proof = v2Proof(await accepted(client, "unlocks_upcoming", { days: 30 }));
+    const first = await call(client, "unlocks_upcoming", { days: 30 }, proof);
+    expect(first.isError).toBeFalsy();
+    const again = await call(client, "unlocks_upcoming", { days: 30 }, proof);
+    expect(again.isError).toBeFalsy();
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    expect(again._meta?.["x402/payment-response"]).toEqual(first._meta?.["x402/payment-response"]);
+    expect(t.gateway.calls.settle).toBe(1);
+    // ... and for other arguments it is spent: a fresh PaymentRequired that says so, nothing settled.
+    const other = paymentRequired(await call(client, "unlocks_upcoming", { days: 60 }, proof));
+    expect(other.error).toMatch(/payment_already_used/);
+    expect(t.gateway.calls.settle).toBe(1);
+  });
+
+  it("the same proof in flight twice: one result, the other a 409 problem, one settlement", async () => {
+    const { client, t } = await connect();
+    // Barrier: the first call's settlement waits until the test has seen the second call's answer.
+    let settling!: () => void;
+    const entered = new Promise<void>((resolve) => {
+      settling = resolve;
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const settle = t.gateway.settleResult;
+    t.gateway.settleResult = async (p, r) => {
+      settling();
+      await held;
+      return settle(p, r);
+    };
+    const proof = v2Proof(await accepted(client, "unlock_backtest", RISK_ARGS));
+    const first = call(client, "unlock_backtest", RISK_ARGS, proof);
+    await entered;
+    const second = await call(client, "unlock_backtest", RISK_ARGS, proof);
+    expect(second.isError).toBe(true);
+    expect(second.structuredContent).toMatchObject({
+      status: 409,
+      type: expect.stringMatching(/payment-in-progress/),
+      retryAfter: 1,
+    });
+    release();
+    const done = await first;
+    expect(done.isError).toBeFalsy();
+    expect(t.gateway.calls.settle).toBe(1);
+  });
+
+  it("a settlement that fails withholds the result: PaymentRequired with the reason, no tool content", async () => {
+    const { client, t } = await connect();
+    t.gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "insufficient_funds",
+      transaction: "",
+      network: r.network,
+    });
+    const proof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
+    const r = await call(client, "unlock_risk", RISK_ARGS, proof);
+    expect(paymentRequired(r).error).toMatch(/settlement_failed: insufficient_funds/);
+    expect(JSON.stringify(r)).not.toContain("risk_score");
+  });
+
+  it("a proof the verifier refuses: PaymentRequired with the reason, nothing settled", async () => {
+    const { client, t } = await connect();
+    t.gateway.verifyResult = async () => ({
+      isValid: false,
+      invalidReason: "invalid_exact_evm_payload_value",
+    });
+    const proof = v2Proof(await accepted(client, "token_risk_summary", { token: "ARB" }));
+    const r = await call(client, "token_risk_summary", { token: "ARB" }, proof);
+    expect(paymentRequired(r).error).toBe("invalid_exact_evm_payload_value");
+    expect(t.gateway.calls.settle).toBe(0);
+  });
+
+  it("junk in _meta['x402/payment'] is the caller's 400 and never reaches the facilitator", async () => {
+    const { client, t } = await connect();
+    let deep: unknown = "x";
+    for (let i = 0; i < 500; i++) deep = [deep];
+    for (const junk of ["not-a-payload", 42, null, { x402Version: 2 }, deep]) {
+      const r = await call(client, "unlocks_upcoming", { days: 30 }, junk);
+      expect(r.isError).toBe(true);
+      expect(r.structuredContent).toMatchObject({
+        status: 400,
+        type: expect.stringMatching(/invalid-payment/),
+      });
+    }
+    expect(t.gateway.calls).toEqual({ verify: 0, settle: 0 });
+  });
+
+  it("a proof for another route's price is refused before the facilitator", async () => {
+    const { client, t } = await connect();
+    const cheap = v2Proof(await accepted(client, "unlocks_upcoming", { days: 30 }));
+    const pr = paymentRequired(await call(client, "unlock_backtest", RISK_ARGS, cheap));
+    expect(pr.error).toMatch(/amount/);
+    expect(t.gateway.calls.verify).toBe(0);
+  });
+});
+
+describe("the MCP caller is the client of the dispatched route", () => {
+  it("counts the routes it dispatches to against the caller's own rate limit", async () => {
+    // One JSON-RPC POST (1) dispatches to one route (2): with a limit of 1, the route answers 429 only if the
+    // dispatched request is keyed to the caller (203.0.113.7 via the trusted proxy header), not to loopback.
+    const { address } = await listen({ RATE_LIMIT_MAX: "1", TRUST_PROXY: "true" });
+    const res = await fetch(`${address}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "x-forwarded-for": "203.0.113.7",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "unlocks_upcoming", arguments: { days: 30 } },
+      }),
+    });
+    expect(res.status).toBe(200);
+    const { result } = (await res.json()) as { result: Result };
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toMatchObject({
+      status: 429,
+      type: expect.stringMatching(/rate-limited/),
+    });
+  });
+
+  it("lets a browser MCP client through CORS (the protocol-version header is allowed)", async () => {
+    const { address } = await listen();
+    const res = await fetch(`${address}/mcp`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://agent.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type,mcp-protocol-version",
+      },
+    });
+    expect(res.status).toBe(204);
+    expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("mcp-protocol-version");
+  });
+
+  it("a body that is not JSON-RPC is the caller's 4xx, without internals", async () => {
+    const { address } = await listen();
+    for (const body of ['{"foo":1}', '"x"', '{"jsonrpc":"2.0","id":1,"method":"tools/call"}']) {
+      const res = await fetch(`${address}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body,
+      });
+      const text = await res.text();
+      expect(
+        res.status < 500 && (res.status >= 400 || text.includes('"error"')),
+        `${body} → ${res.status} ${text}`,
+      ).toBe(true);
+      expect(text).not.toMatch(/node_modules|at .*\.js|\/src\//);
+    }
+  });
+
+  it("GET and DELETE /mcp are 405 problems (stateless endpoint)", async () => {
+    const { address } = await connect();
+    for (const method of ["GET", "DELETE"]) {
+      const res = await fetch(`${address}/mcp`, { method, headers: { accept: "text/event-stream" } });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("content-type")).toMatch(/problem\+json/);
+      expect(res.headers.get("allow")).toBe("POST");
+    }
+  });
+});
+
+describe("logs", () => {
+  it("at level trace, no payment proof sent over MCP reaches a log line", async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(chunk.toString("utf8"));
+        done();
+      },
+    });
+    const config = testConfig();
+    const gateway = fakeGateway();
+    const ledger = openLedger(":memory:");
+    const app = await appWith({
+      config,
+      gateway,
+      ledger,
+      logger: { ...(loggerOptions("trace") as object), stream },
+    });
+    t = {
+      app,
+      gateway,
+      ledger,
+      config,
+      close: async () => {
+        await app.close();
+        await ledger.close();
+      },
+    };
+    const address = await app.listen({ host: "127.0.0.1", port: 0 });
+    client = new Client({ name: "mcp-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${address}/mcp`)));
+    const first = await call(client, "unlocks_upcoming", { days: 30 });
+    const proof = v2Proof(paymentRequired(first).accepts[0] as PaymentRequirements);
+    proof.payload.signature = `0x${randomBytes(65).toString("hex")}`;
+    expect((await call(client, "unlocks_upcoming", { days: 30 }, proof)).isError).toBeFalsy();
+    expect((await call(client, "unlocks_upcoming", { days: 30 }, proof)).isError).toBeFalsy();
+    gateway.settleResult = async () => {
+      throw new Error("boom");
+    };
+    const other = v2Proof(paymentRequired(first).accepts[0] as PaymentRequirements);
+    other.payload.signature = `0x${randomBytes(65).toString("hex")}`;
+    expect((await call(client, "unlocks_upcoming", { days: 30 }, other)).isError).toBe(true);
+    const log = lines.join("");
+    expect(log).toContain('"url":"/v1/unlocks/upcoming?days=30"'); // the dispatched calls are logged
+    for (const secret of [proof.payload.signature.slice(2), other.payload.signature.slice(2), b64(proof)])
+      expect(log).not.toContain(secret);
+  });
+});
