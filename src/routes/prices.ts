@@ -1,8 +1,10 @@
+import { bazaarExtension, v1OutputSchema } from "../discovery/bazaar.js";
+import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 
 /** Per-call prices in USDC atomic units (6 decimals), as the contract lists them. */
-export const PRICES = {
+const BASE_PRICES = {
   upcoming: {
     route: "GET /v1/unlocks/upcoming",
     amount: "20000",
@@ -34,6 +36,17 @@ export const PRICES = {
     acceptsV1: false,
   },
 } as const satisfies Record<string, PaidRoute>;
+
+/** Each price with its discovery metadata: the Bazaar extension (v2 402) and the v1 outputSchema. */
+export const PRICES = Object.fromEntries(
+  Object.entries(BASE_PRICES).map(([key, price]) => {
+    const d = discoverable(price.route);
+    return [key, { ...price, extensions: bazaarExtension(d), outputSchema: v1OutputSchema(d) }];
+  }),
+) as {
+  [K in keyof typeof BASE_PRICES]: (typeof BASE_PRICES)[K] &
+    Required<Pick<PaidRoute, "extensions" | "outputSchema">>;
+};
 
 /** The `x-payment-info` OpenAPI extension of a paid operation. */
 export function paymentInfo(price: PaidRoute) {
