@@ -7,6 +7,7 @@ import underPressure from "@fastify/under-pressure";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
+import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
 import { HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
@@ -90,6 +91,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT-RESPONSE",
       "Retry-After",
       "Idempotent-Replayed",
+      "RateLimit-Limit",
+      "RateLimit-Remaining",
+      "RateLimit-Reset",
     ],
     maxAge: 600,
   });
@@ -116,23 +120,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.$id === "string" ? json.$id : `def-${i}`,
     },
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "pressure402",
-        version: SERVICE_VERSION,
-        description:
-          "Pay-per-call API for token unlock sell-pressure risk and x402 endpoint price benchmarks. Every paid route " +
-          "is settled with x402 in USDC on Base (eip155:8453): call without a proof to receive 402 and PAYMENT-REQUIRED, " +
-          "then repeat the identical request with PAYMENT-SIGNATURE (x402 v2) or, on the unlock routes, X-PAYMENT (v1).",
-      },
-      tags: [
-        { name: "unlocks", description: "Token unlock sell-pressure intelligence" },
-        { name: "benchmark", description: "x402 endpoint price benchmarks (provisional)" },
-        { name: "meta", description: "Free service routes" },
-      ],
-    },
+    openapi: openapiDocument({ version: SERVICE_VERSION, publicBaseUrl: config.publicBaseUrl }),
   });
+
+  describeRoutes(app);
 
   await app.register(payments, {
     gateway: deps.gateway,

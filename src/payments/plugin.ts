@@ -14,6 +14,7 @@ import {
   type PaymentTerms,
   paymentRequiredV1,
   paymentRequiredV2,
+  paymentRequiredV2Only,
   type RoutePrice,
 } from "./requirements.js";
 
@@ -83,24 +84,28 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     reply: FastifyReply,
     route: PaidRoute,
     error: string,
-    slug: string,
+    v1Error?: string,
   ): object {
     const url = resourceUrl(request);
     reply
       .code(402)
       .header("PAYMENT-REQUIRED", encodePaymentRequiredHeader(paymentRequiredV2(route, terms, url, error)))
       .header("Cache-Control", "no-store");
-    if (route.acceptsV1) {
-      reply.type("application/json");
-      return paymentRequiredV1(route, terms, url, error);
-    }
-    reply.type(PROBLEM_CONTENT_TYPE);
-    return problem(402, slug, error, problemInstance(request), { error });
+    reply.type("application/json");
+    if (route.acceptsV1) return paymentRequiredV1(route, terms, url, v1Error ?? error);
+    // A v1-shaped body with nothing to accept: v1-only clients stop with this error instead of failing inside their
+    // own parsing; v2 clients read the PAYMENT-REQUIRED header and never look at the body.
+    return paymentRequiredV2Only(error);
   }
 
   /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
-  const paymentRequired = (request: FastifyRequest, reply: FastifyReply, route: PaidRoute, error: string) =>
-    reply.send(prepare402(request, reply, route, error, "payment-required"));
+  const paymentRequired = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    route: PaidRoute,
+    error: string,
+    v1Error?: string,
+  ) => reply.send(prepare402(request, reply, route, error, v1Error));
 
   const inProgress = (reply: FastifyReply, instance: string) =>
     sendProblem(
@@ -187,6 +192,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           reply,
           route,
           "payment required: send an x402 proof in PAYMENT-SIGNATURE",
+          "X-PAYMENT header is required",
         );
 
       const decoded = decodeProof(choice.name, choice.value);
@@ -377,7 +383,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       });
       release(ctx);
       const reason = `settlement failed: ${result.errorReason ?? "unknown"}${result.errorMessage ? ` (${result.errorMessage})` : ""}`;
-      return JSON.stringify(prepare402(request, reply, ctx.route, reason, "settlement-failed"));
+      return JSON.stringify(prepare402(request, reply, ctx.route, reason));
     }
 
     // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.

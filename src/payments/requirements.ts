@@ -83,6 +83,14 @@ export function paymentRequiredV1(
   return { x402Version: 1, error, accepts: [requirementsV1(price, terms, resourceUrl)] };
 }
 
+/** The 402 body of a v2-only route: v1-shaped, so a v1-only client reads "v2 only" instead of failing to parse. */
+export function paymentRequiredV2Only(error: string): PaymentRequiredV1 {
+  return { x402Version: 1, error: `x402_v2_only: ${V2_ONLY}; ${error}`, accepts: [] };
+}
+
+export const V2_ONLY =
+  "this route accepts only x402 v2 payments: decode the PAYMENT-REQUIRED header and retry with PAYMENT-SIGNATURE";
+
 /** "20000" → "0.02": for humans and logs only; money stays in atomic units everywhere else. */
 export function formatUsdc(amount: string | bigint): string {
   const v = BigInt(amount);

@@ -48,13 +48,27 @@ export const PRICES = Object.fromEntries(
     Required<Pick<PaidRoute, "extensions" | "outputSchema">>;
 };
 
-/** The `x-payment-info` OpenAPI extension of a paid operation. */
+/**
+ * The `x-payment-info` OpenAPI extension of a paid operation, in the shape agent discovery tools read (a fixed USD
+ * price as a decimal string, and the protocols it can be paid with), plus the exact x402 terms.
+ */
 export function paymentInfo(price: PaidRoute) {
   return {
+    price: { mode: "fixed", currency: "USD", amount: formatUsdc(price.amount) },
+    protocols: [
+      {
+        x402: {
+          x402Versions: price.acceptsV1 ? [2, 1] : [2],
+          scheme: "exact",
+          network: NETWORK,
+          asset: USDC_BASE,
+          amount: price.amount,
+        },
+      },
+    ],
     protocol: "x402",
     network: NETWORK,
     asset: USDC_BASE,
-    price: { amount: formatUsdc(price.amount), currency: "USD" },
     amount_atomic: price.amount,
     x402_versions: price.acceptsV1 ? [2, 1] : [2],
   };

@@ -6,9 +6,9 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { extractDiscoveryInfo, validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { Compile } from "typebox/compile";
 import { privateKeyToAccount } from "viem/accounts";
-import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXAMPLES_PATH, generateExamples } from "../../scripts/discovery-examples.js";
+import { buildExamples } from "../../scripts/discovery-examples.js";
+import { EXAMPLES } from "../../src/discovery/examples.generated.js";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 
@@ -73,7 +73,7 @@ describe("Bazaar discovery on every paid route", () => {
   }
 
   it("the committed examples are the services' real answers (run `npm run discovery:examples` after a change)", async () => {
-    expect(readFileSync(EXAMPLES_PATH, "utf8")).toBe(await generateExamples());
+    expect(EXAMPLES).toEqual(JSON.parse(JSON.stringify(await buildExamples())));
   });
 
   it("declares exactly the five paid routes", () => {

@@ -12,9 +12,22 @@ describe("free routes", () => {
     const res = await t.app.inject({ method: "GET", url: "/" });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ network: "eip155:8453", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
-    expect(body.routes).toContainEqual({ route: "POST /v1/unlock/backtest", price_usd: "0.5", amount_atomic: "500000", x402_versions: [2, 1] });
-    expect(body.routes).toContainEqual({ route: "POST /v1/benchmark/endpoint", price_usd: "0.05", amount_atomic: "50000", x402_versions: [2] });
+    expect(body).toMatchObject({
+      network: "eip155:8453",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+    });
+    expect(body.routes).toContainEqual({
+      route: "POST /v1/unlock/backtest",
+      price_usd: "0.5",
+      amount_atomic: "500000",
+      x402_versions: [2, 1],
+    });
+    expect(body.routes).toContainEqual({
+      route: "POST /v1/benchmark/endpoint",
+      price_usd: "0.05",
+      amount_atomic: "50000",
+      x402_versions: [2],
+    });
   });
 
   it("GET /health and GET /openapi.json", async () => {
@@ -38,18 +51,61 @@ describe("CORS for browser and agent clients", () => {
       headers: {
         origin: "https://agent.example",
         "access-control-request-method": "POST",
-        "access-control-request-headers": "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
+        "access-control-request-headers":
+          "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
       },
     });
     expect(res.statusCode).toBe(204);
     const allowed = String(res.headers["access-control-allow-headers"]).toLowerCase();
-    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"]) expect(allowed).toContain(h);
+    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"])
+      expect(allowed).toContain(h);
   });
 
   it("responses expose the payment headers", async () => {
-    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: { origin: "https://agent.example" } });
+    const res = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming",
+      headers: { origin: "https://agent.example" },
+    });
     expect(res.statusCode).toBe(402);
     const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
-    for (const h of ["payment-required", "payment-response", "x-payment-response"]) expect(exposed).toContain(h);
+    for (const h of ["payment-required", "payment-response", "x-payment-response"])
+      expect(exposed).toContain(h);
+  });
+
+  it("exposes the RateLimit headers, so a browser client can pace itself", async () => {
+    const res = await t.app.inject({
+      method: "GET",
+      url: "/health",
+      headers: { origin: "https://agent.example" },
+    });
+    expect(res.headers["ratelimit-limit"]).toBeDefined();
+    const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
+    for (const h of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"])
+      expect(exposed).toContain(h);
+  });
+});
+
+describe("the 402 bodies speak to the client that reads them", () => {
+  it("the v1 body of an unlock route asks for X-PAYMENT, never PAYMENT-SIGNATURE", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming" });
+    expect(res.statusCode).toBe(402);
+    expect(res.json()).toMatchObject({ x402Version: 1, error: "X-PAYMENT header is required" });
+    expect(res.body).not.toContain("PAYMENT-SIGNATURE");
+  });
+
+  it("the benchmark's body tells a v1-only client the route is v2 only, with nothing it could pay", async () => {
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/benchmark/endpoint",
+      payload: { endpoint_url: "https://2s.io/api/crypto/token-price" },
+    });
+    expect(res.statusCode).toBe(402);
+    expect(res.headers["payment-required"]).toBeDefined();
+    expect(res.json()).toMatchObject({
+      x402Version: 1,
+      accepts: [],
+      error: expect.stringMatching(/^x402_v2_only: /),
+    });
   });
 });
