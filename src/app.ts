@@ -14,6 +14,8 @@ import type { FacilitatorGateway } from "./payments/facilitator.js";
 import payments from "./payments/plugin.js";
 import type { Reconciler } from "./payments/reconcile.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
+import { discoveryRoutes } from "./routes/discovery.js";
+import { docsRoutes } from "./routes/docs.js";
 import { metaRoutes } from "./routes/meta.js";
 import { unlockRoutes } from "./routes/unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
@@ -138,6 +140,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     facilitator: deps.facilitatorLabel,
     version: SERVICE_VERSION,
   });
+  await app.register(discoveryRoutes, {
+    payTo: deps.payTo,
+    publicBaseUrl: config.publicBaseUrl,
+    ownershipProofs: config.ownershipProofs,
+  });
+  await app.register(docsRoutes);
   await app.register(unlockRoutes, { unlocks: deps.unlocks });
   await app.register(benchmarkRoutes, {
     benchmark: deps.benchmark,

@@ -68,6 +68,7 @@ const FREE_OPERATIONS: Record<string, string> = {
   "GET /health": "health",
   "GET /.well-known/x402": "wellKnownX402",
   "GET /llms.txt": "llmsTxt",
+  "GET /problems": "listProblemTypes",
   "GET /problems/:slug": "problemType",
 };
 

@@ -41,6 +41,7 @@ export function appWith(deps: {
   clock?: () => Date;
   logger?: AppDeps["logger"];
   facilitatorLabel?: string;
+  payTo?: `0x${string}`;
 }): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => TEST_NOW);
   return buildApp({
@@ -49,7 +50,7 @@ export function appWith(deps: {
     benchmark: createBenchmarkService(catalog, { clock }),
     ledger: deps.ledger,
     gateway: deps.gateway,
-    payTo: TEST_PAY_TO,
+    payTo: deps.payTo ?? TEST_PAY_TO,
     facilitatorLabel: deps.facilitatorLabel ?? "fake",
     clock,
     logger: deps.logger ?? false,
