@@ -56,6 +56,8 @@ export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     routePrefix: "/docs",
     // Swagger UI's own CSP (hashes of its inline scripts) replaces helmet's default on these routes.
     staticCSP: true,
+    // Swagger UI sets element styles from script; inline styles cannot run code, inline scripts stay hash-pinned.
+    transformStaticCSP: (header) => header.replace(/style-src ([^;]*);/, "style-src $1 'unsafe-inline';"),
     uiConfig: { docExpansion: "list", deepLinking: true, defaultModelsExpandDepth: 0 },
   });
 
