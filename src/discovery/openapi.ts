@@ -41,24 +41,6 @@ export function openapiDocument(opts: OpenApiOptions) {
       { name: "benchmark", description: "x402 endpoint price benchmarks (provisional)" },
       { name: "meta", description: "Free service routes and discovery documents" },
     ],
-    components: {
-      securitySchemes: {
-        x402PaymentSignature: {
-          type: "apiKey" as const,
-          in: "header" as const,
-          name: "PAYMENT-SIGNATURE",
-          description:
-            "x402 v2 payment proof: base64 JSON PaymentPayload for the requirements of the 402's PAYMENT-REQUIRED header.",
-        },
-        x402Payment: {
-          type: "apiKey" as const,
-          in: "header" as const,
-          name: "X-PAYMENT",
-          description:
-            "x402 v1 payment proof (unlock routes only): base64 JSON for the 402 body's `accepts`.",
-        },
-      },
-    },
   };
 }
 
@@ -100,9 +82,12 @@ export function describeRoutes(app: FastifyInstance): void {
       const paid = DISCOVERABLE.find((d) => d.route === id);
       const response = (schema.response ?? {}) as Record<string, Record<string, unknown>>;
       if (paid) {
-        const withV1 = (schema.headers as Schema | undefined)?.properties?.["x-payment"] !== undefined;
         schema.operationId = paid.operationId;
-        schema.security = [{}, { x402PaymentSignature: [] }, ...(withV1 ? [{ x402Payment: [] }] : [])];
+        // No credential is needed to call (the first answer is the 402) and there is no API key. The proof headers are
+        // documented as header parameters, not as apiKey security schemes: agent discovery tools (@agentcash/discovery)
+        // read any apiKey scheme on a paid operation as "apiKey+paid", i.e. "get an API key first". `x-payment-info`
+        // is what marks the operation as paid.
+        schema.security = [{}];
         if (paid.inputIn === "body")
           schema.body = { ...(schema.body as Schema), examples: [paid.inputExample] };
         else schema.querystring = withFieldExamples(schema.querystring as Schema, paid.inputExample);

@@ -16,7 +16,7 @@ const inline = (s: string) => escapeHtml(s).replace(/`([^`]+)`/g, "<code>$1</cod
 function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)} · pressure402</title>
+<title>${escapeHtml(title)} · pressure402</title><link rel="icon" href="/favicon.svg">
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#1b1b1b}
 code{background:#f2f2f2;padding:0 .2em;border-radius:3px}dt{font-weight:600;margin-top:.8em}</style></head>
 <body>${body}
@@ -50,6 +50,9 @@ function indexPage(): string {
   );
 }
 
+/** A 402 on a dark square: the icon browsers and directory listings show for the service. */
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1b1b1b"/><text x="32" y="41" font-family="monospace" font-size="24" font-weight="700" fill="#49cc90" text-anchor="middle">402</text></svg>`;
+
 /** Human-facing pages: the OpenAPI document rendered by Swagger UI at /docs, and one page per problem type. */
 export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   await app.register(swaggerUi, {
@@ -60,6 +63,10 @@ export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     transformStaticCSP: (header) => header.replace(/style-src ([^;]*);/, "style-src $1 'unsafe-inline';"),
     uiConfig: { docExpansion: "list", deepLinking: true, defaultModelsExpandDepth: 0 },
   });
+
+  app.get("/favicon.svg", { schema: { hide: true } }, async (_request, reply) =>
+    reply.type("image/svg+xml").header("Cache-Control", "public, max-age=86400").send(FAVICON),
+  );
 
   const html = { 200: { description: "HTML page", content: { "text/html": { schema: Type.String() } } } };
 

@@ -114,7 +114,9 @@ describe("the OpenAPI document, as a generator and a linter read it", () => {
     }
     expect(d.info["x-guidance"]).toMatch(/PAYMENT-SIGNATURE/);
     expect(d.servers).toHaveLength(1);
-    expect(Object.keys(d.components.securitySchemes)).toEqual(["x402PaymentSignature", "x402Payment"]);
+    // Paid operations need no credential (the proof answers the 402) and never an API key.
+    for (const op of paid) expect(op.security).toEqual([{}]);
+    expect(d.components.securitySchemes).toBeUndefined();
     const upcoming = d.paths["/v1/unlocks/upcoming"].get.parameters;
     for (const name of ["days", "minRisk"])
       expect(upcoming.find((p: { name: string }) => p.name === name).required).toBe(false);
