@@ -15,6 +15,10 @@ describe("free routes", () => {
     expect(body).toMatchObject({
       network: "eip155:8453",
       asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      openapi: "/openapi.json",
+      docs: "/docs",
+      llms: "/llms.txt",
+      discovery: "/.well-known/x402",
     });
     expect(body.routes).toContainEqual({
       route: "POST /v1/unlock/backtest",
