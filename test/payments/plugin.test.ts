@@ -13,18 +13,8 @@ import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
 const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
 const terms = { payTo: PAY_TO, maxTimeoutSeconds: 300 };
 const both: PaidRoute = { route: "POST /both", amount: "20000", description: "v1 and v2", acceptsV1: true };
-const v2only: PaidRoute = {
-  route: "POST /v2only",
-  amount: "50000",
-  description: "v2 only",
-  acceptsV1: false,
-};
-const failing: PaidRoute = {
-  route: "POST /fails",
-  amount: "20000",
-  description: "handler fails",
-  acceptsV1: true,
-};
+const v2only: PaidRoute = { route: "POST /v2only", amount: "50000", description: "v2 only", acceptsV1: false };
+const failing: PaidRoute = { route: "POST /fails", amount: "20000", description: "handler fails", acceptsV1: true };
 
 let app: FastifyInstance;
 let gateway: FakeGateway;
@@ -38,13 +28,7 @@ beforeEach(async () => {
   app = Fastify({ logger: false });
   app.setValidatorCompiler(validatorCompiler);
   registerProblemHandlers(app);
-  await app.register(payments, {
-    gateway,
-    ledger,
-    terms,
-    publicBaseUrl: "https://api.example",
-    idempotencyTtlMs: 60_000,
-  });
+  await app.register(payments, { gateway, ledger, terms, publicBaseUrl: "https://api.example", idempotencyTtlMs: 60_000 });
   const body = { type: "object", properties: { q: { type: "string" } }, additionalProperties: false };
   app.post("/both", { schema: { body }, preHandler: [app.payments.guard(both)] }, async (req) => {
     handlerRuns += 1;
@@ -67,12 +51,7 @@ afterEach(async () => {
 });
 
 const post = (url: string, headers: Record<string, string> = {}, payload: unknown = { q: "x" }) =>
-  app.inject({
-    method: "POST",
-    url,
-    headers: { "content-type": "application/json", ...headers },
-    payload: JSON.stringify(payload),
-  });
+  app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(payload) });
 
 describe("402 without a proof", () => {
   it("answers with a v2 PAYMENT-REQUIRED header and a v1 body on v1-capable routes", async () => {
@@ -85,10 +64,7 @@ describe("402 without a proof", () => {
     expect(required.accepts[0]?.amount).toBe("20000");
     expect(required.resource.url).toBe("https://api.example/both?pp_ref=abc");
     const v1 = res.json();
-    expect(v1).toMatchObject({
-      x402Version: 1,
-      accepts: [{ network: "base", maxAmountRequired: "20000", payTo: PAY_TO }],
-    });
+    expect(v1).toMatchObject({ x402Version: 1, accepts: [{ network: "base", maxAmountRequired: "20000", payTo: PAY_TO }] });
     expect(v1.accepts[0].extra).toEqual({ name: "USD Coin", version: "2" });
     expect(gateway.calls).toEqual({ verify: 0, settle: 0 });
     expect(handlerRuns).toBe(0);
@@ -98,14 +74,8 @@ describe("402 without a proof", () => {
     const res = await post("/v2only");
     expect(res.statusCode).toBe(402);
     expect(res.headers["content-type"]).toMatch(/application\/json/);
-    expect(res.json()).toMatchObject({
-      x402Version: 1,
-      accepts: [],
-      error: expect.stringMatching(/^x402_v2_only: /),
-    });
-    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe(
-      "50000",
-    );
+    expect(res.json()).toMatchObject({ x402Version: 1, accepts: [], error: expect.stringMatching(/^x402_v2_only: /) });
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe("50000");
   });
 });
 
@@ -136,22 +106,14 @@ describe("malformed payment headers are 400 and never reach the facilitator", ()
 
 describe("paid calls", () => {
   it("verifies, runs the handler, settles, and returns PAYMENT-RESPONSE with a receipt", async () => {
-    const res = await post("/both?pp_ref=camp.1", {
-      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
-    });
+    const res = await post("/both?pp_ref=camp.1", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ paid: true, echo: { q: "x" } });
     const settlement = decodePaymentResponseHeader(res.headers["payment-response"] as string);
     expect(settlement.success).toBe(true);
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
     const [receipt] = ledger.receipts();
-    expect(receipt).toMatchObject({
-      route: "POST /both",
-      amount: "20000",
-      status: "settled",
-      ppRef: "camp.1",
-      x402Version: 2,
-    });
+    expect(receipt).toMatchObject({ route: "POST /both", amount: "20000", status: "settled", ppRef: "camp.1", x402Version: 2 });
     expect(receipt?.transaction).toBe(settlement.transaction);
     expect(receipt?.responseDigest).toMatch(/^[0-9a-f]{64}$/);
   });
@@ -159,9 +121,7 @@ describe("paid calls", () => {
   it("takes a v1 proof in X-PAYMENT and answers X-PAYMENT-RESPONSE", async () => {
     const res = await post("/both", { "x-payment": b64(v1Proof("20000", PAY_TO)) });
     expect(res.statusCode).toBe(200);
-    const settlement = JSON.parse(
-      Buffer.from(res.headers["x-payment-response"] as string, "base64").toString(),
-    );
+    const settlement = JSON.parse(Buffer.from(res.headers["x-payment-response"] as string, "base64").toString());
     expect(settlement).toMatchObject({ success: true, network: "base" });
     expect(res.headers["payment-response"]).toBeUndefined();
     expect(ledger.receipts()[0]?.x402Version).toBe(1);
@@ -186,20 +146,14 @@ describe("paid calls", () => {
     expect(r1.statusCode).toBe(402);
     const e1 = decodePaymentRequiredHeader(r1.headers["payment-required"] as string).error;
     expect(e1).toMatch(/amount 1 ≠ 20000/);
-    const wrongPayee = {
-      ...requirementsV2(both, terms),
-      payTo: "0x00000000000000000000000000000000000000bb",
-    };
+    const wrongPayee = { ...requirementsV2(both, terms), payTo: "0x00000000000000000000000000000000000000bb" };
     const r2 = await post("/both", { "payment-signature": b64(v2Proof(wrongPayee)) });
     expect(r2.statusCode).toBe(402);
     expect(gateway.calls.verify).toBe(0);
   });
 
   it("names the facilitator's reason when verification fails, with a fresh PAYMENT-REQUIRED", async () => {
-    gateway.verifyResult = async () => ({
-      isValid: false,
-      invalidReason: "invalid_exact_evm_payload_signature",
-    });
+    gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_payload_signature" });
     const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(res.statusCode).toBe(402);
     expect(res.json().error).toBe("invalid_exact_evm_payload_signature");
@@ -218,12 +172,7 @@ describe("paid calls", () => {
   });
 
   it("withholds the body with a 402 when settlement fails", async () => {
-    gateway.settleResult = async (_p, r) => ({
-      success: false,
-      errorReason: "insufficient_funds",
-      transaction: "",
-      network: r.network,
-    });
+    gateway.settleResult = async (_p, r) => ({ success: false, errorReason: "insufficient_funds", transaction: "", network: r.network });
     const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(res.statusCode).toBe(402);
     expect(res.body).not.toContain("paid");
@@ -284,10 +233,7 @@ describe("paid calls", () => {
 
 describe("idempotency", () => {
   it("replays the stored response for the same key, proof and request, without the facilitator", async () => {
-    const headers = {
-      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
-      "idempotency-key": "order-1",
-    };
+    const headers = { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "order-1" };
     const first = await post("/both", headers);
     expect(first.statusCode).toBe(200);
     const second = await post("/both", headers);
@@ -301,11 +247,7 @@ describe("idempotency", () => {
   it("422 for the same key with another body; the ordinary 402 for the key without its proof", async () => {
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     await post("/both", { "payment-signature": proof, "idempotency-key": "k2" });
-    const other = await post(
-      "/both",
-      { "payment-signature": proof, "idempotency-key": "k2" },
-      { q: "different" },
-    );
+    const other = await post("/both", { "payment-signature": proof, "idempotency-key": "k2" }, { q: "different" });
     expect(other.statusCode).toBe(422);
     const noProof = await post("/both", { "idempotency-key": "k2" });
     expect(noProof.statusCode).toBe(402);
@@ -313,14 +255,8 @@ describe("idempotency", () => {
   });
 
   it("422 for the same key with a different proof", async () => {
-    await post("/both", {
-      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
-      "idempotency-key": "k3",
-    });
-    const res = await post("/both", {
-      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
-      "idempotency-key": "k3",
-    });
+    await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "k3" });
+    const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))), "idempotency-key": "k3" });
     expect(res.statusCode).toBe(422);
   });
 
@@ -346,14 +282,7 @@ describe("idempotency", () => {
     registerProblemHandlers(local);
     local.get(
       "/h",
-      {
-        schema: {
-          headers: {
-            type: "object",
-            properties: { "idempotency-key": { type: "string", pattern: "^[\\x21-\\x7E]{1,255}$" } },
-          },
-        },
-      },
+      { schema: { headers: { type: "object", properties: { "idempotency-key": { type: "string", pattern: "^[\\x21-\\x7E]{1,255}$" } } } } },
       async () => ({ ok: true }),
     );
     const res = await local.inject({ method: "GET", url: "/h", headers: { "idempotency-key": "has space" } });

@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  canonicalJson,
-  decodeProof,
-  proofFingerprint,
-  requestFingerprint,
-} from "../../src/payments/proof.js";
+import { canonicalJson, decodeProof, proofFingerprint, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
 
@@ -39,10 +34,7 @@ describe("decodeProof", () => {
 describe("fingerprints", () => {
   it("a proof's identity ignores key order and the v1/v2 envelope", () => {
     const p = v2Proof(req);
-    const reordered = {
-      ...p,
-      payload: { authorization: p.payload.authorization, signature: p.payload.signature },
-    };
+    const reordered = { ...p, payload: { authorization: p.payload.authorization, signature: p.payload.signature } };
     const a = decodeProof("payment-signature", b64(p));
     const b = decodeProof("payment-signature", b64(reordered));
     if (!a.ok || !b.ok) throw new Error("decode failed");
@@ -60,8 +52,6 @@ describe("fingerprints", () => {
   });
 
   it("canonicalJson sorts keys recursively and drops undefined", () => {
-    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: undefined, e: null })).toBe(
-      '{"b":[{"c":2,"d":1}],"e":null}',
-    );
+    expect(canonicalJson({ b: [{ d: 1, c: 2 }], a: undefined, e: null })).toBe('{"b":[{"c":2,"d":1}],"e":null}');
   });
 });

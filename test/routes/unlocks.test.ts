@@ -11,21 +11,11 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
-const pay = (price: (typeof PRICES)[keyof typeof PRICES]) => ({
-  "payment-signature": b64(v2Proof(requirementsV2(price, terms))),
-});
+const pay = (price: (typeof PRICES)[keyof typeof PRICES]) => ({ "payment-signature": b64(v2Proof(requirementsV2(price, terms))) });
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  t.app.inject({
-    method: "POST",
-    url,
-    headers: { "content-type": "application/json", ...headers },
-    payload: JSON.stringify(body),
-  });
+  t.app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) });
 
-function expectProblem(
-  res: { statusCode: number; headers: Record<string, unknown>; json(): unknown },
-  status: number,
-) {
+function expectProblem(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, status: number) {
   expect(res.statusCode).toBe(status);
   expect(res.headers["content-type"]).toMatch(/^application\/problem\+json/);
   expect(res.headers["payment-required"]).toBeUndefined();
@@ -59,18 +49,10 @@ describe("GET /v1/unlocks/upcoming: the contract's query", () => {
   });
 
   it("applies the defaults and echoes them once paid", async () => {
-    const res = await t.app.inject({
-      method: "GET",
-      url: "/v1/unlocks/upcoming",
-      headers: pay(PRICES.upcoming),
-    });
+    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: pay(PRICES.upcoming) });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ days: 30, minRisk: 0 });
-    const custom = await t.app.inject({
-      method: "GET",
-      url: "/v1/unlocks/upcoming?days=365&minRisk=40",
-      headers: pay(PRICES.upcoming),
-    });
+    const custom = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365&minRisk=40", headers: pay(PRICES.upcoming) });
     const body = custom.json() as { days: number; minRisk: number; unlocks: { risk_score: number }[] };
     expect(body).toMatchObject({ days: 365, minRisk: 40 });
     expect(body.unlocks.length).toBeGreaterThan(0);
@@ -90,32 +72,17 @@ describe("POST routes: bodies as the contract states", () => {
     ["/v1/unlock-risk", "empty token", { token: "", unlock_event_id: "x" }, "/token"],
     ["/v1/unlock-risk", "empty event id", { token: "ARB", unlock_event_id: "" }, "/unlock_event_id"],
     ["/v1/unlock-risk", "extra field", { token: "ARB", unlock_event_id: "x", extra: 1 }, "/extra"],
-    [
-      "/v1/unlock-risk",
-      "string boolean",
-      { token: "ARB", unlock_event_id: "x", includeEvidence: "true" },
-      "/includeEvidence",
-    ],
+    ["/v1/unlock-risk", "string boolean", { token: "ARB", unlock_event_id: "x", includeEvidence: "true" }, "/includeEvidence"],
     ["/v1/token/risk-summary", "lookback 0", { token: "ARB", lookbackDays: 0 }, "/lookbackDays"],
     ["/v1/token/risk-summary", "lookback 366", { token: "ARB", lookbackDays: 366 }, "/lookbackDays"],
     ["/v1/token/risk-summary", "fractional lookback", { token: "ARB", lookbackDays: 1.5 }, "/lookbackDays"],
     ["/v1/token/risk-summary", "string lookback", { token: "ARB", lookbackDays: "30" }, "/lookbackDays"],
-    [
-      "/v1/unlock/backtest",
-      "window 121",
-      { token: "ARB", unlock_event_id: "x", windowDays: 121 },
-      "/windowDays",
-    ],
+    ["/v1/unlock/backtest", "window 121", { token: "ARB", unlock_event_id: "x", windowDays: 121 }, "/windowDays"],
     ["/v1/unlock/backtest", "window 0", { token: "ARB", unlock_event_id: "x", windowDays: 0 }, "/windowDays"],
     ["/v1/benchmark/endpoint", "relative url", { endpoint_url: "/api/x" }, "/endpoint_url"],
     ["/v1/benchmark/endpoint", "ftp url", { endpoint_url: "ftp://a.example/x" }, "/endpoint_url"],
     ["/v1/benchmark/endpoint", "credentials", { endpoint_url: "https://u:p@a.example/x" }, "/endpoint_url"],
-    [
-      "/v1/benchmark/endpoint",
-      "bad category",
-      { endpoint_url: "https://a.example/x", category_hint: "food" },
-      "/category_hint",
-    ],
+    ["/v1/benchmark/endpoint", "bad category", { endpoint_url: "https://a.example/x", category_hint: "food" }, "/category_hint"],
     ["/v1/benchmark/endpoint", "extra field", { endpoint_url: "https://a.example/x", price: 1 }, "/price"],
   ];
   it.each(cases)("%s %s → 400 at %s", async (url, _name, body, pointer) => {
@@ -127,19 +94,9 @@ describe("POST routes: bodies as the contract states", () => {
   });
 
   it("a body that is not JSON is a 400; a non-JSON content type is a 415", async () => {
-    const bad = await t.app.inject({
-      method: "POST",
-      url: "/v1/unlock-risk",
-      headers: { "content-type": "application/json" },
-      payload: "{",
-    });
+    const bad = await t.app.inject({ method: "POST", url: "/v1/unlock-risk", headers: { "content-type": "application/json" }, payload: "{" });
     expectProblem(bad, 400);
-    const text = await t.app.inject({
-      method: "POST",
-      url: "/v1/unlock-risk",
-      headers: { "content-type": "text/plain" },
-      payload: "x",
-    });
+    const text = await t.app.inject({ method: "POST", url: "/v1/unlock-risk", headers: { "content-type": "text/plain" }, payload: "x" });
     expectProblem(text, 415);
   });
 
@@ -174,11 +131,7 @@ describe("unknown tokens and events: 404 before any payment request", () => {
   });
 
   it("an event of another token is unknown for this token", async () => {
-    const upcoming = await t.app.inject({
-      method: "GET",
-      url: "/v1/unlocks/upcoming?days=365",
-      headers: pay(PRICES.upcoming),
-    });
+    const upcoming = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365", headers: pay(PRICES.upcoming) });
     const items = (upcoming.json() as { unlocks: { token: string; unlock_event_id: string }[] }).unlocks;
     const first = items[0]!;
     const other = items.find((u) => u.token !== first.token)!;
@@ -189,49 +142,22 @@ describe("unknown tokens and events: 404 before any payment request", () => {
 
 describe("paid unlock routes return the contract's fields", () => {
   it("score, summary and backtest of a real upcoming event", async () => {
-    const upcoming = await t.app.inject({
-      method: "GET",
-      url: "/v1/unlocks/upcoming?days=90",
-      headers: pay(PRICES.upcoming),
-    });
+    const upcoming = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=90", headers: pay(PRICES.upcoming) });
     const item = (upcoming.json() as { unlocks: { token: string; unlock_event_id: string }[] }).unlocks[0]!;
-    expect(item).toMatchObject({
-      token: expect.any(String),
-      unlock_event_id: expect.stringMatching(/^unlock_[a-z0-9]+_\d{4}_\d{2}_\d{2}/),
-    });
+    expect(item).toMatchObject({ token: expect.any(String), unlock_event_id: expect.stringMatching(/^unlock_[a-z0-9]+_\d{4}_\d{2}_\d{2}/) });
 
-    const risk = await post(
-      "/v1/unlock-risk",
-      { token: item.token.toLowerCase(), unlock_event_id: item.unlock_event_id },
-      pay(PRICES.unlockRisk),
-    );
+    const risk = await post("/v1/unlock-risk", { token: item.token.toLowerCase(), unlock_event_id: item.unlock_event_id }, pay(PRICES.unlockRisk));
     expect(risk.statusCode).toBe(200);
     const scored = risk.json() as Record<string, unknown>;
-    expect(scored).toMatchObject({
-      token: item.token,
-      unlock_event_id: item.unlock_event_id,
-      risk_level: expect.any(String),
-    });
+    expect(scored).toMatchObject({ token: item.token, unlock_event_id: item.unlock_event_id, risk_level: expect.any(String) });
     expect(Array.isArray(scored.evidence)).toBe(true);
-    const noEvidence = await post(
-      "/v1/unlock-risk",
-      { token: item.token, unlock_event_id: item.unlock_event_id, includeEvidence: false },
-      pay(PRICES.unlockRisk),
-    );
+    const noEvidence = await post("/v1/unlock-risk", { token: item.token, unlock_event_id: item.unlock_event_id, includeEvidence: false }, pay(PRICES.unlockRisk));
     expect((noEvidence.json() as Record<string, unknown>).evidence).toBeUndefined();
 
     const summary = await post("/v1/token/risk-summary", { token: item.token }, pay(PRICES.riskSummary));
-    expect(summary.json()).toMatchObject({
-      token: item.token,
-      windowDays: 90,
-      eventCount: expect.any(Number),
-    });
+    expect(summary.json()).toMatchObject({ token: item.token, windowDays: 90, eventCount: expect.any(Number) });
 
-    const backtest = await post(
-      "/v1/unlock/backtest",
-      { token: item.token, unlock_event_id: item.unlock_event_id },
-      pay(PRICES.backtest),
-    );
+    const backtest = await post("/v1/unlock/backtest", { token: item.token, unlock_event_id: item.unlock_event_id }, pay(PRICES.backtest));
     expect(backtest.statusCode).toBe(200);
     expect(backtest.json()).toMatchObject({ windowDays: 14, reactions: expect.any(Array) });
   });

@@ -33,31 +33,16 @@ describe("ledger", () => {
     const path = tempDb();
     const a = openLedger(path);
     const id = a.beginReceipt(draft(), new Date("2026-11-22T10:00:00Z"));
-    a.finishReceipt(
-      id,
-      { status: "settled", payer: "0xb0b", transaction: "0xtx", responseDigest: "d" },
-      new Date("2026-11-22T10:00:01Z"),
-    );
+    a.finishReceipt(id, { status: "settled", payer: "0xb0b", transaction: "0xtx", responseDigest: "d" }, new Date("2026-11-22T10:00:01Z"));
     a.startIdempotency("key", "rf", "pf", 60_000, 1000);
     a.completeIdempotency("key", { statusCode: 200, headers: { a: "b" }, body: "{}" });
     a.close();
     const b = openLedger(path);
     expect(b.receipts()).toEqual([
-      expect.objectContaining({
-        id,
-        status: "settled",
-        transaction: "0xtx",
-        payer: "0xb0b",
-        settledAt: "2026-11-22T10:00:01.000Z",
-        ppRef: "ref",
-      }),
+      expect.objectContaining({ id, status: "settled", transaction: "0xtx", payer: "0xb0b", settledAt: "2026-11-22T10:00:01.000Z", ppRef: "ref" }),
     ]);
     expect(b.receiptForProof("pf")?.id).toBe(id);
-    expect(b.getIdempotency("key", 2000)?.response).toEqual({
-      statusCode: 200,
-      headers: { a: "b" },
-      body: "{}",
-    });
+    expect(b.getIdempotency("key", 2000)?.response).toEqual({ statusCode: 200, headers: { a: "b" }, body: "{}" });
     b.close();
   });
 
