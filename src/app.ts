@@ -7,6 +7,7 @@ import underPressure from "@fastify/under-pressure";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
+import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
 import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
@@ -16,6 +17,8 @@ import type { PaymentObserver } from "./payments/events.js";
 import type { LedgerPort } from "./payments/ledger-port.js";
 import type { ChainReader } from "./payments/reconcile.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
+import { discoveryRoutes } from "./routes/discovery.js";
+import { docsRoutes } from "./routes/docs.js";
 import { metaRoutes } from "./routes/meta.js";
 import { unlockRoutes } from "./routes/unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
@@ -102,6 +105,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT-RESPONSE",
       "Retry-After",
       "Idempotent-Replayed",
+      "RateLimit-Limit",
+      "RateLimit-Remaining",
+      "RateLimit-Reset",
     ],
     maxAge: 600,
   });
@@ -128,23 +134,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.$id === "string" ? json.$id : `def-${i}`,
     },
-    openapi: {
-      openapi: "3.1.0",
-      info: {
-        title: "pressure402",
-        version: SERVICE_VERSION,
-        description:
-          "Pay-per-call API for token unlock sell-pressure risk and x402 endpoint price benchmarks. Every paid route " +
-          "is settled with x402 in USDC on Base (eip155:8453): call without a proof to receive 402 and PAYMENT-REQUIRED, " +
-          "then repeat the identical request with PAYMENT-SIGNATURE (x402 v2) or, on the unlock routes, X-PAYMENT (v1).",
-      },
-      tags: [
-        { name: "unlocks", description: "Token unlock sell-pressure intelligence" },
-        { name: "benchmark", description: "x402 endpoint price benchmarks (provisional)" },
-        { name: "meta", description: "Free service routes" },
-      ],
-    },
+    openapi: openapiDocument({ version: SERVICE_VERSION, publicBaseUrl: config.publicBaseUrl }),
   });
+
+  describeRoutes(app);
 
   await app.register(payments, {
     gateway: deps.gateway,
@@ -165,6 +158,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     facilitator: deps.facilitatorLabel,
     version: SERVICE_VERSION,
   });
+  await app.register(discoveryRoutes, {
+    payTo: deps.payTo,
+    publicBaseUrl: config.publicBaseUrl,
+    ownershipProofs: config.ownershipProofs,
+  });
+  await app.register(docsRoutes);
   await app.register(unlockRoutes, { unlocks: deps.unlocks });
   await app.register(benchmarkRoutes, {
     benchmark: deps.benchmark,

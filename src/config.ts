@@ -21,6 +21,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
+  OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
   PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
   LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
   RECONCILE_INTERVAL_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
@@ -61,6 +62,8 @@ export interface Config {
   payTo: `0x${string}` | undefined;
   /** Base JSON-RPC endpoint for reconciling settlements whose outcome was lost (optional; the devnet sets its own). */
   chainRpcUrl: string | undefined;
+  /** EIP-191 signatures of the public origin by the PAY_TO key, published in /.well-known/x402 (see scripts/ownership-proof.ts). */
+  ownershipProofs: `0x${string}`[];
   paymentTimeoutSeconds: number;
   ledgerPath: string;
   /** `postgres://…`: the ledger lives in PostgreSQL (several instances may share it); unset: SQLite at ledgerPath. */
@@ -189,6 +192,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     facilitator,
     payTo: env.PAY_TO as `0x${string}` | undefined,
     chainRpcUrl: env.CHAIN_RPC_URL,
+    ownershipProofs: (env.OWNERSHIP_PROOF?.split(",") ?? []) as `0x${string}`[],
     paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
     ledgerPath: env.LEDGER_PATH,
     ledgerUrl: env.LEDGER_URL,

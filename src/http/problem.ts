@@ -19,7 +19,8 @@ export interface Problem {
 }
 
 export const PROBLEM_CONTENT_TYPE = "application/problem+json; charset=utf-8";
-const TYPE_BASE = "https://pressure402.dev/problems/";
+/** Relative (RFC 9457 §3.1.1): resolves against the serving origin, where /problems/<slug> explains each type. */
+const TYPE_BASE = "/problems/";
 
 const TITLES: Record<number, string> = {
   400: "Bad Request",

@@ -1,12 +1,21 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequiredV1 } from "@x402/core/types/v1";
-import { type PaymentTerms, paymentRequiredV1, paymentRequiredV2, type RoutePrice } from "./requirements.js";
+import {
+  type PaymentTerms,
+  paymentRequiredV1,
+  paymentRequiredV2,
+  paymentRequiredV2Only,
+  type RoutePrice,
+} from "./requirements.js";
 
 export interface Challenge {
   /** PAYMENT-REQUIRED: base64 of the v2 PaymentRequired. */
   header: string;
-  /** The v1 body on v1-capable routes. */
-  v1: Readonly<PaymentRequiredV1> | undefined;
+  /**
+   * The JSON body: the v1 PaymentRequired on v1-capable routes; elsewhere a v1-shaped body with nothing to accept, so
+   * v1-only clients stop with a "v2 only" error instead of failing inside their own parsing (v2 clients read the header).
+   */
+  body: Readonly<PaymentRequiredV1>;
 }
 
 /**
@@ -18,10 +27,10 @@ export function challengeCache(
   route: RoutePrice,
   terms: PaymentTerms,
   max = 256,
-): (resourceUrl: string, error: string) => Challenge {
+): (resourceUrl: string, error: string, v1Error?: string) => Challenge {
   const cache = new Map<string, Challenge>();
-  return (resourceUrl, error) => {
-    const key = `${resourceUrl}\n${error}`;
+  return (resourceUrl, error, v1Error) => {
+    const key = `${resourceUrl}\n${error}\n${v1Error ?? ""}`;
     const hit = cache.get(key);
     if (hit) {
       cache.delete(key);
@@ -30,7 +39,11 @@ export function challengeCache(
     }
     const built: Challenge = {
       header: encodePaymentRequiredHeader(paymentRequiredV2(route, terms, resourceUrl, error)),
-      v1: route.acceptsV1 ? Object.freeze(paymentRequiredV1(route, terms, resourceUrl, error)) : undefined,
+      body: Object.freeze(
+        route.acceptsV1
+          ? paymentRequiredV1(route, terms, resourceUrl, v1Error ?? error)
+          : paymentRequiredV2Only(error),
+      ),
     };
     cache.set(key, built);
     if (cache.size > max) cache.delete(cache.keys().next().value as string);

@@ -24,8 +24,6 @@ import { deadIncarnations, reconcileOnce, resolveFromChain } from "./reconciler.
 import {
   NETWORK_V1,
   type PaymentTerms,
-  paymentRequiredV1,
-  paymentRequiredV2,
   type RoutePrice,
 } from "./requirements.js";
 import { evmChainId, signedByPayer } from "./signature.js";
@@ -153,9 +151,11 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
 
   const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
   const challengeOf = (route: PaidRoute) => {
-    let c = challenges.get(route);
-    if (!c) challenges.set(route, (c = challengeCache(route, terms)));
-    return c;
+    const known = challenges.get(route);
+    if (known) return known;
+    const built = challengeCache(route, terms);
+    challenges.set(route, built);
+    return built;
   };
 
   /** Sets the 402 status and headers; returns the body (v1 PaymentRequired on v1-capable routes, else a problem). */
@@ -164,21 +164,25 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     reply: FastifyReply,
     route: PaidRoute,
     error: string,
-    slug: string,
+    v1Error?: string,
   ): object {
-    const challenge = challengeOf(route)(resourceUrl(request), error);
-    reply.code(402).header("PAYMENT-REQUIRED", challenge.header).header("Cache-Control", "no-store");
-    if (challenge.v1) {
-      reply.type("application/json");
-      return challenge.v1;
-    }
-    reply.type(PROBLEM_CONTENT_TYPE);
-    return problem(402, slug, error, problemInstance(request), { error });
+    const challenge = challengeOf(route)(resourceUrl(request), error, v1Error);
+    reply
+      .code(402)
+      .header("PAYMENT-REQUIRED", challenge.header)
+      .header("Cache-Control", "no-store")
+      .type("application/json");
+    return challenge.body;
   }
 
   /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
-  const paymentRequired = (request: FastifyRequest, reply: FastifyReply, route: PaidRoute, error: string) =>
-    reply.send(prepare402(request, reply, route, error, "payment-required"));
+  const paymentRequired = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    route: PaidRoute,
+    error: string,
+    v1Error?: string,
+  ) => reply.send(prepare402(request, reply, route, error, v1Error));
 
   const busy = (reply: FastifyReply, instance: string, withKey: boolean) =>
     sendProblem(
@@ -329,6 +333,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           reply,
           route,
           "payment required: send an x402 proof in PAYMENT-SIGNATURE",
+          "X-PAYMENT header is required",
         );
 
       const decoded = decodeProof(choice.name, choice.value);
@@ -684,7 +689,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       }
       outcome(ctx, "settle_failed");
       return JSON.stringify(
-        prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`, "settlement-failed"),
+        prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`),
       );
     }
 

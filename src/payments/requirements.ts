@@ -15,6 +15,10 @@ export interface RoutePrice {
   description: string;
   /** Whether the route also takes x402 v1 proofs (X-PAYMENT) and answers 402 with a v1 body. */
   acceptsV1: boolean;
+  /** v2 PaymentRequired `extensions` (e.g. Bazaar discovery), passed through as given. */
+  extensions?: Record<string, unknown>;
+  /** v1 `outputSchema` (v1 discovery: how to call the route and what it answers), passed through as given. */
+  outputSchema?: Record<string, unknown>;
 }
 
 export interface PaymentTerms {
@@ -47,7 +51,7 @@ export function requirementsV1(
     resource: resourceUrl,
     description: price.description,
     mimeType: "application/json",
-    outputSchema: {},
+    outputSchema: price.outputSchema ?? {},
     payTo: terms.payTo,
     maxTimeoutSeconds: terms.maxTimeoutSeconds,
     asset: USDC_BASE,
@@ -66,6 +70,7 @@ export function paymentRequiredV2(
     error,
     resource: { url: resourceUrl, description: price.description, mimeType: "application/json" },
     accepts: [requirementsV2(price, terms)],
+    ...(price.extensions ? { extensions: price.extensions } : {}),
   };
 }
 
@@ -77,6 +82,14 @@ export function paymentRequiredV1(
 ): PaymentRequiredV1 {
   return { x402Version: 1, error, accepts: [requirementsV1(price, terms, resourceUrl)] };
 }
+
+/** The 402 body of a v2-only route: v1-shaped, so a v1-only client reads "v2 only" instead of failing to parse. */
+export function paymentRequiredV2Only(error: string): PaymentRequiredV1 {
+  return { x402Version: 1, error: `x402_v2_only: ${V2_ONLY}; ${error}`, accepts: [] };
+}
+
+export const V2_ONLY =
+  "this route accepts only x402 v2 payments: decode the PAYMENT-REQUIRED header and retry with PAYMENT-SIGNATURE";
 
 /** "20000" → "0.02": for humans and logs only; money stays in atomic units everywhere else. */
 export function formatUsdc(amount: string | bigint): string {

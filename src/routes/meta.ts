@@ -27,6 +27,9 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
               payTo: Type.String(),
               facilitator: Type.String(),
               openapi: Type.String(),
+              docs: Type.String({ description: "Human-readable API docs (Swagger UI)" }),
+              llms: Type.String({ description: "Guidance for AI agents (llms.txt)" }),
+              discovery: Type.String({ description: "x402 discovery document" }),
               routes: Type.Array(
                 Type.Object({
                   route: Type.String(),
@@ -49,6 +52,9 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       payTo: opts.payTo,
       facilitator: opts.facilitator,
       openapi: "/openapi.json",
+      docs: "/docs",
+      llms: "/llms.txt",
+      discovery: "/.well-known/x402",
       routes: Object.values(PRICES).map((p) => ({
         route: p.route,
         price_usd: formatUsdc(p.amount),

@@ -1,8 +1,10 @@
+import { bazaarExtension, v1OutputSchema } from "../discovery/bazaar.js";
+import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 
 /** Per-call prices in USDC atomic units (6 decimals), as the contract lists them. */
-export const PRICES = {
+const BASE_PRICES = {
   upcoming: {
     route: "GET /v1/unlocks/upcoming",
     amount: "20000",
@@ -35,13 +37,38 @@ export const PRICES = {
   },
 } as const satisfies Record<string, PaidRoute>;
 
-/** The `x-payment-info` OpenAPI extension of a paid operation. */
+/** Each price with its discovery metadata: the Bazaar extension (v2 402) and the v1 outputSchema. */
+export const PRICES = Object.fromEntries(
+  Object.entries(BASE_PRICES).map(([key, price]) => {
+    const d = discoverable(price.route);
+    return [key, { ...price, extensions: bazaarExtension(d), outputSchema: v1OutputSchema(d) }];
+  }),
+) as {
+  [K in keyof typeof BASE_PRICES]: (typeof BASE_PRICES)[K] &
+    Required<Pick<PaidRoute, "extensions" | "outputSchema">>;
+};
+
+/**
+ * The `x-payment-info` OpenAPI extension of a paid operation, in the shape agent discovery tools read (a fixed USD
+ * price as a decimal string, and the protocols it can be paid with), plus the exact x402 terms.
+ */
 export function paymentInfo(price: PaidRoute) {
   return {
+    price: { mode: "fixed", currency: "USD", amount: formatUsdc(price.amount) },
+    protocols: [
+      {
+        x402: {
+          x402Versions: price.acceptsV1 ? [2, 1] : [2],
+          scheme: "exact",
+          network: NETWORK,
+          asset: USDC_BASE,
+          amount: price.amount,
+        },
+      },
+    ],
     protocol: "x402",
     network: NETWORK,
     asset: USDC_BASE,
-    price: { amount: formatUsdc(price.amount), currency: "USD" },
     amount_atomic: price.amount,
     x402_versions: price.acceptsV1 ? [2, 1] : [2],
   };

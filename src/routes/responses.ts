@@ -10,11 +10,13 @@ const PaymentRequiredV1Body = Type.Object(
   { additionalProperties: true, description: "x402 v1 PaymentRequired (for v1 clients that read the body)" },
 );
 
-/** A problem+json response; the schema itself is registered once (app.addSchema) and referenced. */
-const problem = (description: string, headers?: Record<string, { type: "string"; description: string }>) => ({
-  $ref: "Problem#",
+type HeaderDocs = Record<string, { type: "string"; description: string }>;
+
+/** A problem response, declared with the media type it is sent as; the schema is registered once and referenced. */
+export const problem = (description: string, headers?: HeaderDocs) => ({
   description,
   ...(headers ? { headers } : {}),
+  content: { "application/problem+json": { schema: { $ref: "Problem#" } } },
 });
 
 const retryAfter = {
@@ -45,25 +47,42 @@ const paymentRequiredHeader = {
 
 export const notFoundResponse = problem("Unknown token or unlock event (checked before any payment request)");
 
+const rateLimitHeaders: HeaderDocs = {
+  ...retryAfter,
+  "RateLimit-Limit": { type: "string", description: "Requests allowed per window" },
+  "RateLimit-Remaining": { type: "string", description: "Requests left in the window" },
+  "RateLimit-Reset": { type: "string", description: "Seconds until the window resets" },
+};
+
+/** Statuses any route can answer, paid or free. */
+export const commonErrorResponses = {
+  429: problem("Rate limit exceeded", rateLimitHeaders),
+  500: problem("Server fault (no internal detail is sent)"),
+  503: problem("Server overloaded; retry after the delay", retryAfter),
+};
+
 /** Error responses every paid route documents; the 402 body differs between v1-capable routes and the benchmark. */
 export function paidErrorResponses(price: PaidRoute) {
+  const hasBody = price.route.startsWith("POST ");
   return {
     400: problem("Invalid request or undecodable payment header (nothing is charged)"),
-    402: price.acceptsV1
-      ? {
-          ...PaymentRequiredV1Body,
-          headers: paymentRequiredHeader,
-          description:
-            "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON); the body is the v1 form.",
-        }
-      : problem(
-          "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON).",
-          paymentRequiredHeader,
-        ),
+    402: {
+      ...PaymentRequiredV1Body,
+      headers: paymentRequiredHeader,
+      description: price.acceptsV1
+        ? "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON); the body is the v1 form, for clients that pay with X-PAYMENT."
+        : "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON). x402 v2 only: the body is v1-shaped with an empty `accepts` and an `error` starting with x402_v2_only, so v1-only clients stop with that reason.",
+    },
     409: problem("The same payment proof or Idempotency-Key is already in flight", retryAfter),
-    413: problem("Body larger than the limit"),
+    ...(hasBody
+      ? {
+          413: problem("Body larger than the limit"),
+          415: problem("The body is not application/json"),
+        }
+      : {}),
     422: problem("Idempotency-Key reused with a different request or proof"),
-    429: problem("Rate limit exceeded (RateLimit headers)", retryAfter),
+    429: problem("Rate limit exceeded (RateLimit headers)", rateLimitHeaders),
+    500: problem("Server fault (no internal detail is sent)"),
     502: problem(
       "The facilitator answered with an error or malformed data; nothing was delivered or charged twice",
       retryAfter,

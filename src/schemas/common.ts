@@ -1,4 +1,4 @@
-import { Type } from "typebox";
+import { type TObject, Type } from "typebox";
 
 export const ProblemSchema = Type.Object(
   {
@@ -60,3 +60,18 @@ export const BenchmarkPaymentHeaders = Type.Object(
 );
 
 export const PaidQuery = Type.Object({ pp_ref: Type.Optional(PpRef) }, { additionalProperties: false });
+
+/**
+ * A field with a default is optional on the wire (the OpenAPI document and generated clients must not demand it) but
+ * always present after validation, because Ajv fills defaults in. So the JSON schema drops it from `required` while the
+ * static type keeps it: handlers read `request.query.days` as a number.
+ */
+export function defaultsOptional<T extends TObject>(schema: T): T {
+  const properties = schema.properties as Record<string, { default?: unknown }>;
+  const required = (schema.required ?? []).filter((key) => properties[key]?.default === undefined);
+  const clone = Object.create(Object.getPrototypeOf(schema), Object.getOwnPropertyDescriptors(schema)) as T;
+  const writable = clone as unknown as { required?: string[] };
+  if (required.length > 0) writable.required = required;
+  else delete writable.required;
+  return clone;
+}

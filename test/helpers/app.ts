@@ -44,6 +44,7 @@ export function appWith(deps: {
   chain?: AppDeps["chain"];
   paymentObserver?: AppDeps["paymentObserver"];
   paymentsClock?: AppDeps["paymentsClock"];
+  payTo?: `0x${string}`;
 }): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => TEST_NOW);
   return buildApp({
@@ -52,7 +53,7 @@ export function appWith(deps: {
     benchmark: createBenchmarkService(catalog, { clock }),
     ledger: deps.ledger,
     gateway: deps.gateway,
-    payTo: TEST_PAY_TO,
+    payTo: deps.payTo ?? TEST_PAY_TO,
     facilitatorLabel: deps.facilitatorLabel ?? "fake",
     clock,
     chain: deps.chain,

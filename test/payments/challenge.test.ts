@@ -13,12 +13,12 @@ describe("402 challenge cache", () => {
     expect(a.header).toBe(
       encodePaymentRequiredHeader(paymentRequiredV2(route, terms, "https://x/r?a=1", "payment required")),
     );
-    expect(a.v1).toEqual(paymentRequiredV1(route, terms, "https://x/r?a=1", "payment required"));
+    expect(a.body).toEqual(paymentRequiredV1(route, terms, "https://x/r?a=1", "payment required"));
     expect(challenge("https://x/r?a=1", "payment required")).toBe(a); // the same object: not rebuilt
     const other = challenge("https://x/r?a=2", "payment required");
     expect(decodePaymentRequiredHeader(other.header).resource.url).toBe("https://x/r?a=2");
     challenge("https://x/r?a=3", "e"); // over the bound: the least recently used (a=1) goes
     expect(challenge("https://x/r?a=1", "payment required")).not.toBe(a); // bounded: a=1 was evicted
-    expect(Object.isFrozen(a.v1)).toBe(true);
+    expect(Object.isFrozen(a.body)).toBe(true);
   });
 });

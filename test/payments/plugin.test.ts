@@ -107,13 +107,12 @@ describe("402 without a proof", () => {
     expect(handlerRuns).toBe(0);
   });
 
-  it("answers problem+json on the v2-only route, still with PAYMENT-REQUIRED", async () => {
+  it("answers a v1-shaped 'v2 only' body with nothing to accept on the v2-only route, still with PAYMENT-REQUIRED", async () => {
     const res = await post("/v2only");
     expect(res.statusCode).toBe(402);
-    expect(res.headers["content-type"]).toMatch(/application\/problem\+json/);
-    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe(
-      "50000",
-    );
+    expect(res.headers["content-type"]).toMatch(/application\/json/);
+    expect(res.json()).toMatchObject({ x402Version: 1, accepts: [], error: expect.stringMatching(/^x402_v2_only: /) });
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe("50000");
   });
 });
 
@@ -182,7 +181,7 @@ describe("paid calls", () => {
   it("refuses X-PAYMENT on the v2-only route with a 402 and no facilitator call", async () => {
     const res = await post("/v2only", { "x-payment": b64(v1Proof("50000", PAY_TO)) });
     expect(res.statusCode).toBe(402);
-    expect(res.json().detail).toMatch(/v1/);
+    expect(res.json().error).toMatch(/v1 proofs \(X-PAYMENT\) are not accepted/);
     expect(gateway.calls.verify).toBe(0);
   });
 

@@ -12,7 +12,14 @@ describe("free routes", () => {
     const res = await t.app.inject({ method: "GET", url: "/" });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toMatchObject({ network: "eip155:8453", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" });
+    expect(body).toMatchObject({
+      network: "eip155:8453",
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      openapi: "/openapi.json",
+      docs: "/docs",
+      llms: "/llms.txt",
+      discovery: "/.well-known/x402",
+    });
     expect(body.routes).toContainEqual({ route: "POST /v1/unlock/backtest", price_usd: "0.5", amount_atomic: "500000", x402_versions: [2, 1] });
     expect(body.routes).toContainEqual({ route: "POST /v1/benchmark/endpoint", price_usd: "0.05", amount_atomic: "50000", x402_versions: [2] });
   });
@@ -51,5 +58,32 @@ describe("CORS for browser and agent clients", () => {
     expect(res.statusCode).toBe(402);
     const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
     for (const h of ["payment-required", "payment-response", "x-payment-response"]) expect(exposed).toContain(h);
+  });
+
+  it("exposes the RateLimit headers, so a browser client can pace itself", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/health", headers: { origin: "https://agent.example" } });
+    expect(res.headers["ratelimit-limit"]).toBeDefined();
+    const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
+    for (const h of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]) expect(exposed).toContain(h);
+  });
+});
+
+describe("the 402 bodies speak to the client that reads them", () => {
+  it("the v1 body of an unlock route asks for X-PAYMENT, never PAYMENT-SIGNATURE", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming" });
+    expect(res.statusCode).toBe(402);
+    expect(res.json()).toMatchObject({ x402Version: 1, error: "X-PAYMENT header is required" });
+    expect(res.body).not.toContain("PAYMENT-SIGNATURE");
+  });
+
+  it("the benchmark's body tells a v1-only client the route is v2 only, with nothing it could pay", async () => {
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/v1/benchmark/endpoint",
+      payload: { endpoint_url: "https://2s.io/api/crypto/token-price" },
+    });
+    expect(res.statusCode).toBe(402);
+    expect(res.headers["payment-required"]).toBeDefined();
+    expect(res.json()).toMatchObject({ x402Version: 1, accepts: [], error: expect.stringMatching(/^x402_v2_only: /) });
   });
 });

@@ -1,0 +1,92 @@
+import { verifyMessage } from "viem";
+import { formatUsdc } from "../payments/requirements.js";
+import type { PaidRoute } from "../payments/plugin.js";
+import { type DiscoverableRoute, DISCOVERABLE } from "./catalog.js";
+import { AGENT_GUIDANCE, PAYMENT_RAIL } from "./openapi.js";
+
+/**
+ * `/.well-known/x402` in the shape x402 indexers (x402scan) fetch: a version, the paid resource URLs, and ownership
+ * proofs, each an EIP-191 `personal_sign` signature of the origin by the key of the address that is paid.
+ */
+export interface WellKnownX402 {
+  version: 1;
+  resources: string[];
+  ownershipProofs?: string[];
+  instructions: string;
+}
+
+export function wellKnownX402(origin: string, proofs: readonly string[]): WellKnownX402 {
+  return {
+    version: 1,
+    resources: DISCOVERABLE.map((d) => `${origin}${d.path}`),
+    ...(proofs.length > 0 ? { ownershipProofs: [...proofs] } : {}),
+    instructions: `${AGENT_GUIDANCE} Full contract: ${origin}/openapi.json; for agents: ${origin}/llms.txt.`,
+  };
+}
+
+/** The proofs that really are the payee's signature of this origin: a wrong or stale one is never published. */
+export async function validProofs(
+  origin: string,
+  payTo: `0x${string}`,
+  proofs: readonly `0x${string}`[],
+): Promise<`0x${string}`[]> {
+  const checks = await Promise.all(
+    proofs.map((signature) =>
+      verifyMessage({ address: payTo, message: origin, signature }).catch(() => false),
+    ),
+  );
+  return proofs.filter((_, i) => checks[i]);
+}
+
+function describeInput(d: DiscoverableRoute): string {
+  const props = d.inputSchema.properties as Record<string, { type?: string; default?: unknown }>;
+  const required = new Set((d.inputSchema.required as string[] | undefined) ?? []);
+  return Object.entries(props)
+    .map(([name, s]) => {
+      const note = required.has(name)
+        ? "required"
+        : s.default !== undefined
+          ? `default ${JSON.stringify(s.default)}`
+          : "optional";
+      return `\`${name}\` (${s.type ?? "value"}, ${note})`;
+    })
+    .join(", ");
+}
+
+/** `/llms.txt` (llmstxt.org): what each route answers, what it costs, and the order to call them in. */
+export function llmsTxt(origin: string, prices: readonly PaidRoute[]): string {
+  const price = (route: string) => prices.find((p) => p.route === route);
+  const lines = [
+    "# pressure402",
+    "",
+    "> Pay-per-call x402 API: modelled sell-pressure risk of scheduled token unlocks, and price benchmarks for other x402 endpoints. USDC on Base, no account, no API key.",
+    "",
+    AGENT_GUIDANCE,
+    "",
+    `Payment: x402 scheme \`${PAYMENT_RAIL.scheme}\`, network \`${PAYMENT_RAIL.network}\`, asset USDC \`${PAYMENT_RAIL.asset}\`. Amounts are in atomic units (6 decimals).`,
+    "",
+    "## Paid routes, in the order to call them",
+    "",
+  ];
+  DISCOVERABLE.forEach((d, i) => {
+    const p = price(d.route);
+    const usd = p ? `${formatUsdc(p.amount)} USD (${p.amount} atomic)` : "unknown";
+    const proofs = p?.acceptsV1 ? "PAYMENT-SIGNATURE (v2) or X-PAYMENT (v1)" : "PAYMENT-SIGNATURE (v2 only)";
+    const where = d.inputIn === "query" ? "query string" : "JSON body";
+    lines.push(
+      `${i + 1}. [${d.route}](${origin}${d.path}): ${usd}; proof in ${proofs}. ${d.answers}`,
+      `   Input (${where}): ${describeInput(d)}. Example: \`${JSON.stringify(d.inputExample)}\``,
+    );
+  });
+  lines.push(
+    "",
+    "## Docs",
+    "",
+    `- [OpenAPI 3.1 document](${origin}/openapi.json): every route, field, status and example; \`x-payment-info\` on paid operations.`,
+    `- [x402 discovery document](${origin}/.well-known/x402): the paid resources.`,
+    `- [Human-readable docs](${origin}/docs)`,
+    `- [Problem types](${origin}/problems): what each error \`type\` means and what to do.`,
+    "",
+  );
+  return lines.join("\n");
+}

@@ -1,0 +1,74 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
+import { Type } from "typebox";
+import { llmsTxt, validProofs, wellKnownX402 } from "../discovery/documents.js";
+import { PRICES } from "./prices.js";
+
+export interface DiscoveryRouteOptions {
+  payTo: `0x${string}`;
+  publicBaseUrl: string | undefined;
+  ownershipProofs: readonly `0x${string}`[];
+}
+
+/** Free discovery documents for indexers and agents: /.well-known/x402 and /llms.txt. */
+export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRouteOptions> = async (app, opts) => {
+  const origin = (request: FastifyRequest) => opts.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  // Verified once per origin: a signature check is cheap, but not free for every crawler hit.
+  const proofsByOrigin = new Map<string, Promise<`0x${string}`[]>>();
+  const proofsFor = (o: string) => {
+    let found = proofsByOrigin.get(o);
+    if (!found) {
+      found = validProofs(o, opts.payTo, opts.ownershipProofs);
+      if (proofsByOrigin.size < 16) proofsByOrigin.set(o, found);
+    }
+    return found;
+  };
+
+  app.get(
+    "/.well-known/x402",
+    {
+      schema: {
+        tags: ["meta"],
+        summary: "x402 discovery document: the paid resources and the payee's ownership proofs",
+        response: {
+          200: Type.Object(
+            {
+              version: Type.Literal(1),
+              resources: Type.Array(Type.String(), { description: "Absolute URLs of the paid routes" }),
+              ownershipProofs: Type.Optional(
+                Type.Array(Type.String(), {
+                  description: "EIP-191 signatures of this origin by the PAY_TO key (only those that verify)",
+                }),
+              ),
+              instructions: Type.String(),
+            },
+            { additionalProperties: true },
+          ),
+        },
+      },
+    },
+    async (request) => {
+      const o = origin(request);
+      return wellKnownX402(o, await proofsFor(o));
+    },
+  );
+
+  app.get(
+    "/llms.txt",
+    {
+      schema: {
+        tags: ["meta"],
+        summary: "For AI agents: what each route answers, its price, and the order to call them in",
+        produces: ["text/plain"],
+        response: {
+          200: {
+            description: "Markdown (llmstxt.org)",
+            content: { "text/plain": { schema: Type.String() } },
+          },
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.type("text/plain; charset=utf-8").send(llmsTxt(origin(request), Object.values(PRICES))),
+  );
+};
