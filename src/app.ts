@@ -6,15 +6,23 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import underPressure from "@fastify/under-pressure";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
+import type { SupportedResponse } from "@x402/core/types";
 import type { Config } from "./config.js";
 import { HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
+import { combineObservers, createMetrics, registerMetrics } from "./observability/metrics.js";
+import { circuitPosition, createReadiness, ledgerWriteProbe } from "./observability/readiness.js";
+import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
+import { readinessRoutes } from "./observability/routes.js";
+import { timedGateway } from "./observability/timed-gateway.js";
+import type { PaymentObserver } from "./payments/events.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
 import payments from "./payments/plugin.js";
 import type { Reconciler } from "./payments/reconcile.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { metaRoutes } from "./routes/meta.js";
 import { unlockRoutes } from "./routes/unlocks.js";
+import { NETWORK } from "./payments/requirements.js";
 import { ProblemSchema } from "./schemas/common.js";
 import type { Ledger } from "./store/ledger.js";
 import type { UnlockService } from "./unlocks/service.js";
@@ -34,7 +42,14 @@ export interface AppDeps {
   facilitatorLabel: string;
   clock?: () => Date;
   logger?: FastifyServerOptions["logger"];
+  /** The facilitator's GET /supported, for /ready; without it /ready reports the facilitator as unchecked (503). */
+  supported?: () => Promise<SupportedResponse>;
+  /** Receives payment events besides the app's own Prometheus metrics. */
+  observer?: PaymentObserver;
 }
+
+/** Probes and scrapes: never rate-limited, so an orchestrator's checks cannot be starved by buyers (or vice versa). */
+const UNLIMITED_ROUTES = new Set(["/health", "/ready", "/metrics"]);
 
 /** Payment proofs and credentials must never reach a log line. */
 export const REDACT = [
@@ -65,7 +80,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     onConstructorPoisoning: "error",
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
+    requestIdHeader: false,
+    genReqId: requestIdFor,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ProblemSchema);
   // Bodies are JSON only (the contract); anything else is a 415 rather than a string the schema then rejects.
@@ -83,6 +103,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT",
       "Idempotency-Key",
       "Access-Control-Expose-Headers",
+      "X-Request-Id",
     ],
     exposedHeaders: [
       "PAYMENT-REQUIRED",
@@ -90,6 +111,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT-RESPONSE",
       "Retry-After",
       "Idempotent-Replayed",
+      "X-Request-Id",
     ],
     maxAge: 600,
   });
@@ -98,6 +120,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     max: config.rateLimit.max,
     timeWindow: config.rateLimit.windowMs,
     enableDraftSpec: true,
+    allowList: (request) => UNLIMITED_ROUTES.has(request.routeOptions.url ?? ""),
     errorResponseBuilder: (_request, context) =>
       new HttpProblem(
         429,
@@ -134,8 +157,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
+  const metrics = createMetrics();
+  const observer = deps.observer ? combineObservers(metrics.observer, deps.observer) : metrics.observer;
+  const circuit = () => circuitPosition(deps.gateway.circuit, config.circuit.cooldownMs, Date.now());
+  await registerMetrics(app, metrics, () => metrics.observer.circuitState(circuit()));
+  await app.register(readinessRoutes, {
+    check: createReadiness({
+      supported: deps.supported ?? (() => Promise.reject(new Error("no facilitator probe configured"))),
+      scheme: "exact",
+      network: NETWORK,
+      probeLedger: ledgerWriteProbe(deps.ledger),
+      circuit,
+      observer,
+    }),
+  });
+
   await app.register(payments, {
-    gateway: deps.gateway,
+    gateway: timedGateway(deps.gateway, observer),
+    observer,
     ledger: deps.ledger,
     terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds },
     publicBaseUrl: config.publicBaseUrl,

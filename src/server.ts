@@ -60,6 +60,7 @@ async function serve(
     gateway: createFacilitatorGateway(client, config.circuit),
     reconciler: rpcUrl ? createChainReconciler(rpcUrl) : undefined,
     payTo,
+    supported: () => client.getSupported(),
     facilitatorLabel:
       facilitator.kind === "cdp"
         ? `cdp (${facilitatorUrl})`

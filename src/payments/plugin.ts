@@ -5,6 +5,7 @@ import fp from "fastify-plugin";
 import { PROBLEM_CONTENT_TYPE, problem, problemInstance, sendProblem } from "../http/problem.js";
 import type { Ledger, StoredResponse } from "../store/ledger.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
+import { noopObserver, type PaymentObserver, type PaymentOutcome } from "./events.js";
 import { decideIdempotency } from "./idempotency.js";
 import { chooseProofHeader, HEADER_V1, HEADER_V2, requirementsFor } from "./matching.js";
 import { decodeProof, type Proof, proofFingerprint, requestFingerprint, sha256 } from "./proof.js";
@@ -27,6 +28,8 @@ export interface PaymentsOptions {
   lockTtlMs?: number;
   /** Reads the chain to recover settlements whose outcome was lost; without it they are answered 409. */
   reconciler?: Reconciler | undefined;
+  /** Told every payment outcome (metrics); defaults to nobody. */
+  observer?: PaymentObserver | undefined;
 }
 
 export interface PaidRoute extends RoutePrice {
@@ -72,6 +75,14 @@ function header(request: FastifyRequest, name: string): string | undefined {
 const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) => {
   const { gateway, ledger, terms } = opts;
   const lockTtlMs = opts.lockTtlMs ?? 5 * 60_000;
+  const observer = opts.observer ?? noopObserver;
+  const report = (ctx: Pick<PaymentContext, "route" | "proof">, outcome: PaymentOutcome) =>
+    observer.paymentOutcome({
+      route: ctx.route.route,
+      x402Version: ctx.proof.version,
+      outcome,
+      amount: ctx.route.amount,
+    });
 
   const resourceUrl = (request: FastifyRequest) =>
     `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${request.url}`;
@@ -214,13 +225,22 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           ctx.requestFingerprint,
           ctx.proofFingerprint,
         );
-        if (decision.kind === "mismatch")
+        if (decision.kind === "mismatch") {
+          report(ctx, "refused");
           return sendProblem(reply, problem(422, "idempotency-key-reused", decision.detail, instance));
-        if (decision.kind === "in_flight") return inProgress(reply, instance);
-        if (decision.kind === "replay") return replay(reply, decision.response);
+        }
+        if (decision.kind === "in_flight") {
+          report(ctx, "refused");
+          return inProgress(reply, instance);
+        }
+        if (decision.kind === "replay") {
+          report(ctx, "replayed");
+          return replay(reply, decision.response);
+        }
       }
 
-      if (!ledger.acquireProofLock(ctx.proofFingerprint, lockTtlMs))
+      if (!ledger.acquireProofLock(ctx.proofFingerprint, lockTtlMs)) {
+        report(ctx, "refused");
         return sendProblem(
           reply,
           problem(
@@ -231,6 +251,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           ),
           { "Retry-After": "1" },
         );
+      }
       if (
         ctx.idempotencyKey &&
         !ledger.startIdempotency(
@@ -241,12 +262,14 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         )
       ) {
         ledger.releaseProofLock(ctx.proofFingerprint);
+        report(ctx, "refused");
         return inProgress(reply, instance);
       }
 
       const used = ledger.receiptForProof(ctx.proofFingerprint);
       if (used && (used.status === "settled" || used.status === "pending")) {
         release(ctx);
+        report(ctx, "refused");
         return paymentRequired(
           request,
           reply,
@@ -274,6 +297,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
             return;
           }
           release(ctx);
+          report(ctx, "refused");
           return sendProblem(
             reply,
             problem(
@@ -288,6 +312,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         }
         if (!verdict.isValid) {
           release(ctx);
+          report(ctx, "invalid");
           const reason = verdict.invalidReason ?? "invalid_payment";
           return paymentRequired(
             request,
@@ -298,6 +323,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         }
       } catch (error) {
         release(ctx);
+        report(ctx, "facilitator_error");
         if (error instanceof FacilitatorFault) return fault(request, reply, error);
         throw error;
       }
@@ -358,6 +384,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         error: error instanceof Error ? error.message : String(error),
       });
       release(ctx);
+      report(ctx, "unknown");
       const f =
         error instanceof FacilitatorFault
           ? error
@@ -376,6 +403,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         error: result.errorReason ?? "settlement_failed",
       });
       release(ctx);
+      report(ctx, "settle_failed");
       const reason = `settlement failed: ${result.errorReason ?? "unknown"}${result.errorMessage ? ` (${result.errorMessage})` : ""}`;
       return JSON.stringify(prepare402(request, reply, ctx.route, reason, "settlement-failed"));
     }
@@ -387,6 +415,21 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       transaction: result.transaction,
       responseDigest: sha256(body),
     });
+    report(ctx, pending ? "pending" : "settled");
+    // One line per settlement, for operators reconciling logs against the chain (no proof, no signature).
+    request.log.info(
+      {
+        receiptId,
+        route: ctx.route.route,
+        payer: result.payer,
+        amount: ctx.route.amount,
+        network: ctx.requirements.network,
+        transaction: result.transaction,
+        status: pending ? "pending" : "settled",
+        ppRef: ctx.ppRef,
+      },
+      "payment settled",
+    );
     const [name, value] = settlementHeader(ctx, result);
     reply.header(name, value).header("Cache-Control", "private, no-store");
     if (ctx.idempotencyKey) {
