@@ -49,17 +49,14 @@ export function createMetrics(): Metrics {
     labelNames: ["state"] as const,
     registers,
   });
-  const backlog = new client.Gauge({
-    name: "pressure402_reconciler_backlog",
-    help: "Receipts whose settlement outcome is not yet known (settling/unknown) awaiting reconciliation",
-    registers,
-  });
+  // Registered on the reconciler's first report: until then the backlog is unknown, and an absent series says so
+  // where a 0 would claim an empty backlog.
+  let backlog: client.Gauge | undefined;
 
   const setCircuit = (state: (typeof CIRCUIT_STATES)[number]) => {
     for (const s of CIRCUIT_STATES) circuit.set({ state: s }, s === state ? 1 : 0);
   };
   setCircuit("closed");
-  backlog.set(0);
 
   const observer: PaymentObserver = {
     paymentOutcome({ route, x402Version, outcome, amount }) {
@@ -71,6 +68,11 @@ export function createMetrics(): Metrics {
     },
     circuitState: setCircuit,
     reconcilerBacklog(count) {
+      backlog ??= new client.Gauge({
+        name: "pressure402_reconciler_backlog",
+        help: "Receipts whose settlement outcome is not yet known (settling/unknown) awaiting reconciliation",
+        registers,
+      });
       backlog.set(count);
     },
   };

@@ -2,6 +2,7 @@ import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
+import { createMetrics } from "../../src/observability/metrics.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import type { Config } from "../../src/config.js";
 import {
@@ -100,7 +101,8 @@ describe("GET /metrics", () => {
     const before = await scrape(app);
     expect(sample(before, "pressure402_payments_total", { route: ROUTE })).toBeUndefined();
     expect(sample(before, "pressure402_facilitator_circuit_state", { state: "closed" })).toBe(1);
-    expect(sample(before, "pressure402_reconciler_backlog")).toBe(0);
+    // Nobody has reported a backlog yet: the series is absent (unknown), not 0.
+    expect(sample(before, "pressure402_reconciler_backlog")).toBeUndefined();
 
     for (let i = 0; i < 2; i++) {
       const paid = await app.inject({
@@ -163,6 +165,23 @@ describe("GET /metrics", () => {
     ).toBe(1);
     expect(sample(text, "pressure402_facilitator_circuit_state", { state: "open" })).toBe(1);
     expect(sample(text, "pressure402_facilitator_circuit_state", { state: "closed" })).toBe(0);
+  });
+});
+
+describe("the metrics observer", () => {
+  it("exposes the reconciler backlog once reported, and the circuit state it is told", async () => {
+    const metrics = createMetrics();
+    metrics.observer.reconcilerBacklog(3);
+    metrics.observer.circuitState("half_open");
+    const text = await metrics.registry.metrics();
+    expect(sample(text, "pressure402_reconciler_backlog")).toBe(3);
+    expect(sample(text, "pressure402_facilitator_circuit_state", { state: "half_open" })).toBe(1);
+    expect(sample(text, "pressure402_facilitator_circuit_state", { state: "closed" })).toBe(0);
+    metrics.observer.paymentOutcome({ route: "R", x402Version: 1, outcome: "pending", amount: "5" });
+    const after = await metrics.registry.metrics();
+    expect(sample(after, "pressure402_payments_total", { route: "R", outcome: "pending" })).toBe(1);
+    // Revenue counts settled payments only; a pending one may still fail.
+    expect(sample(after, "pressure402_revenue_usdc_atomic_total", { route: "R" })).toBeUndefined();
   });
 });
 
