@@ -1,5 +1,5 @@
-import { constants, accessSync, statSync } from "node:fs";
 import { lookup } from "node:dns/promises";
+import { accessSync, constants, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, resolve } from "node:path";
 import type { Config } from "./config.js";

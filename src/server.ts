@@ -10,8 +10,8 @@ import {
 } from "./payments/facilitator.js";
 import { createChainReconciler } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
-import { PRICES } from "./routes/prices.js";
 import { listenProblem, preflight } from "./preflight.js";
+import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
 import { type Ledger, openLedger } from "./store/ledger.js";
 import { loadUnlockStore } from "./store/unlocks-snapshot.js";

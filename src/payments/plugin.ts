@@ -4,8 +4,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncH
 import fp from "fastify-plugin";
 import { PROBLEM_CONTENT_TYPE, problem, problemInstance, sendProblem } from "../http/problem.js";
 import type { Ledger, StoredResponse } from "../store/ledger.js";
-import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { noopObserver, type PaymentObserver, type PaymentOutcome } from "./events.js";
+import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { decideIdempotency } from "./idempotency.js";
 import { chooseProofHeader, HEADER_V1, HEADER_V2, requirementsFor } from "./matching.js";
 import { decodeProof, type Proof, proofFingerprint, requestFingerprint, sha256 } from "./proof.js";

@@ -2,9 +2,9 @@ import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
-import { createMetrics } from "../../src/observability/metrics.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import type { Config } from "../../src/config.js";
+import { createMetrics } from "../../src/observability/metrics.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
