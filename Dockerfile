@@ -23,6 +23,7 @@ COPY scripts ./scripts
 # only its compiled addon is loaded at run time.
 RUN npm run build \
  && npm prune --omit=dev --omit=optional --no-audit --no-fund \
+ && find node_modules -type d -empty -delete \
  && cd node_modules/better-sqlite3 \
  && mv build/Release/better_sqlite3.node /tmp/ \
  && rm -rf build deps src \

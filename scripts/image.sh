@@ -66,6 +66,7 @@ else
       npm ci --no-audit --no-fund
       npm run build
       npm prune --omit=dev --omit=optional --no-audit --no-fund
+      find node_modules -type d -empty -delete
       cd node_modules/better-sqlite3
       mv build/Release/better_sqlite3.node "$WORK/"
       rm -rf build deps src
@@ -144,8 +145,9 @@ else
   SIZE=$(du -sb "$APP" | cut -f1)
   echo "runtime tree (what the image adds on top of node:22-bookworm-slim) size: $SIZE bytes ($((SIZE / 1000000)) MB)"
   for p in typescript solc @foundry-rs tsx vitest; do
-    [[ -e "$APP/node_modules/$p" ]] && echo "UNEXPECTED in runtime: node_modules/$p"
+    [[ -e "$APP/node_modules/$p" ]] && echo "UNEXPECTED in runtime: node_modules/$p" || true
   done
+  echo "better-sqlite3 in runtime: $(cd "$APP/node_modules/better-sqlite3" && find . -type f | sort | tr '\n' ' ')"
   echo "largest runtime packages:"
   (cd "$APP/node_modules" && du -s -- [!@]* @*/* 2>/dev/null | sort -rn | head -8 | awk '{printf "  %6.1f MB  %s\n", $1/1024, $2}')
 fi
