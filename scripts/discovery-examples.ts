@@ -1,7 +1,8 @@
 /**
  * `npm run discovery:examples`: writes src/discovery/examples.generated.ts, the input and output examples shown in the
  * Bazaar discovery extension, the v1 outputSchema and the OpenAPI document. Outputs are real answers of the services
- * over the shipped snapshots at a fixed date, trimmed (every array cut to its first item) so that the 402's
+ * over the shipped snapshots at a fixed date, trimmed (every array cut to its first item, explanatory strings longer
+ * than EXAMPLE_STRING_MAX characters shortened with "…") so that the 402's
  * PAYMENT-REQUIRED header, which x402 clients echo back in PAYMENT-SIGNATURE, stays a few kilobytes.
  * A test checks that every example still validates against its route's schemas.
  */
@@ -19,7 +20,11 @@ export const EXAMPLES_PATH = fileURLToPath(
 /** The date the examples are computed at (the test suite's clock). */
 export const EXAMPLES_AT = new Date("2026-11-22T12:00:00Z");
 
+export const EXAMPLE_STRING_MAX = 96;
+
 export function trim(value: unknown): unknown {
+  if (typeof value === "string" && value.length > EXAMPLE_STRING_MAX)
+    return `${value.slice(0, EXAMPLE_STRING_MAX - 1)}…`;
   if (Array.isArray(value)) return value.slice(0, 1).map(trim);
   if (value && typeof value === "object")
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, trim(v)]));

@@ -1,9 +1,11 @@
+import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import helmet from "@fastify/helmet";
 import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import underPressure from "@fastify/under-pressure";
+import type { SupportedResponse } from "@x402/core/types";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
@@ -11,11 +13,16 @@ import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
 import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
-import type { FacilitatorGateway } from "./payments/facilitator.js";
-import payments from "./payments/plugin.js";
+import { combineObservers, createMetrics, registerMetrics } from "./observability/metrics.js";
+import { circuitPosition, createReadiness, ledgerWriteProbe } from "./observability/readiness.js";
+import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
+import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
+import type { FacilitatorGateway } from "./payments/facilitator.js";
 import type { LedgerPort } from "./payments/ledger-port.js";
+import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";
+import { NETWORK } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -36,7 +43,7 @@ export interface AppDeps {
   gateway: FacilitatorGateway;
   /** Settles lost settlement outcomes from the chain (optional). */
   chain?: ChainReader | undefined;
-  /** Payment outcomes, facilitator latency, circuit state, reconciler backlog (metrics). */
+  /** Receives payment outcomes, facilitator latency, circuit state and reconciler backlog besides /metrics. */
   paymentObserver?: PaymentObserver;
   /** Clock of the payment core (tests inject one); default real time. */
   paymentsClock?: () => Date;
@@ -47,7 +54,12 @@ export interface AppDeps {
   facilitatorLabel: string;
   clock?: () => Date;
   logger?: FastifyServerOptions["logger"];
+  /** The facilitator's GET /supported, for /ready; without it /ready reports the facilitator as unchecked (503). */
+  supported?: () => Promise<SupportedResponse>;
 }
+
+/** Probes and scrapes: never rate-limited, so an orchestrator's checks cannot be starved by buyers (or vice versa). */
+const UNLIMITED_ROUTES = new Set(["/health", "/ready", "/metrics"]);
 
 /** Payment proofs and credentials must never reach a log line. */
 export const REDACT = [
@@ -79,7 +91,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clientErrorHandler: clientErrorProblem,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
+    requestIdHeader: false,
+    genReqId: requestIdFor,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.addSchema(ProblemSchema);
   // Bodies are JSON only (the contract); anything else is a 415 rather than a string the schema then rejects.
@@ -98,6 +115,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "Idempotency-Key",
       "Access-Control-Expose-Headers",
       "Mcp-Protocol-Version", // browser MCP clients (/mcp)
+      "X-Request-Id",
     ],
     exposedHeaders: [
       "PAYMENT-REQUIRED",
@@ -108,6 +126,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "RateLimit-Limit",
       "RateLimit-Remaining",
       "RateLimit-Reset",
+      "X-Request-Id",
     ],
     maxAge: 600,
   });
@@ -116,6 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     max: config.rateLimit.max,
     timeWindow: config.rateLimit.windowMs,
     enableDraftSpec: true,
+    allowList: (request) => UNLIMITED_ROUTES.has(request.routeOptions.url ?? ""),
     errorResponseBuilder: (_request, context) =>
       new HttpProblem(
         429,
@@ -139,8 +159,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   describeRoutes(app);
 
+  const incarnation = randomUUID();
+  const metrics = createMetrics();
+  const observer = deps.paymentObserver
+    ? combineObservers(metrics.observer, deps.paymentObserver)
+    : metrics.observer;
+  const circuit = () => circuitPosition(deps.gateway.circuit, config.circuit.cooldownMs, Date.now());
+  await registerMetrics(app, metrics, () => metrics.observer.circuitState(circuit()));
+  await app.register(readinessRoutes, {
+    check: createReadiness({
+      supported: deps.supported ?? (() => Promise.reject(new Error("no facilitator probe configured"))),
+      scheme: "exact",
+      network: NETWORK,
+      probeLedger: ledgerWriteProbe(deps.ledger, incarnation),
+      circuit,
+      observer,
+    }),
+  });
+
   await app.register(payments, {
     gateway: deps.gateway,
+    observer,
+    incarnation,
     ledger: deps.ledger,
     terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds },
     publicBaseUrl: config.publicBaseUrl,
@@ -149,7 +189,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     chain: deps.chain,
     // Payment time is real time (authorization validity, retention), whatever clock the domain data is read at.
     ...(deps.paymentsClock ? { clock: deps.paymentsClock } : {}),
-    ...(deps.paymentObserver ? { observer: deps.paymentObserver } : {}),
     maintenanceMs: deps.paymentsMaintenanceMs ?? 0,
     singleInstance: !deps.ledgerShared,
   });

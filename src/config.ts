@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
 
@@ -41,7 +42,17 @@ export const EnvSchema = Type.Object({
   BENCHMARK_LIVE_PROBE: Type.Boolean({ default: false }),
   BENCHMARK_PROBE_ALLOW_HOSTS: Type.String({ default: "" }),
   DEVNET_ANVIL_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
+  ANVIL_BIN: Type.Optional(Type.String({ minLength: 1 })),
 });
+
+/** How to fix a variable whose value does not fit its schema, where the schema alone does not say it plainly. */
+const FIX: Partial<Record<keyof Env, string>> = {
+  TRUST_PROXY: "set true, false, a hop count, or comma-separated proxy IPs/CIDRs",
+  PUBLIC_BASE_URL: "set an http(s) origin such as https://api.example.com",
+  FACILITATOR_URL: "set an http(s) URL such as https://x402.org/facilitator, or unset it for the devnet",
+  CHAIN_RPC_URL: "set an http(s) JSON-RPC URL such as https://mainnet.base.org",
+  PAY_TO: "set a 0x-prefixed address of 40 hex digits",
+};
 
 export type Env = Static<typeof EnvSchema>;
 
@@ -85,25 +96,81 @@ export interface Config {
     probeAllowHosts: string[];
   };
   devnetAnvilPort: number;
+  /** anvil binary for the devnet; unset: the npm package's (devnet/anvil.ts also reads it from the environment). */
+  anvilBin: string | undefined;
 }
 
 export const CDP_FACILITATOR_URL = "https://api.cdp.coinbase.com/platform/v2/x402";
 
+/**
+ * A start-up problem the operator can fix. Each entry of `problems` is one line that names the variable and says
+ * what to set; the message is those lines.
+ */
 export class ConfigError extends Error {
   override name = "ConfigError";
+  readonly problems: string[];
+  constructor(problems: string | string[]) {
+    const list = Array.isArray(problems) ? problems : [problems];
+    super(list.join("\n"));
+    this.problems = list;
+  }
+}
+
+/**
+ * Loads `.env` (or `path`) into process.env when the file exists. Node's loader never overrides a variable that is
+ * already set, so the real environment wins over the file.
+ */
+export function loadDotEnv(path = ".env"): string | undefined {
+  const file = resolve(path);
+  if (!existsSync(file)) return undefined;
+  try {
+    process.loadEnvFile(file);
+  } catch (err) {
+    throw new ConfigError(
+      `.env: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"}); fix its permissions or remove it`,
+    );
+  }
+  return file;
+}
+
+/** One line for one variable that fails the schema: what was given and what to set instead. */
+function describeInvalid(key: string, given: unknown): string {
+  const schema = EnvSchema.properties[key as keyof Env] as {
+    enum?: string[];
+    type?: string;
+    minimum?: number;
+    maximum?: number;
+  };
+  const got = `got ${JSON.stringify(given ?? null)}`;
+  const range =
+    schema.minimum !== undefined && schema.maximum !== undefined
+      ? ` from ${schema.minimum} to ${schema.maximum}`
+      : schema.minimum !== undefined
+        ? ` of at least ${schema.minimum}`
+        : "";
+  const fix =
+    FIX[key as keyof Env] ??
+    (schema.enum
+      ? `set one of: ${schema.enum.join(", ")}`
+      : schema.type === "boolean"
+        ? "set true or false"
+        : schema.type === "integer"
+          ? `set a whole number${range}`
+          : "set a non-empty value");
+  return `${key}: invalid value (${got}); ${fix}`;
 }
 
 /** Reads a secret from VAR or from the file named by VAR_FILE (Docker/Kubernetes secrets), never both. */
 function secret(env: Record<string, string | undefined>, name: string): string | undefined {
   const direct = env[name];
   const file = env[`${name}_FILE`];
-  if (direct && file) throw new ConfigError(`${name} and ${name}_FILE are both set; set only one`);
+  if (direct && file) throw new ConfigError(`${name}_FILE: ${name} is also set; set only one of them`);
   if (file) {
     try {
       return readFileSync(file, "utf8").trim();
     } catch (err) {
       throw new ConfigError(
-        `${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+        `${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"}); point it at a readable file`,
       );
     }
   }
@@ -131,24 +198,26 @@ export function parseConfig(source: Record<string, string | undefined> = process
   }
   // The secret itself is read below (possibly from a file) and never enters the validated record.
   delete raw.CDP_API_KEY_SECRET;
+  // "1.5" or "3000abc" would otherwise be coerced into a number before the schema sees them.
   const notWhole = Object.entries(raw)
     .filter(
       ([key, value]) =>
         (EnvSchema.properties[key as keyof Env] as { type?: string }).type === "integer" &&
         !/^-?\d+$/.test(String(value)),
     )
-    .map(([key, value]) => `${key}: must be a whole number (got ${JSON.stringify(value)})`);
-  if (notWhole.length > 0) throw new ConfigError(`invalid environment: ${notWhole.join("; ")}`);
+    .map(([key, value]) => describeInvalid(key, value));
+  if (notWhole.length > 0) throw new ConfigError(notWhole);
   const withDefaults = Value.Default(EnvSchema, Value.Convert(EnvSchema, raw)) as Record<string, unknown>;
   const errors = [...Value.Errors(EnvSchema, withDefaults)];
   if (errors.length > 0) {
-    const lines = errors.map((e) => {
-      const name =
+    const names = errors.map(
+      (e) =>
         e.instancePath.replace(/^\//, "") ||
-        String((e.params as { requiredProperties?: string[] }).requiredProperties ?? "");
-      return `${name}: ${e.message} (got ${JSON.stringify(hidePassword(source[name]) ?? null)})`;
-    });
-    throw new ConfigError(`invalid environment: ${[...new Set(lines)].join("; ")}`);
+        String((e.params as { requiredProperties?: string[] }).requiredProperties ?? ""),
+    );
+    throw new ConfigError(
+      [...new Set(names)].map((name) => describeInvalid(name, hidePassword(source[name]))),
+    );
   }
   const env = withDefaults as Env;
   const apiKeySecret = secret(source, "CDP_API_KEY_SECRET");
@@ -158,7 +227,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
   if (env.CDP_API_KEY_ID || apiKeySecret) {
     if (!env.CDP_API_KEY_ID || !apiKeySecret)
       throw new ConfigError(
-        "CDP_API_KEY_ID and CDP_API_KEY_SECRET (or CDP_API_KEY_SECRET_FILE) must be set together",
+        `${env.CDP_API_KEY_ID ? "CDP_API_KEY_SECRET" : "CDP_API_KEY_ID"}: missing; CDP_API_KEY_ID and CDP_API_KEY_SECRET (or CDP_API_KEY_SECRET_FILE) must be set together`,
       );
     facilitator = {
       kind: "cdp",
@@ -176,10 +245,12 @@ export function parseConfig(source: Record<string, string | undefined> = process
   if (env.NODE_ENV === "production") {
     const missing: string[] = [];
     if (facilitator.kind === "devnet")
-      missing.push("FACILITATOR_URL (or CDP_API_KEY_ID + CDP_API_KEY_SECRET)");
-    if (!env.PAY_TO) missing.push("PAY_TO");
-    if (missing.length > 0)
-      throw new ConfigError(`NODE_ENV=production refuses to start without: ${missing.join(", ")}`);
+      missing.push(
+        "FACILITATOR_URL: required when NODE_ENV=production; set an x402 facilitator URL (or CDP_API_KEY_ID + CDP_API_KEY_SECRET for the CDP facilitator)",
+      );
+    if (!env.PAY_TO)
+      missing.push("PAY_TO: required when NODE_ENV=production; set the Base address that receives USDC");
+    if (missing.length > 0) throw new ConfigError(missing);
   }
 
   return {
@@ -214,5 +285,6 @@ export function parseConfig(source: Record<string, string | undefined> = process
         .filter(Boolean),
     },
     devnetAnvilPort: env.DEVNET_ANVIL_PORT,
+    anvilBin: env.ANVIL_BIN,
   };
 }

@@ -1,7 +1,7 @@
 import closeWithGrace from "close-with-grace";
 import { buildApp } from "./app.js";
 import { createBenchmarkService } from "./benchmark/service.js";
-import { type Config, ConfigError, parseConfig } from "./config.js";
+import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet } from "./devnet/index.js";
 import {
   createFacilitatorClient,
@@ -10,14 +10,53 @@ import {
 } from "./payments/facilitator.js";
 import { createChainReader } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
+import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
 import { openConfiguredLedger } from "./store/ledger-factory.js";
 import { loadUnlockStore } from "./store/unlocks-snapshot.js";
 import { createUnlockService } from "./unlocks/service.js";
 
-/** Process entry: config → (devnet when embedded) → listen → graceful shutdown. */
+/** The first line of an error, for one-line start-up reports (snapshot validation lists can be long). */
+const firstLine = (err: unknown): string =>
+  (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
+
+/** What the server needs from disk, loaded before the devnet so a bad file is reported in well under a second. */
+async function loadStores(config: Config) {
+  const attempt = <T>(name: string, load: () => T): T => {
+    try {
+      return load();
+    } catch (err) {
+      throw new ConfigError(`${name}: ${firstLine(err)}; fix the file or point ${name} at a valid one`);
+    }
+  };
+  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => loadUnlockStore(config.unlocksSnapshot));
+  const catalog = attempt("CATALOG_SNAPSHOT", () => loadCatalog(config.catalogSnapshot));
+  let opened: Awaited<ReturnType<typeof openConfiguredLedger>>;
+  try {
+    opened = await openConfiguredLedger(config);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err; // LEDGER_URL problems already name their variable
+    throw new ConfigError(`LEDGER_PATH: ${firstLine(err)}; point LEDGER_PATH at a writable file`);
+  }
+  return { unlocks, catalog, ledger: opened.ledger, ledgerShared: opened.shared };
+}
+type Stores = Awaited<ReturnType<typeof loadStores>>;
+
+/** Process entry: config → pre-flight checks → stores → (devnet when embedded) → listen → graceful shutdown. */
 export async function start(config: Config) {
+  const problems = await preflight(config);
+  if (problems.length > 0) throw new ConfigError(problems);
+  const stores = await loadStores(config);
+  try {
+    return await startWith(config, stores);
+  } catch (err) {
+    await stores.ledger.close();
+    throw err;
+  }
+}
+
+async function startWith(config: Config, stores: Stores) {
   let devnet: Devnet | undefined;
   let facilitatorUrl: string;
   let payTo = config.payTo;
@@ -31,7 +70,7 @@ export async function start(config: Config) {
     facilitatorUrl = config.facilitator.url;
   }
   try {
-    return await serve(config, facilitatorUrl, payTo, devnet);
+    return await serve(config, facilitatorUrl, payTo, devnet, stores);
   } catch (err) {
     await devnet?.stop();
     throw err;
@@ -43,17 +82,21 @@ async function serve(
   facilitatorUrl: string,
   payTo: `0x${string}` | undefined,
   devnet: Devnet | undefined,
+  stores: Stores,
 ) {
-  if (!payTo) throw new ConfigError("PAY_TO is required when a facilitator is configured");
+  if (!payTo)
+    throw new ConfigError(
+      "PAY_TO: required when a facilitator is configured; set the Base address that receives USDC",
+    );
 
   const facilitator = config.facilitator;
   const client = createFacilitatorClient(facilitatorTarget(facilitator, facilitatorUrl));
-  const { ledger, shared: ledgerShared } = await openConfiguredLedger(config);
+  const { ledger, ledgerShared } = stores;
   const rpcUrl = devnet?.rpcUrl ?? config.chainRpcUrl;
   const app = await buildApp({
     config,
-    unlocks: createUnlockService(loadUnlockStore(config.unlocksSnapshot)),
-    benchmark: createBenchmarkService(loadCatalog(config.catalogSnapshot), {
+    unlocks: createUnlockService(stores.unlocks),
+    benchmark: createBenchmarkService(stores.catalog, {
       liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
     }),
     ledger,
@@ -62,6 +105,7 @@ async function serve(
     chain: rpcUrl ? createChainReader(rpcUrl) : undefined,
     paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,
+    supported: () => client.getSupported(),
     facilitatorLabel:
       facilitator.kind === "cdp"
         ? `cdp (${facilitatorUrl})`
@@ -75,7 +119,14 @@ async function serve(
     await ledger.close();
     await devnet?.stop();
   };
-  const address = await app.listen({ host: config.host, port: config.port });
+  let address: string;
+  try {
+    address = await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    await app.close();
+    // The pre-flight probe found the port free; another process took it since.
+    throw new ConfigError(listenProblem(err, config.host, config.port));
+  }
   if (devnet) printDevnetHelp(address, devnet);
   return { app, address, devnet, stop };
 }
@@ -105,12 +156,16 @@ const isMain =
   process.argv[1]?.endsWith("/server.ts") ||
   process.argv[1]?.endsWith("/server.js");
 if (isMain) {
-  let config: Config;
+  const fail = (lines: string[]): never => {
+    for (const line of lines) process.stderr.write(`pressure402: ${line}\n`);
+    process.exit(1);
+  };
+  let config!: Config;
   try {
+    loadDotEnv();
     config = parseConfig();
   } catch (err) {
-    process.stderr.write(`pressure402: ${(err as Error).message}\n`);
-    process.exit(1);
+    fail(err instanceof ConfigError ? err.problems : [firstLine(err)]);
   }
   start(config)
     .then(({ app, stop }) => {
@@ -121,13 +176,9 @@ if (isMain) {
       });
     })
     .catch((err: unknown) => {
-      const message =
-        err instanceof ConfigError
-          ? err.message
-          : err instanceof Error
-            ? (err.stack ?? err.message)
-            : String(err);
-      process.stderr.write(`pressure402: failed to start: ${message}\n`);
-      process.exit(1);
+      if (err instanceof ConfigError) return fail(err.problems);
+      // Unexpected: one line by default; the stack only when asked for (LOG_LEVEL=debug or trace).
+      const verbose = config.logLevel === "debug" || config.logLevel === "trace";
+      fail([`failed to start: ${verbose && err instanceof Error ? err.stack : firstLine(err)}`]);
     });
 }

@@ -48,6 +48,7 @@ export function openapiDocument(opts: OpenApiOptions) {
 const FREE_OPERATIONS: Record<string, string> = {
   "GET /": "describeService",
   "GET /health": "health",
+  "GET /ready": "readiness",
   "GET /.well-known/x402": "wellKnownX402",
   "GET /llms.txt": "llmsTxt",
   "GET /problems": "listProblemTypes",

@@ -180,6 +180,47 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
     action: "Retry later with the same proof.",
     charged: "Never charged twice.",
   },
+  "method-not-allowed": {
+    status: 405,
+    title: "Method not allowed",
+    meaning:
+      "/mcp takes MCP requests as POST (streamable HTTP, stateless); GET streams and DELETE sessions are not offered.",
+    action: "POST JSON-RPC messages to /mcp.",
+    charged: NOT_CHARGED,
+  },
+  "payment-already-used": {
+    status: 409,
+    title: "Payment already used",
+    meaning:
+      "This authorization already paid for this request, and its response is past the retention window, so it cannot be delivered again.",
+    action: "Do not retry with this proof. A new request needs a new payment.",
+    charged: "Charged once, for the response delivered earlier.",
+  },
+  "invalid-idempotency-key": {
+    status: 400,
+    title: "Invalid Idempotency-Key",
+    meaning: "Idempotency-Key must be 1–255 visible ASCII characters.",
+    action:
+      "Send a valid key (a UUID is a good choice) or none: a retry with the same proof is replayed anyway.",
+    charged: NOT_CHARGED,
+  },
+  "facilitator-chain-unavailable": {
+    status: 503,
+    title: "Chain unavailable to the facilitator",
+    meaning:
+      "The facilitator could not read the chain to check this payment; the proof itself was not judged invalid.",
+    action: "Retry later with the same proof.",
+    charged: NOT_CHARGED,
+  },
+  "no-measurable-reactions": {
+    status: 422,
+    title: "No measurable market reaction",
+    meaning:
+      "The backtest would have no reaction to report: the event and every fallback basis lack real prices around an unlock. `detail` says why.",
+    action:
+      "Pick another event or token (GET /v1/unlocks/upcoming lists them); nothing was asked to be paid.",
+    charged: `${NOT_CHARGED} The refusal comes before any payment request.`,
+  },
   internal: {
     status: 500,
     title: "Server fault",

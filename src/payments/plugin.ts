@@ -10,7 +10,13 @@ import { circuitLabel } from "./circuit.js";
 import { noopObserver, type PaymentObserver, type PaymentOutcome } from "./events.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { validIdempotencyKey } from "./idempotency.js";
-import type { LedgerPort, PaymentIdentity, Receipt, StoredResponse } from "./ledger-port.js";
+import {
+  type LedgerPort,
+  normalizeNetwork,
+  type PaymentIdentity,
+  type Receipt,
+  type StoredResponse,
+} from "./ledger-port.js";
 import {
   authorizationMismatch,
   chooseProofHeader,
@@ -21,11 +27,7 @@ import {
 import { decodeProof, type Proof, requestFingerprint } from "./proof.js";
 import type { ChainReader } from "./reconcile.js";
 import { deadIncarnations, reconcileOnce, resolveFromChain } from "./reconciler.js";
-import {
-  NETWORK_V1,
-  type PaymentTerms,
-  type RoutePrice,
-} from "./requirements.js";
+import { NETWORK_V1, type PaymentTerms, type RoutePrice } from "./requirements.js";
 import { evmChainId, signedByPayer } from "./signature.js";
 
 export interface PaymentsOptions {
@@ -543,6 +545,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         route: ctx.route.route,
         payer: ctx.identity.payer.toLowerCase(),
         amount: ctx.route.amount,
+        network: normalizeNetwork(ctx.identity.network),
         transaction: r.transaction,
         pp_ref: ctx.ppRef ?? null,
         status: r.status,
@@ -688,9 +691,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         await ledger.recordFailure(ctx.receiptId, { status: "failed", error: reason, now: clock() });
       }
       outcome(ctx, "settle_failed");
-      return JSON.stringify(
-        prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`),
-      );
+      return JSON.stringify(prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`));
     }
 
     // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.

@@ -5,16 +5,14 @@ import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "..
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
 import type { UnlockService } from "../unlocks/service.js";
 import { PRICES, paymentInfo } from "./prices.js";
-import { notFoundResponse, paid, paidErrorResponses } from "./responses.js";
+import { notFoundResponse, paid, paidErrorResponses, problem } from "./responses.js";
 
 const TAG = "unlocks";
 
 /** Replaces the shared 422 entry on the backtest route: both causes are listed. */
-const noReactionsResponse = {
-  $ref: "Problem#",
-  description:
-    "No measurable market reaction for this backtest (checked before any payment request), or Idempotency-Key reused with a different request or proof",
-};
+const noReactionsResponse = problem(
+  "No measurable market reaction for this backtest (checked before any payment request), or Idempotency-Key reused with a different request or proof",
+);
 
 const notFound = (service: UnlockService, token: string, eventId?: string): void => {
   if (eventId === undefined) {

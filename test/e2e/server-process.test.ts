@@ -1,10 +1,51 @@
 import { spawn } from "node:child_process";
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startServerProcess } from "../../scripts/server-process.js";
 import { rpcChainId } from "../../src/devnet/anvil.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** Runs `src/server.ts` (through tsx, as npm start does) until it exits; resolves with its exit code and stderr. */
+async function runToExit(env: Record<string, string | undefined>, cwd = ROOT) {
+  const tsx = new URL("../../node_modules/tsx/dist/loader.mjs", import.meta.url).href;
+  const childEnv: Record<string, string | undefined> = { ...process.env, NODE_ENV: "development", ...env };
+  for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
+  const child = spawn(process.execPath, ["--import", tsx, join(ROOT, "src/server.ts")], {
+    cwd,
+    env: childEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c: Buffer) => {
+    stdout += c.toString();
+  });
+  child.stderr.on("data", (c: Buffer) => {
+    stderr += c.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, stdout, stderr, lines: stderr.split("\n").filter(Boolean) };
+}
+
+const scratch = mkdtempSync(join(tmpdir(), "p402-start-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * A stand-in for anvil that leaves a mark and fails: if the devnet ever starts, the mark exists. Pre-flight problems
+ * must be reported before that.
+ */
+function anvilTripwire(name: string): { bin: string; mark: string } {
+  const bin = join(scratch, `${name}-anvil.sh`);
+  const mark = join(scratch, `${name}-anvil-ran`);
+  writeFileSync(bin, `#!/bin/sh\ntouch '${mark}'\nexit 1\n`);
+  chmodSync(bin, 0o755);
+  return { bin, mark };
+}
 
 const rpcAnswers = async (url: string) => (await rpcChainId(url)) === "0x2105";
 
@@ -52,5 +93,49 @@ describe("the server process (what `npm start` runs)", () => {
     expect(code).toBe(1);
     expect(err).toMatch(/FACILITATOR_URL/);
     expect(err).toMatch(/PAY_TO/);
+  });
+
+  it("reports a missing UNLOCKS_SNAPSHOT in one line naming it, before the devnet starts", async () => {
+    const anvil = anvilTripwire("snapshot");
+    const missing = join(scratch, "no-such-snapshot.json");
+    const run = await runToExit({
+      UNLOCKS_SNAPSHOT: missing,
+      ANVIL_BIN: anvil.bin,
+      PORT: "0",
+      LEDGER_PATH: ":memory:",
+    });
+    expect(run.code).toBe(1);
+    expect(run.lines).toEqual([
+      `pressure402: UNLOCKS_SNAPSHOT=${missing}: ${missing} does not exist; set UNLOCKS_SNAPSHOT to the snapshot file (\`npm run snapshot\` builds one)`,
+    ]);
+    expect(existsSync(anvil.mark)).toBe(false);
+  });
+
+  it("reports a port in use in one line naming PORT, before the devnet starts", async () => {
+    const anvil = anvilTripwire("port");
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const run = await runToExit({ PORT: String(port), ANVIL_BIN: anvil.bin, LEDGER_PATH: ":memory:" });
+      expect(run.code).toBe(1);
+      expect(run.lines).toEqual([
+        `pressure402: PORT=${port}: already in use on 127.0.0.1; stop the other process or set PORT to a free port (0 picks one)`,
+      ]);
+      expect(existsSync(anvil.mark)).toBe(false);
+    } finally {
+      await new Promise((r) => taken.close(r));
+    }
+  });
+
+  it("reads .env from the working directory, the environment winning over it", async () => {
+    const dir = mkdtempSync(join(scratch, "dotenv-"));
+    // PORT in the file is wrong but the environment sets it; LOG_LEVEL comes only from the file.
+    writeFileSync(join(dir, ".env"), "PORT=not-a-port\nLOG_LEVEL=loud\n");
+    const run = await runToExit({ PORT: "0", LOG_LEVEL: undefined }, dir);
+    expect(run.code).toBe(1);
+    expect(run.lines).toEqual([
+      'pressure402: LOG_LEVEL: invalid value (got "loud"); set one of: fatal, error, warn, info, debug, trace, silent',
+    ]);
   });
 });

@@ -20,7 +20,7 @@ afterEach(async () => {
 describe("rate limiting", () => {
   it("answers 429 problem+json with RateLimit headers past RATE_LIMIT_MAX, per client", async () => {
     t = await testApp({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_MS: "60000" });
-    const from = (remoteAddress: string) => t?.app.inject({ method: "GET", url: "/health", remoteAddress });
+    const from = (remoteAddress: string) => t?.app.inject({ method: "GET", url: "/", remoteAddress });
     for (let i = 0; i < 3; i++) {
       const ok = await from("10.0.0.1");
       expect(ok?.statusCode).toBe(200);

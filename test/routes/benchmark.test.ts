@@ -224,7 +224,7 @@ describe("an endpoint_url the live probe would refuse", () => {
       expect(res.json().errors[0].pointer).toBe("/endpoint_url");
     }
     expect(t.gateway.calls.verify).toBe(0);
-    expect(t.ledger.receipts()).toEqual([]);
+    expect(await t.ledger.receipts()).toEqual([]);
   });
 
   it("a public URL still gets its 402", async () => {

@@ -61,7 +61,7 @@ describe("CORS for browser and agent clients", () => {
   });
 
   it("exposes the RateLimit headers, so a browser client can pace itself", async () => {
-    const res = await t.app.inject({ method: "GET", url: "/health", headers: { origin: "https://agent.example" } });
+    const res = await t.app.inject({ method: "GET", url: "/", headers: { origin: "https://agent.example" } });
     expect(res.headers["ratelimit-limit"]).toBeDefined();
     const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
     for (const h of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]) expect(exposed).toContain(h);

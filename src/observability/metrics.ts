@@ -1,0 +1,135 @@
+import type { FastifyInstance, RouteOptions } from "fastify";
+import fastifyMetricsModule from "fastify-metrics";
+import client from "prom-client";
+import type { PaymentObserver } from "../payments/events.js";
+
+// fastify-metrics is CommonJS with `exports.default`: under Node's ESM interop the default import is the module object.
+const fastifyMetrics = fastifyMetricsModule.default;
+
+/**
+ * Prometheus metrics: fastify-metrics for the HTTP histograms and process metrics, plus the payment series, all in
+ * one registry per app. A registry per app (not prom-client's global one) lets several apps live in one process
+ * (tests, a future admin listener) without "metric already registered" errors.
+ */
+export interface Metrics {
+  registry: client.Registry;
+  observer: PaymentObserver;
+}
+
+const CIRCUIT_STATES = ["closed", "half_open", "open"] as const;
+
+export function createMetrics(): Metrics {
+  const registry = new client.Registry();
+  const registers = [registry];
+
+  const payments = new client.Counter({
+    name: "pressure402_payments_total",
+    help: "Paid-route requests that carried a payment proof, by route, x402 version and outcome",
+    labelNames: ["route", "x402_version", "outcome"] as const,
+    registers,
+  });
+  // Atomic USDC (6 decimals) stays an integer-valued counter; Prometheus stores it as a double, which is exact up to
+  // 2^53 atomic units (about 9 billion USD).
+  const revenue = new client.Counter({
+    name: "pressure402_revenue_usdc_atomic_total",
+    help: "Settled revenue in atomic USDC units (1e-6 USD), by route",
+    labelNames: ["route"] as const,
+    registers,
+  });
+  const facilitator = new client.Histogram({
+    name: "pressure402_facilitator_request_duration_seconds",
+    help: "Facilitator call latency by operation and whether it answered (a verify/settle refusal is an answer)",
+    labelNames: ["operation", "ok"] as const,
+    buckets: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers,
+  });
+  const circuit = new client.Gauge({
+    name: "pressure402_facilitator_circuit_state",
+    help: "Facilitator circuit breaker: 1 for the current state, 0 for the others",
+    labelNames: ["state"] as const,
+    registers,
+  });
+  // Registered on the reconciler's first report: until then the backlog is unknown, and an absent series says so
+  // where a 0 would claim an empty backlog.
+  let backlog: client.Gauge | undefined;
+
+  const setCircuit = (state: (typeof CIRCUIT_STATES)[number]) => {
+    for (const s of CIRCUIT_STATES) circuit.set({ state: s }, s === state ? 1 : 0);
+  };
+  setCircuit("closed");
+
+  const observer: PaymentObserver = {
+    paymentOutcome({ route, x402Version, outcome, amount }) {
+      payments.inc({ route, x402_version: String(x402Version), outcome });
+      if (outcome === "settled") revenue.inc({ route }, Number(BigInt(amount)));
+    },
+    facilitatorCall({ operation, seconds, ok }) {
+      facilitator.observe({ operation, ok: String(ok) }, seconds);
+    },
+    circuitState: setCircuit,
+    reconcilerBacklog(count) {
+      backlog ??= new client.Gauge({
+        name: "pressure402_reconciler_backlog",
+        help: "Receipts whose settlement outcome is not yet known (settling/unknown) awaiting reconciliation",
+        registers,
+      });
+      backlog.set(count);
+    },
+  };
+  return { registry, observer };
+}
+
+/** Fans one event out to several observers (metrics plus whatever the caller adds). */
+export function combineObservers(...observers: PaymentObserver[]): PaymentObserver {
+  return {
+    paymentOutcome: (e) => {
+      for (const o of observers) o.paymentOutcome(e);
+    },
+    facilitatorCall: (e) => {
+      for (const o of observers) o.facilitatorCall(e);
+    },
+    circuitState: (s) => {
+      for (const o of observers) o.circuitState(s);
+    },
+    reconcilerBacklog: (n) => {
+      for (const o of observers) o.reconcilerBacklog(n);
+    },
+  };
+}
+
+/**
+ * Registers GET /metrics with the HTTP duration histogram (and summary) by method, route pattern and status, plus
+ * Node process metrics. `beforeScrape` refreshes gauges that are cheaper to read than to push (circuit state).
+ */
+export async function registerMetrics(
+  app: FastifyInstance,
+  metrics: Metrics,
+  beforeScrape: () => void = () => {},
+): Promise<void> {
+  const endpoint = {
+    url: "/metrics",
+    logLevel: "warn",
+    exposeHeadRoute: false,
+    schema: { hide: true },
+    // Refreshed right before fastify-metrics serialises the registry.
+    onRequest: async () => beforeScrape(),
+  } as unknown as RouteOptions;
+  await app.register(fastifyMetrics, {
+    endpoint,
+    defaultMetrics: { enabled: true, register: metrics.registry, prefix: "pressure402_" },
+    routeMetrics: {
+      enabled: true,
+      // Unmatched URLs (scanners) collapse into one series instead of one per path.
+      registeredRoutesOnly: true,
+      groupStatusCodes: false,
+      routeBlacklist: ["/metrics"],
+      overrides: {
+        histogram: {
+          registers: [metrics.registry],
+          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+        },
+        summary: { registers: [metrics.registry] },
+      },
+    },
+  });
+}

@@ -1,0 +1,102 @@
+import type { SupportedResponse } from "@x402/core/types";
+import type { PaymentObserver } from "../payments/events.js";
+
+/**
+ * Readiness: can this instance take a paid call right now? Liveness (/health) only says the process answers; a load
+ * balancer should stop sending buyers here while the facilitator is gone, because every paid call would then fail
+ * after the buyer signed an authorization.
+ */
+export type CircuitPosition = "closed" | "open" | "half_open";
+
+export interface ReadinessDeps {
+  /** The facilitator's GET /supported (with the client's own timeout). */
+  supported(): Promise<SupportedResponse>;
+  scheme: string;
+  network: string;
+  /** Rejects when the ledger cannot take a write. */
+  probeLedger(): Promise<void>;
+  circuit(): CircuitPosition;
+  observer: PaymentObserver;
+  /** Monotonic seconds, for the latency metric. */
+  now?: () => number;
+}
+
+export interface CheckResult {
+  ok: boolean;
+  detail: string;
+}
+
+export interface ReadinessReport {
+  ready: boolean;
+  checks: { facilitator: CheckResult; ledger: CheckResult; circuit: CheckResult };
+}
+
+/** Does the facilitator's /supported list our scheme on our network (any x402 version)? Pure. */
+export function supportsKind(supported: SupportedResponse, scheme: string, network: string): boolean {
+  return supported.kinds.some((k) => k.scheme === scheme && k.network === network);
+}
+
+const seconds = () => performance.now() / 1000;
+
+export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessReport> {
+  const now = deps.now ?? seconds;
+
+  async function facilitator(): Promise<CheckResult> {
+    const started = now();
+    try {
+      const supported = await deps.supported();
+      deps.observer.facilitatorCall({ operation: "supported", seconds: now() - started, ok: true });
+      return supportsKind(supported, deps.scheme, deps.network)
+        ? { ok: true, detail: `supports ${deps.scheme} on ${deps.network}` }
+        : { ok: false, detail: `does not support ${deps.scheme} on ${deps.network}` };
+    } catch {
+      // The cause (URL, socket error) goes to the log at the route; the report is public.
+      deps.observer.facilitatorCall({ operation: "supported", seconds: now() - started, ok: false });
+      return { ok: false, detail: "unreachable or answered with an error" };
+    }
+  }
+
+  async function ledger(): Promise<CheckResult> {
+    try {
+      await deps.probeLedger();
+      return { ok: true, detail: "writable" };
+    } catch {
+      return { ok: false, detail: "not writable" };
+    }
+  }
+
+  return async () => {
+    const position = deps.circuit();
+    deps.observer.circuitState(position);
+    const checks = {
+      facilitator: await facilitator(),
+      ledger: await ledger(),
+      // Half-open counts as ready: the next paid call is the breaker's trial, and an instance taken out of rotation
+      // would get no call to close its circuit with.
+      circuit: { ok: position !== "open", detail: position },
+    };
+    return { ready: checks.facilitator.ok && checks.ledger.ok && checks.circuit.ok, checks };
+  };
+}
+
+/**
+ * A real write through the ledger's own port: this process's incarnation heartbeat (a row it owns), so the probe works
+ * for any backend and leaves nothing behind.
+ */
+export function ledgerWriteProbe(
+  ledger: { heartbeat(id: string, now: Date): Promise<void> },
+  incarnation: string,
+): () => Promise<void> {
+  return () => ledger.heartbeat(incarnation, new Date());
+}
+
+/** The circuit breaker's position from its state (the breaker itself is pure state, see payments/circuit.ts). */
+export function circuitPosition(
+  state: { openedAt: number | null; trialInFlight: boolean },
+  cooldownMs: number,
+  now: number,
+): CircuitPosition {
+  if (state.openedAt === null) return "closed";
+  if (state.trialInFlight || now - state.openedAt >= cooldownMs) return "half_open";
+  return "open";
+}

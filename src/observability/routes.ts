@@ -1,0 +1,38 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "typebox";
+import type { ReadinessReport } from "./readiness.js";
+
+export interface ReadinessRouteOptions {
+  check: () => Promise<ReadinessReport>;
+}
+
+const Check = Type.Object({ ok: Type.Boolean(), detail: Type.String() });
+const ReadyBody = Type.Object({
+  status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
+  checks: Type.Object({ facilitator: Check, ledger: Check, circuit: Check }),
+});
+
+/** GET /ready: 200 when a paid call can succeed here, 503 (with each check's state) when it cannot. */
+export const readinessRoutes: FastifyPluginAsyncTypebox<ReadinessRouteOptions> = async (app, opts) => {
+  app.get(
+    "/ready",
+    {
+      logLevel: "warn",
+      schema: {
+        tags: ["meta"],
+        summary:
+          "Readiness: facilitator reachable and supporting exact on eip155:8453, ledger writable, circuit not open",
+        response: { 200: ReadyBody, 503: ReadyBody },
+      },
+    },
+    async (request, reply) => {
+      const report = await opts.check();
+      if (!report.ready) request.log.warn({ checks: report.checks }, "not ready");
+      reply.header("Cache-Control", "no-store");
+      return reply.code(report.ready ? 200 : 503).send({
+        status: report.ready ? "ready" : "not_ready",
+        checks: report.checks,
+      });
+    },
+  );
+};
