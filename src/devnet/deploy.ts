@@ -9,7 +9,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
-import type { DevnetContracts } from "./compile.js";
+import type { DevnetContracts } from "./artifacts.js";
 import { BASE_USDC_ADDRESS, DEVNET_CHAIN_ID, MULTICALL3_ADDRESS } from "./constants.js";
 
 /** viem's Base chain (id 8453, OP-stack formatters) pointed at the local anvil. */
