@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { HttpProblem } from "../http/problem.js";
+import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
@@ -22,11 +23,26 @@ const notFound = (service: UnlockService, token: string, eventId?: string): void
     throw new HttpProblem(404, "unknown-unlock-event", `Token ${token} has no unlock event ${eventId}.`);
 };
 
+export interface UnlockRoutesOptions {
+  unlocks: UnlockService;
+  /** Decides the UTC day the cached upcoming bodies belong to; must agree with the service's own clock. */
+  clock?: () => Date;
+  /** Changes whenever the unlock data behind the service changes (a reload); the shipped snapshot never does. */
+  dataVersion?: () => string;
+}
+
+// The upcoming list depends only on (data, UTC day, query): its body is serialized once and reused. 64 MiB of bodies
+// at most (a 365-day window over a 100k-event store is about 16 MB).
+const UPCOMING_CACHE = { maxEntries: 256, maxChars: 64 * 1024 * 1024 };
+const utcDay = (date: Date): number => Math.floor(date.getTime() / 86_400_000);
+
 /** The four unlock-risk routes: schema + price + one service call each. Existence is checked before payment. */
-export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }> = async (
-  app,
-  { unlocks },
-) => {
+export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = async (app, opts) => {
+  const { unlocks } = opts;
+  const clock = opts.clock ?? (() => new Date());
+  const dataVersion = opts.dataVersion ?? (() => "static");
+  const upcomingBodies = createResponseCache(UPCOMING_CACHE);
+
   app.get(
     "/v1/unlocks/upcoming",
     {
@@ -41,7 +57,16 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
       },
       preHandler: [app.payments.guard(PRICES.upcoming)],
     },
-    async (request) => unlocks.upcoming(request.query.days, request.query.minRisk),
+    async (request, reply) => {
+      const { days, minRisk } = request.query;
+      // The day is read before the body is built, so a body can only be newer than its key, never staler.
+      const body = upcomingBodies.get(`${dataVersion()}|${utcDay(clock())}`, `${days}|${minRisk}`, () =>
+        // The route's serializer (fast-json-stringify over the 200 schema) returns a string; the type is wider.
+        String(reply.serialize(unlocks.upcoming(days, minRisk))),
+      );
+      // A string payload skips Fastify's serializer: reply.serialize above already applied the 200 schema.
+      return reply.type("application/json; charset=utf-8").send(body);
+    },
   );
 
   app.post(
