@@ -31,11 +31,15 @@ function answer(path: string, raw: string, res: ServerResponse): void {
   try {
     req = JSON.parse(raw) as FacilitatorRequest;
   } catch {
-    return send(res, 400, JSON.stringify({ error: "invalid JSON" }));
+    send(res, 400, JSON.stringify({ error: "invalid JSON" }));
+    return;
   }
   const payer =
     req.paymentPayload?.payload?.authorization?.from ?? "0x0000000000000000000000000000000000000000";
-  if (path === "/verify") return send(res, 200, JSON.stringify({ isValid: true, payer }));
+  if (path === "/verify") {
+    send(res, 200, JSON.stringify({ isValid: true, payer }));
+    return;
+  }
   send(
     res,
     200,
