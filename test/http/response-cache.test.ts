@@ -12,7 +12,7 @@ const counting = () => {
 
 describe("response cache", () => {
   it("computes a key once per generation and reuses the body", () => {
-    const cache = createResponseCache({ maxEntries: 8, maxChars: 1000 });
+    const cache = createResponseCache({ maxEntries: 8, maxUnits: 1000 });
     const c = counting();
     expect(cache.get("v1|100", "30|0", c.make("a"))).toBe("a");
     expect(cache.get("v1|100", "30|0", c.make("b"))).toBe("a");
@@ -22,7 +22,7 @@ describe("response cache", () => {
   });
 
   it("drops every entry when the generation (data version or day) changes", () => {
-    const cache = createResponseCache({ maxEntries: 8, maxChars: 1000 });
+    const cache = createResponseCache({ maxEntries: 8, maxUnits: 1000 });
     cache.get("v1|100", "k1", () => "day 100");
     cache.get("v1|100", "k2", () => "day 100 too");
     expect(cache.get("v1|101", "k1", () => "day 101")).toBe("day 101");
@@ -33,7 +33,7 @@ describe("response cache", () => {
   });
 
   it("evicts the least recently used entry past maxEntries", () => {
-    const cache = createResponseCache({ maxEntries: 2, maxChars: 1000 });
+    const cache = createResponseCache({ maxEntries: 2, maxUnits: 1000 });
     cache.get("g", "a", () => "A");
     cache.get("g", "b", () => "B");
     cache.get("g", "a", () => "A2"); // a is now the most recent
@@ -43,14 +43,14 @@ describe("response cache", () => {
     expect(cache.get("g", "b", () => "B2")).toBe("B2");
   });
 
-  it("keeps its characters under maxChars, and does not keep a body larger than the bound", () => {
-    const cache = createResponseCache({ maxEntries: 100, maxChars: 10 });
+  it("keeps its size under maxUnits, and does not keep a body larger than the bound", () => {
+    const cache = createResponseCache({ maxEntries: 100, maxUnits: 10 });
     cache.get("g", "a", () => "aaaa");
     cache.get("g", "b", () => "bbbb");
     cache.get("g", "c", () => "cccc"); // 12 > 10: a goes
-    expect(cache.chars).toBe(8);
+    expect(cache.units).toBe(8);
     expect(cache.get("g", "a", () => "new")).toBe("new");
-    expect(cache.chars).toBeLessThanOrEqual(10);
+    expect(cache.units).toBeLessThanOrEqual(10);
     const big = "x".repeat(11);
     expect(cache.get("g", "big", () => big)).toBe(big);
     expect(cache.get("g", "big", () => "recomputed")).toBe("recomputed");

@@ -2,6 +2,7 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compressBody } from "../../src/http/encoding.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { unlockRoutes } from "../../src/routes/unlocks.js";
@@ -37,6 +38,11 @@ describe("GET /v1/unlocks/upcoming over the real app: compression", () => {
     expect(br.headers["payment-response"]).toBeTruthy();
     expect(br.rawPayload.length).toBeLessThan(identity.body.length / 4);
     expect(brotliDecompressSync(br.rawPayload).toString("utf8")).toBe(identity.body);
+
+    // The cached compressed copy (brotli quality 5), not a fresh per-request one from the plugin (quality 4).
+    expect(br.rawPayload.equals(compressBody(identity.body, "br"))).toBe(true);
+    const again = await get({ ...pay(), "accept-encoding": "gzip;q=0.5, br" });
+    expect(again.rawPayload.equals(br.rawPayload)).toBe(true);
 
     const gz = await get({ ...pay(), "accept-encoding": "gzip, deflate" });
     expect(gz.headers["content-encoding"]).toBe("gzip");
