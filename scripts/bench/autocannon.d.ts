@@ -1,6 +1,6 @@
 // autocannon ships no types; only what the bench uses.
 declare module "autocannon" {
-  interface Histogram {
+  export interface Histogram {
     average: number;
     mean: number;
     stddev: number;
@@ -11,13 +11,13 @@ declare module "autocannon" {
     p99: number;
     total: number;
   }
-  interface RawRequest {
+  export interface RawRequest {
     method?: string;
     path?: string;
     headers?: Record<string, string>;
     body?: string;
   }
-  interface Options {
+  export interface Options {
     url: string;
     connections?: number;
     duration?: number;
@@ -28,7 +28,7 @@ declare module "autocannon" {
     method?: string;
     requests?: (RawRequest & { setupRequest?: (req: RawRequest) => RawRequest })[];
   }
-  interface Result {
+  export interface Result {
     duration: number;
     errors: number;
     timeouts: number;
@@ -43,6 +43,10 @@ declare module "autocannon" {
     "4xx": number;
     "5xx": number;
   }
+  export interface Instance {
+    stop(): void;
+  }
   function autocannon(opts: Options): Promise<Result>;
+  function autocannon(opts: Options, cb: (err: Error | null, result: Result) => void): Instance;
   export default autocannon;
 }

@@ -1,5 +1,5 @@
 /** The load driver: autocannon against one server, and the order statistics the report prints. */
-import autocannon from "autocannon";
+import autocannon, { type Options, type Result } from "autocannon";
 
 export interface LoadResult {
   reqPerSec: number;
@@ -18,6 +18,8 @@ export interface LoadCase {
   /** Fixed duration in seconds, or a fixed number of requests (the paid path: one pre-signed proof each). */
   durationS?: number;
   amount?: number;
+  /** With `amount`: stop after this many seconds even if the amount is not reached (bounds the bench's time). */
+  maxSeconds?: number;
   headers?: Record<string, string>;
   /** A fresh header value per request (PAYMENT-SIGNATURE); throws when the pool runs dry. */
   perRequest?: { name: string; next: () => string };
@@ -25,7 +27,7 @@ export interface LoadCase {
 
 export async function runLoad(c: LoadCase): Promise<LoadResult> {
   const per = c.perRequest;
-  const result = await autocannon({
+  const opts: Options = {
     url: c.url,
     connections: c.connections,
     pipelining: 1,
@@ -45,6 +47,16 @@ export async function runLoad(c: LoadCase): Promise<LoadResult> {
           ],
         }
       : {}),
+  };
+  const result = await new Promise<Result>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const instance = autocannon(opts, (err, res) => {
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(res);
+    });
+    if (c.amount !== undefined && c.maxSeconds !== undefined)
+      timer = setTimeout(() => instance.stop(), c.maxSeconds * 1000);
   });
   const expected = result.statusCodeStats[String(c.expectStatus)]?.count ?? 0;
   const answered = Object.values(result.statusCodeStats).reduce((n, s) => n + Number(s.count), 0);
