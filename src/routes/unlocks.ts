@@ -73,7 +73,11 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
         const compressed = upcomingBodies.get(served.generation, `${served.key}|${encoding}`, () =>
           compressBody(served.body, encoding),
         );
-        reply.header("Content-Encoding", encoding).header("Vary", "Accept-Encoding");
+        // Appended, not set: CORS has already put Origin there.
+        const vary = reply.getHeader("vary");
+        reply
+          .header("Content-Encoding", encoding)
+          .header("Vary", vary ? `${String(vary)}, Accept-Encoding` : "Accept-Encoding");
         return compressed;
       },
     },

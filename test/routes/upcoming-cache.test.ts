@@ -35,6 +35,9 @@ describe("GET /v1/unlocks/upcoming over the real app: compression", () => {
     expect(br.statusCode).toBe(200);
     expect(br.headers["content-encoding"]).toBe("br");
     expect(br.headers.vary).toMatch(/accept-encoding/i);
+    const cors = await get({ ...pay(), "accept-encoding": "br", origin: "https://buyer.example" });
+    expect(cors.headers.vary).toMatch(/origin/i);
+    expect(cors.headers.vary).toMatch(/accept-encoding/i);
     expect(br.headers["payment-response"]).toBeTruthy();
     expect(br.rawPayload.length).toBeLessThan(identity.body.length / 4);
     expect(brotliDecompressSync(br.rawPayload).toString("utf8")).toBe(identity.body);
