@@ -113,7 +113,14 @@ async function main(): Promise<void> {
     procs.push(facilitator);
     const fac = facilitator.url;
 
-    const p402 = await startBenchProcess("scripts/bench/serve.ts", ["pressure402", fac, ""]);
+    // The sellers' temp files (pressure402's ledger) go under this run's temp dir, removed at the end.
+    const childEnv = { TMPDIR: tmp };
+    const p402 = await startBenchProcess(
+      "scripts/bench/serve.ts",
+      ["pressure402", fac, ""],
+      60_000,
+      childEnv,
+    );
     procs.push(p402);
     // The references serve pressure402's own bodies: the same route, price and body size everywhere.
     const challenge = await fetch(`${p402.url}${UNPAID_PATH}`);
@@ -153,7 +160,7 @@ async function main(): Promise<void> {
       ["express", paidBodyFile],
       ["hono", paidBodyFile],
     ] as const) {
-      const p = await startBenchProcess("scripts/bench/serve.ts", [kind, fac, file]);
+      const p = await startBenchProcess("scripts/bench/serve.ts", [kind, fac, file], 60_000, childEnv);
       procs.push(p);
       urls[kind] = p.url;
     }
@@ -239,6 +246,7 @@ async function main(): Promise<void> {
       "scripts/bench/serve.ts",
       ["pressure402", fac, "", store.path],
       120_000,
+      childEnv,
     );
     procs.push(big);
     const bigStart = { readyMs: big.readyMs, ...memoryOf(big.child.pid as number) };

@@ -18,11 +18,12 @@ export async function startBenchProcess(
   script: string,
   args: string[],
   timeoutMs = 60_000,
+  env: Record<string, string> = {},
 ): Promise<BenchProcess> {
   const t0 = performance.now();
   const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
     cwd: ROOT,
-    env: { ...process.env, NODE_ENV: "test" },
+    env: { ...process.env, NODE_ENV: "test", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
