@@ -1,190 +1,393 @@
 /**
- * Micro-benchmarks of the hot paths: `npm run bench [-- --ms 2000]`. The real app through app.inject (no sockets)
- * with an in-memory ledger and a facilitator gateway that answers at once, so the figures are the server's own cost.
- * Prints ops/s and p50/p99 per case. Sequential ops: the figures are per core.
+ * `npm run bench`: pressure402 beside bare Fastify and the @x402/express and @x402/hono reference sellers, each in its
+ * own process, all paying through one shared instant facilitator (its own process), driven by autocannon from this
+ * process over 127.0.0.1. Rounds are interleaved (every server once per round, the order rotating) so a noisy
+ * neighbour slows every server alike, and each ratio is taken within a round; the report gives min/median/max over
+ * rounds. Then the same for a 100k-event store (synthetic bench data in a temp file), its start-up time and memory,
+ * and `npm start` to the first 402. See docs/performance.md for how to read it.
+ *
+ *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 500] [--store-requests 150] [--events 100000] [--skip-startup]
+ *                    [--json out.json]
  */
-import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { get } from "node:http";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { buildApp } from "../src/app.js";
-import { availabilityLabel } from "../src/benchmark/availability.js";
-import { createBenchmarkService } from "../src/benchmark/service.js";
-import { parseConfig } from "../src/config.js";
-import { closedCircuit } from "../src/payments/circuit.js";
-import type { FacilitatorGateway } from "../src/payments/facilitator.js";
-import { requirementsV2 } from "../src/payments/requirements.js";
-import { PRICES } from "../src/routes/prices.js";
-import { loadCatalog } from "../src/store/catalog.js";
-import { openLedger } from "../src/store/ledger.js";
-import { loadUnlockStore } from "../src/store/unlocks-snapshot.js";
-import { createUnlockService } from "../src/unlocks/service.js";
+import { runLoad, type LoadResult, spread, type Spread } from "./bench/load.js";
+import { type BenchProcess, memoryOf, startBenchProcess } from "./bench/processes.js";
+import { paymentHeaders, requirementsOf, signAuthorizations } from "./bench/proofs.js";
+import { BENCH_PAY_TO, BENCH_ROUTE } from "./bench/serve.js";
+import { npmStartToFirst402 } from "./bench/startup.js";
+import { writeSyntheticStore } from "./bench/synthetic-store.js";
 
-const { values } = parseArgs({ options: { ms: { type: "string", default: "2000" } } });
-const RUN_MS = Math.min(Math.max(Number(values.ms) || 2000, 200), 60_000);
-const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
-const PAYER = "0x000000000000000000000000000000000000b0b0";
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: "string", default: "3" },
+    seconds: { type: "string", default: "3" },
+    paid: { type: "string", default: "500" },
+    "store-requests": { type: "string", default: "150" },
+    events: { type: "string", default: "100000" },
+    "skip-startup": { type: "boolean", default: false },
+    json: { type: "string" },
+  },
+});
+const clamp = (v: string | undefined, lo: number, hi: number, dflt: number) =>
+  Math.min(Math.max(Number(v) || dflt, lo), hi);
+const ROUNDS = clamp(args.rounds, 1, 7, 3);
+const SECONDS = clamp(args.seconds, 1, 15, 3);
+/** Caps on the fixed-amount cases, so a slow server (or a busy machine) cannot stretch the bench past ~5 minutes. */
+const PAID_MAX_SECONDS = 8;
+const STORE_MAX_SECONDS = 6;
+const PAID = clamp(args.paid, 100, 5000, 500);
+const STORE_REQUESTS = clamp(args["store-requests"], 50, 1000, 150);
+const EVENTS = clamp(args.events, 1000, 200_000, 100_000);
+const CONNECTIONS = 32;
+const PRICE_ATOMIC = "20000";
+const UNPAID_PATH = `${BENCH_ROUTE}?days=30`;
 
-/** A gateway that verifies and settles instantly: the bench measures the server, not a facilitator. */
-const instantGateway: FacilitatorGateway = {
-  circuit: closedCircuit(),
-  verify: async () => ({ isValid: true, payer: PAYER }),
-  settle: async (_p, r) => ({
-    success: true,
-    transaction: `0x${randomBytes(32).toString("hex")}`,
-    network: r.network,
-    payer: PAYER,
-  }),
-};
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "unknown");
+const fmtSpread = (s: Spread, d = 2) => `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})`;
 
-function v2Header(nonce: string): string {
-  const accepted = requirementsV2(PRICES.upcoming, { payTo: PAY_TO, maxTimeoutSeconds: 300 });
-  const proof = {
-    x402Version: 2,
-    accepted,
-    payload: {
-      signature: `0x${"11".repeat(65)}`,
-      authorization: {
-        from: PAYER,
-        to: PAY_TO,
-        value: accepted.amount,
-        validAfter: "0",
-        validBefore: "9999999999",
-        nonce,
-      },
-    },
-  };
-  return Buffer.from(JSON.stringify(proof)).toString("base64");
+type Seller = "pressure402" | "fastify" | "express" | "hono";
+const rotate = <T>(xs: readonly T[], by: number): T[] => xs.map((_, i) => xs[(i + by) % xs.length] as T);
+
+/** The bytes on the wire (fetch would decode them) and the encoding the server chose. */
+function rawBytes(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ bytes: number; encoding: string }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers }, (res) => {
+      let bytes = 0;
+      res.on("data", (c: Buffer) => {
+        bytes += c.length;
+      });
+      res.on("end", () => {
+        if (res.statusCode !== 200) reject(new Error(`${url}: ${res.statusCode}`));
+        else resolve({ bytes, encoding: String(res.headers["content-encoding"] ?? "identity") });
+      });
+    }).on("error", reject);
+  });
 }
 
-interface Result {
-  name: string;
-  ops: number;
-  opsPerSec: number;
-  p50: number;
-  p99: number;
+function push(into: Record<string, LoadResult[]>, key: string, r: LoadResult): void {
+  const list = into[key] ?? [];
+  list.push(r);
+  into[key] = list;
 }
 
-async function measure(
-  name: string,
-  op: (i: number) => Promise<unknown>,
-  check: (v: unknown) => void,
-): Promise<Result> {
-  for (let i = 0; i < 200; i++) {
-    check(await op(i)); // warm-up, and proof that the op does what its name says
-    if (i % 16 === 0) await new Promise((r) => setImmediate(r));
-  }
-  const times: number[] = [];
-  const start = performance.now();
-  let i = 200;
-  while (performance.now() - start < RUN_MS && times.length < 5_000_000) {
-    const t0 = performance.now();
-    await op(i++);
-    times.push(performance.now() - t0);
-    // inject resolves through microtasks: yield (outside the timed region) so timers such as under-pressure's event
-    // loop sampler run, as they would between socket reads.
-    if (i % 16 === 0) await new Promise((r) => setImmediate(r));
-  }
-  const elapsed = performance.now() - start;
-  times.sort((a, b) => a - b);
-  const at = (p: number) =>
-    times[Math.min(times.length - 1, Math.ceil((p / 100) * times.length) - 1)] as number;
-  return {
-    name,
-    ops: times.length,
-    opsPerSec: times.length / (elapsed / 1000),
-    p50: at(50) * 1000,
-    p99: at(99) * 1000,
-  };
+/** Fails the whole bench on a wrong status: a fast wrong answer must never read as a fast server. */
+function checked(name: string, r: LoadResult): LoadResult {
+  if (r.unexpected > 0 || r.errors > 0)
+    throw new Error(
+      `${name}: ${r.unexpected} unexpected statuses and ${r.errors} errors in ${r.requests} requests`,
+    );
+  return r;
 }
 
 async function main(): Promise<void> {
-  const config = parseConfig({ NODE_ENV: "test", LOG_LEVEL: "silent", RATE_LIMIT_MAX: "1000000000" });
-  const clock = () => new Date();
-  const unlocks = createUnlockService(loadUnlockStore(), clock);
-  const benchmark = createBenchmarkService(loadCatalog(), { clock });
-  const ledger = openLedger(":memory:");
-  const app = await buildApp({
-    config,
-    unlocks,
-    benchmark,
-    ledger,
-    gateway: instantGateway,
-    payTo: PAY_TO,
-    facilitatorLabel: "bench",
-    clock,
-    logger: false,
-  });
-  await app.ready();
-
-  const status = (code: number) => (v: unknown) => {
-    const got = (v as { statusCode: number }).statusCode;
-    if (got !== code)
-      throw new Error(`expected ${code}, got ${got}: ${(v as { body: string }).body.slice(0, 200)}`);
+  const started = performance.now();
+  const tmp = mkdtempSync(join(tmpdir(), "p402-bench-"));
+  const procs: BenchProcess[] = [];
+  const report: Record<string, unknown> = {
+    node: process.version,
+    cpus: cpus().length,
+    loadavg: [] as number[][],
+    config: {
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      paidPerRound: PAID,
+      connections: CONNECTIONS,
+      events: EVENTS,
+    },
   };
-  const nonces = (n: number) => `0x${n.toString(16).padStart(64, "0")}`;
-  const results: Result[] = [];
-  results.push(
-    await measure(
-      "unpaid 402 (GET /v1/unlocks/upcoming)",
-      () => app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=30" }),
-      status(402),
-    ),
-  );
-  results.push(
-    await measure(
-      "invalid 400 (POST /v1/token/risk-summary)",
-      () =>
-        app.inject({
-          method: "POST",
-          url: "/v1/token/risk-summary",
-          headers: { "content-type": "application/json" },
-          payload: '{"token":""}',
-        }),
-      status(400),
-    ),
-  );
-  results.push(
-    await measure(
-      "paid 200, instant facilitator (verify+handler+settle+receipt)",
-      (i) =>
-        app.inject({
-          method: "GET",
-          url: "/v1/unlocks/upcoming?days=30",
-          headers: { "payment-signature": v2Header(nonces(i)) },
-        }),
-      status(200),
-    ),
-  );
-  results.push(
-    await measure(
-      "service: unlocks.upcoming(30, 0)",
-      async () => unlocks.upcoming(30, 0),
-      (v) => {
-        if (!Array.isArray((v as { unlocks?: unknown }).unlocks)) throw new Error("no unlocks");
-      },
-    ),
-  );
-  results.push(
-    await measure(
-      "service: benchmark.benchmark(endpoint_url)",
-      (i) =>
-        benchmark.benchmark(
-          { endpoint_url: `https://api.example${i % 50}.com/v1/price/:address` },
-          { availability: availabilityLabel("provisional", false) },
-        ),
-      (v) => {
-        if (typeof v !== "object" || v === null) throw new Error("no benchmark result");
-      },
-    ),
-  );
-  await app.close();
-  await ledger.close();
-
-  const w = Math.max(...results.map((r) => r.name.length));
-  process.stdout.write(`bench: ${RUN_MS} ms per case, sequential, Node ${process.version}\n`);
-  for (const r of results)
-    process.stdout.write(
-      `${r.name.padEnd(w)}  ${r.opsPerSec.toFixed(0).padStart(8)} ops/s  p50 ${r.p50.toFixed(0).padStart(6)} µs  p99 ${r.p99.toFixed(0).padStart(6)} µs  (n=${r.ops})\n`,
+  const sampleLoad = () => (report.loadavg as number[][]).push(loadavg());
+  try {
+    log(
+      `bench: ${ROUNDS} interleaved rounds, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs`,
     );
+    sampleLoad();
+    const facilitator = await startBenchProcess("scripts/bench/instant-facilitator.ts", []);
+    procs.push(facilitator);
+    const fac = facilitator.url;
+
+    // The sellers' temp files (pressure402's ledger) go under this run's temp dir, removed at the end.
+    const childEnv = { TMPDIR: tmp };
+    const p402 = await startBenchProcess(
+      "scripts/bench/serve.ts",
+      ["pressure402", fac, ""],
+      60_000,
+      childEnv,
+    );
+    procs.push(p402);
+    // The references serve pressure402's own bodies: the same route, price and body size everywhere.
+    const challenge = await fetch(`${p402.url}${UNPAID_PATH}`);
+    const challengeBody = await challenge.text();
+    const unpaidBodyFile = join(tmp, "402-body.json");
+    writeFileSync(unpaidBodyFile, challengeBody);
+
+    const t0 = performance.now();
+    // One pool serves every seller (each has its own ledger, or none); the 100k server needs 3 cases × rounds of them.
+    const poolSize = Math.max(ROUNDS * PAID, 3 * ROUNDS * (STORE_REQUESTS + CONNECTIONS) + 2) + 1;
+    const pool = await signAuthorizations(poolSize, BENCH_PAY_TO, PRICE_ATOMIC);
+    log(
+      `signed ${pool.length} EIP-3009 authorizations in ${fmt((performance.now() - t0) / 1000, 1)} s (before any round)`,
+    );
+    const p402Terms = await requirementsOf(`${p402.url}${UNPAID_PATH}`);
+    const [firstProof] = paymentHeaders(pool.slice(-1), p402Terms);
+    const paidRes = await fetch(`${p402.url}${UNPAID_PATH}`, {
+      headers: { "payment-signature": firstProof as string },
+    });
+    const paidBody = await paidRes.text();
+    if (paidRes.status !== 200)
+      throw new Error(`pressure402 paid probe: ${paidRes.status} ${paidBody.slice(0, 300)}`);
+    const paidBodyFile = join(tmp, "paid-body.json");
+    writeFileSync(paidBodyFile, paidBody);
+    log(
+      `bodies: 402 ${challengeBody.length} B (PAYMENT-REQUIRED ${challenge.headers.get("payment-required")?.length} B), paid 200 ${paidBody.length} B`,
+    );
+
+    const urls: Record<Seller, string> = {
+      pressure402: p402.url,
+      fastify: "",
+      express: "",
+      hono: "",
+    };
+    for (const [kind, file] of [
+      ["fastify", unpaidBodyFile],
+      ["express", paidBodyFile],
+      ["hono", paidBodyFile],
+    ] as const) {
+      const p = await startBenchProcess("scripts/bench/serve.ts", [kind, fac, file], 60_000, childEnv);
+      procs.push(p);
+      urls[kind] = p.url;
+    }
+
+    // Warm-up: JIT and connection pools, not measured.
+    for (const s of ["pressure402", "fastify", "express", "hono"] as const)
+      await runLoad({
+        url: `${urls[s]}${UNPAID_PATH}`,
+        connections: CONNECTIONS,
+        durationS: 2,
+        expectStatus: s === "fastify" ? 200 : 402,
+      });
+
+    // ── unpaid 402 ──
+    const unpaidSellers: Seller[] = ["pressure402", "fastify", "express", "hono"];
+    const unpaid: Record<string, LoadResult[]> = {};
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const s of rotate(unpaidSellers, r)) {
+        const res = checked(
+          `unpaid ${s}`,
+          await runLoad({
+            url: `${urls[s]}${UNPAID_PATH}`,
+            connections: CONNECTIONS,
+            durationS: SECONDS,
+            expectStatus: s === "fastify" ? 200 : 402,
+          }),
+        );
+        push(unpaid, s, res);
+      }
+      sampleLoad();
+      log(
+        `unpaid round ${r + 1}: ${unpaidSellers.map((s) => `${s} ${fmt(unpaid[s]?.[r]?.reqPerSec ?? Number.NaN)}/s`).join(", ")}`,
+      );
+    }
+
+    // ── paid ──
+    const paidSellers: Seller[] = ["pressure402", "express", "hono"];
+    const headersFor: Record<string, string[]> = {};
+    for (const s of paidSellers)
+      headersFor[s] = paymentHeaders(
+        pool.slice(0, ROUNDS * PAID),
+        await requirementsOf(`${urls[s]}${UNPAID_PATH}`),
+      );
+    const paid: Record<string, LoadResult[]> = {};
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const s of rotate(paidSellers, r)) {
+        const list = headersFor[s] as string[];
+        let i = r * PAID;
+        const end = (r + 1) * PAID;
+        const res = checked(
+          `paid ${s}`,
+          await runLoad({
+            url: `${urls[s]}${UNPAID_PATH}`,
+            connections: CONNECTIONS,
+            amount: PAID,
+            maxSeconds: PAID_MAX_SECONDS,
+            expectStatus: 200,
+            perRequest: {
+              name: "payment-signature",
+              next: () => {
+                // autocannon may build a request or two past `amount`; those are never sent, so reuse is harmless.
+                const v = list[Math.min(i++, end - 1)];
+                return v as string;
+              },
+            },
+          }),
+        );
+        push(paid, s, res);
+      }
+      sampleLoad();
+      log(
+        `paid round ${r + 1}: ${paidSellers.map((s) => `${s} ${fmt(paid[s]?.[r]?.reqPerSec ?? Number.NaN)}/s`).join(", ")}`,
+      );
+    }
+    for (const p of procs.splice(1)) await p.stop(); // keep only the facilitator
+
+    // ── 100k-event store ──
+    const store = writeSyntheticStore(join(tmp, "synthetic-bench-unlocks.json"), EVENTS);
+    log(
+      `synthetic bench store: ${store.events} events, ${store.tokens} tokens, ${fmt(store.bytes / 1e6, 1)} MB (temp file, deleted at the end)`,
+    );
+    const big = await startBenchProcess(
+      "scripts/bench/serve.ts",
+      ["pressure402", fac, "", store.path],
+      120_000,
+      childEnv,
+    );
+    procs.push(big);
+    const bigStart = { readyMs: big.readyMs, ...memoryOf(big.child.pid as number) };
+    log(
+      `100k store: ready (listening) in ${fmt(big.readyMs)} ms, RSS ${fmt(bigStart.rssMiB)} MiB after start`,
+    );
+    const bigTerms = await requirementsOf(`${big.url}${UNPAID_PATH}`);
+    const bigHeaders = paymentHeaders(pool, bigTerms);
+    let next = 0;
+    const bigProof = {
+      name: "payment-signature",
+      next: () => bigHeaders[next++ % bigHeaders.length] as string,
+    };
+    // Every request needs an unspent proof; autocannon may prepare up to one extra request per connection per case.
+    const BIG_N = Math.min(STORE_REQUESTS, Math.floor((bigHeaders.length - 2) / (3 * ROUNDS)) - CONNECTIONS);
+    const bigCases: { name: string; connections: number; headers: Record<string, string> }[] = [
+      { name: "upcoming?days=30 paid, identity, 1 connection", connections: 1, headers: {} },
+      {
+        name: "upcoming?days=30 paid, br, 1 connection",
+        connections: 1,
+        headers: { "accept-encoding": "br, gzip" },
+      },
+      { name: "upcoming?days=30 paid, identity, 32 connections", connections: CONNECTIONS, headers: {} },
+    ];
+    const bigResults: Record<string, LoadResult[]> = {};
+    const bodySize = await rawBytes(`${big.url}${UNPAID_PATH}`, { "payment-signature": bigProof.next() });
+    const bodySizeBr = await rawBytes(`${big.url}${UNPAID_PATH}`, {
+      "payment-signature": bigProof.next(),
+      "accept-encoding": "br",
+    });
+    log(
+      `100k store: upcoming?days=30 body ${fmt(bodySize.bytes / 1e6, 2)} MB identity, ${fmt(bodySizeBr.bytes / 1e3, 0)} kB ${bodySizeBr.encoding}`,
+    );
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const c of rotate(bigCases, r)) {
+        const res = checked(
+          c.name,
+          await runLoad({
+            url: `${big.url}${UNPAID_PATH}`,
+            connections: c.connections,
+            amount: BIG_N,
+            maxSeconds: STORE_MAX_SECONDS,
+            headers: c.headers,
+            expectStatus: 200,
+            perRequest: bigProof,
+          }),
+        );
+        push(bigResults, c.name, res);
+      }
+      sampleLoad();
+    }
+    const bigEnd = memoryOf(big.child.pid as number);
+    await big.stop();
+    procs.pop();
+
+    // ── npm start ──
+    const npmStart: number[] = [];
+    if (!args["skip-startup"]) for (let i = 0; i < 3; i++) npmStart.push(await npmStartToFirst402());
+
+    // ── report ──
+    log("");
+    log("Throughput (req/s) per server: median (min–max) over rounds");
+    for (const s of unpaidSellers)
+      log(
+        `  unpaid  ${s.padEnd(12)} ${fmtSpread(spread(unpaid[s]!.map((x) => x.reqPerSec)), 0)}   p99 ${fmtSpread(spread(unpaid[s]!.map((x) => x.p99Ms)), 1)} ms`,
+      );
+    for (const s of paidSellers)
+      log(
+        `  paid    ${s.padEnd(12)} ${fmtSpread(spread(paid[s]!.map((x) => x.reqPerSec)), 0)}   p99 ${fmtSpread(spread(paid[s]!.map((x) => x.p99Ms)), 1)} ms`,
+      );
+    const ratio = (m: Record<string, LoadResult[]>, a: string, b: string) =>
+      spread(m[a]!.map((x, i) => x.reqPerSec / m[b]![i]!.reqPerSec));
+    const ratios = {
+      "unpaid: pressure402 / bare Fastify (target ≥ 0.6)": ratio(unpaid, "pressure402", "fastify"),
+      "unpaid: pressure402 / @x402/express": ratio(unpaid, "pressure402", "express"),
+      "unpaid: pressure402 / @x402/hono": ratio(unpaid, "pressure402", "hono"),
+      "paid:   pressure402 / @x402/express": ratio(paid, "pressure402", "express"),
+      "paid:   pressure402 / @x402/hono": ratio(paid, "pressure402", "hono"),
+    };
+    const fastestUnpaid = spread(
+      unpaid.pressure402!.map(
+        (x, i) => x.reqPerSec / Math.max(unpaid.express![i]!.reqPerSec, unpaid.hono![i]!.reqPerSec),
+      ),
+    );
+    const fastestPaid = spread(
+      paid.pressure402!.map(
+        (x, i) => x.reqPerSec / Math.max(paid.express![i]!.reqPerSec, paid.hono![i]!.reqPerSec),
+      ),
+    );
+    log("");
+    log("Ratios, each taken within one round: median (min–max)");
+    for (const [k, v] of Object.entries(ratios)) log(`  ${k.padEnd(52)} ${fmtSpread(v)}`);
+    log(
+      `  ${"unpaid: pressure402 / fastest reference (target ≥ 1.5)".padEnd(52)} ${fmtSpread(fastestUnpaid)}`,
+    );
+    log(`  ${"paid:   pressure402 / fastest reference (target ≥ 1.2)".padEnd(52)} ${fmtSpread(fastestPaid)}`);
+    log("");
+    log(
+      `100k-event store (${store.events} events, synthetic bench data): pressure402 with the embedded SQLite ledger`,
+    );
+    log(
+      `  start-up to listening: ${fmt(bigStart.readyMs)} ms (target < 2000)   RSS after start ${fmt(bigStart.rssMiB)} MiB, after the rounds ${fmt(bigEnd.rssMiB)} MiB, peak ${fmt(bigEnd.peakMiB)} MiB (target < 300)`,
+    );
+    for (const c of bigCases) {
+      const rs = bigResults[c.name]!;
+      log(
+        `  ${c.name.padEnd(50)} ${fmtSpread(spread(rs.map((x) => x.reqPerSec)), 0)} req/s   p50 ${fmtSpread(spread(rs.map((x) => x.p50Ms)), 1)} ms   p99 ${fmtSpread(spread(rs.map((x) => x.p99Ms)), 1)} ms`,
+      );
+    }
+    if (npmStart.length)
+      log(
+        `\nnpm start → first 402 (embedded devnet): ${fmtSpread(spread(npmStart), 0)} ms over ${npmStart.length} runs (target < 2000)`,
+      );
+    log(
+      `\nload average (1 min) during the run: ${(report.loadavg as number[][]).map((l) => fmt(l[0] ?? Number.NaN, 1)).join(", ")} on ${cpus().length} CPUs`,
+    );
+    log(`bench took ${fmt((performance.now() - started) / 1000, 0)} s`);
+
+    Object.assign(report, {
+      unpaid,
+      paid,
+      ratios,
+      fastestUnpaid,
+      fastestPaid,
+      store100k: {
+        events: store.events,
+        tokens: store.tokens,
+        snapshotBytes: store.bytes,
+        bodyBytes: bodySize,
+        bodyBytesBr: bodySizeBr,
+        start: bigStart,
+        end: bigEnd,
+        cases: bigResults,
+      },
+      npmStartMs: npmStart,
+    });
+    if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    for (const p of procs.reverse()) await p.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
 }
 
 main().catch((err: unknown) => {

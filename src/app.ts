@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import compress from "@fastify/compress";
 import cors from "@fastify/cors";
 import helmet from "@fastify/helmet";
 import rateLimit from "@fastify/rate-limit";
@@ -148,6 +149,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     retryAfter: 5,
     exposeStatusRoute: false,
   });
+  // Before the routes: it attaches itself to each route as it is added. Its hook runs after the payments hook, so
+  // receipts and idempotency records keep the identity body. Bodies under 2 KiB (every 402, problem and small result)
+  // are sent as they are: compressing them costs more than it saves.
+  await app.register(compress, { global: true, threshold: 2048, encodings: ["br", "gzip"] });
   await app.register(swagger, {
     // Components are named by their $id ("Problem") instead of def-N.
     refResolver: {
@@ -203,7 +208,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ownershipProofs: config.ownershipProofs,
   });
   await app.register(docsRoutes);
-  await app.register(unlockRoutes, { unlocks: deps.unlocks });
+  await app.register(unlockRoutes, { unlocks: deps.unlocks, clock });
   await app.register(benchmarkRoutes, {
     benchmark: deps.benchmark,
     ledger: deps.ledger,

@@ -8,21 +8,33 @@ import {
   type PublicClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { base } from "viem/chains";
-import type { DevnetContracts } from "./compile.js";
+import type { DevnetContracts } from "./artifacts.js";
 import { BASE_USDC_ADDRESS, DEVNET_CHAIN_ID, MULTICALL3_ADDRESS } from "./constants.js";
 
-/** viem's Base chain (id 8453, OP-stack formatters) pointed at the local anvil. */
+/**
+ * Chain id 8453 at the local anvil. Defined here rather than spread from viem's `base`: importing `viem/chains` loads
+ * every chain viem knows (about a second of start-up), and anvil never produces the OP-stack deposit transactions
+ * whose formatters `base` adds.
+ */
 export function devnetChain(rpcUrl: string): Chain {
   return defineChain({
-    ...base,
     id: DEVNET_CHAIN_ID,
+    name: "Base (local devnet)",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
+    contracts: { multicall3: { address: MULTICALL3_ADDRESS } },
   });
 }
 
+/** anvil mines each transaction as it arrives: poll for receipts often instead of at a public chain's block time. */
+export const DEVNET_POLLING_INTERVAL_MS = 50;
+
 export function devnetPublicClient(rpcUrl: string): PublicClient {
-  return createPublicClient({ chain: devnetChain(rpcUrl), transport: http(rpcUrl) });
+  return createPublicClient({
+    chain: devnetChain(rpcUrl),
+    transport: http(rpcUrl),
+    pollingInterval: DEVNET_POLLING_INTERVAL_MS,
+  });
 }
 
 export interface DeployOptions {
@@ -45,8 +57,13 @@ export async function deployTestUsdc(opts: DeployOptions): Promise<`0x${string}`
   const chain = devnetChain(opts.rpcUrl);
   const transport = http(opts.rpcUrl);
   const account = privateKeyToAccount(opts.deployerKey);
-  const publicClient = createPublicClient({ chain, transport });
-  const wallet = createWalletClient({ account, chain, transport });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: DEVNET_POLLING_INTERVAL_MS });
+  const wallet = createWalletClient({
+    account,
+    chain,
+    transport,
+    pollingInterval: DEVNET_POLLING_INTERVAL_MS,
+  });
   const testClient = createTestClient({ mode: "anvil", chain, transport });
   const { abi, bytecode } = opts.contracts.TestUSDC;
 

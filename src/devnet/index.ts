@@ -1,5 +1,5 @@
 import { type AnvilInstance, startAnvil } from "./anvil.js";
-import { getDevnetContracts } from "./compile.js";
+import { getDevnetContracts } from "./artifacts.js";
 import {
   BUYER_ACCOUNT_INDEXES,
   BUYER_FUNDING_ATOMIC,
@@ -53,8 +53,6 @@ export interface StartDevnetOptions {
 export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet> {
   const host = opts.host ?? "127.0.0.1";
   const log = opts.log ?? (() => {});
-  // Compile while anvil boots: the two take about as long as each other.
-  const contractsPromise = getDevnetContracts();
   let anvil: AnvilInstance | undefined;
   let server: FacilitatorServer | undefined;
   const stopAll = async (): Promise<void> => {
@@ -63,7 +61,8 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
   };
   try {
     anvil = await startAnvil({ host, port: opts.anvilPort, chainId: DEVNET_CHAIN_ID, log });
-    const contracts = await contractsPromise;
+    // Precompiled (src/devnet/contracts/*.json): no Solidity compiler on the start-up path.
+    const contracts = getDevnetContracts();
     const facilitatorKey = devnetKey(FACILITATOR_ACCOUNT_INDEX);
     const buyers: DevnetKey[] = BUYER_ACCOUNT_INDEXES.map(devnetKey);
     const payTo = devnetKey(PAY_TO_ACCOUNT_INDEX).address;
@@ -96,7 +95,6 @@ export async function startDevnet(opts: StartDevnetOptions = {}): Promise<Devnet
       },
     };
   } catch (err) {
-    contractsPromise.catch(() => undefined);
     await stopAll();
     throw err;
   }

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { HttpProblem } from "../http/problem.js";
+import { compressBody, negotiateEncoding } from "../http/encoding.js";
+import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
@@ -33,11 +35,29 @@ const measurable = (service: UnlockService, token: string, eventId: string, wind
   if (reason !== null) throw new HttpProblem(422, "no-measurable-reactions", reason);
 };
 
+export interface UnlockRoutesOptions {
+  unlocks: UnlockService;
+  /** Decides the UTC day the cached upcoming bodies belong to; must agree with the service's own clock. */
+  clock?: () => Date;
+  /** Changes whenever the unlock data behind the service changes (a reload); the shipped snapshot never does. */
+  dataVersion?: () => string;
+}
+
+// The upcoming list depends only on (data, UTC day, query): its body is serialized (and compressed, per encoding) once
+// and reused. 64 MiB of bodies at most (a 365-day window over a 100k-event store is about 16 MB before compression).
+const UPCOMING_CACHE = { maxEntries: 256, maxUnits: 64 * 1024 * 1024 };
+/** Below this a body goes out as it is (the app's compression threshold too). */
+const COMPRESS_MIN_BYTES = 2048;
+const utcDay = (date: Date): number => Math.floor(date.getTime() / 86_400_000);
+
 /** The four unlock-risk routes: schema + price + one service call each. Existence is checked before payment. */
-export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }> = async (
-  app,
-  { unlocks },
-) => {
+export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = async (app, opts) => {
+  const { unlocks } = opts;
+  const clock = opts.clock ?? (() => new Date());
+  const dataVersion = opts.dataVersion ?? (() => "static");
+  const upcomingBodies = createResponseCache(UPCOMING_CACHE);
+  const servedFromCache = new WeakMap<object, { generation: string; key: string; body: string }>();
+
   app.get(
     "/v1/unlocks/upcoming",
     {
@@ -51,8 +71,40 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<{ unlocks: UnlockService }>
         "x-payment-info": paymentInfo(PRICES.upcoming),
       },
       preHandler: [app.payments.guard(PRICES.upcoming)],
+      // Runs after the payments hook (which settles and records the identity body) and before @fastify/compress,
+      // which leaves a body that already has a Content-Encoding alone: the cached compressed copy goes out instead.
+      onSend: async (request, reply, payload) => {
+        const served = servedFromCache.get(request);
+        if (!served || payload !== served.body || reply.statusCode !== 200) return payload;
+        if (served.body.length < COMPRESS_MIN_BYTES || request.headers["x-no-compression"] !== undefined)
+          return payload;
+        const header = request.headers["accept-encoding"];
+        const encoding = negotiateEncoding(Array.isArray(header) ? header.join(",") : header);
+        if (!encoding) return payload;
+        const compressed = upcomingBodies.get(served.generation, `${served.key}|${encoding}`, () =>
+          compressBody(served.body, encoding),
+        );
+        // Appended, not set: CORS has already put Origin there.
+        const vary = reply.getHeader("vary");
+        reply
+          .header("Content-Encoding", encoding)
+          .header("Vary", vary ? `${String(vary)}, Accept-Encoding` : "Accept-Encoding");
+        return compressed;
+      },
     },
-    async (request) => unlocks.upcoming(request.query.days, request.query.minRisk),
+    async (request, reply) => {
+      const { days, minRisk } = request.query;
+      // The day is read before the body is built, so a body can only be newer than its key, never staler.
+      const generation = `${dataVersion()}|${utcDay(clock())}`;
+      const key = `${days}|${minRisk}`;
+      const body = upcomingBodies.get(generation, key, () =>
+        // The route's serializer (fast-json-stringify over the 200 schema) returns a string; the type is wider.
+        String(reply.serialize(unlocks.upcoming(days, minRisk))),
+      );
+      servedFromCache.set(request, { generation, key, body });
+      // A string payload skips Fastify's serializer: reply.serialize above already applied the 200 schema.
+      return reply.type("application/json; charset=utf-8").send(body);
+    },
   );
 
   app.post(

@@ -11,7 +11,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getDevnetContracts } from "../../src/devnet/compile.js";
+import { getDevnetContracts } from "../../src/devnet/artifacts.js";
 import { devnetChain } from "../../src/devnet/deploy.js";
 import { BASE_USDC_ADDRESS, type Devnet, startDevnet } from "../../src/devnet/index.js";
 
@@ -65,7 +65,7 @@ describe("startDevnet", () => {
   beforeAll(async () => {
     devnet = await startDevnet();
     client = createPublicClient({ chain: devnetChain(devnet.rpcUrl), transport: http(devnet.rpcUrl) });
-    abi = (await getDevnetContracts()).TestUSDC.abi;
+    abi = getDevnetContracts().TestUSDC.abi;
   });
 
   afterAll(async () => {

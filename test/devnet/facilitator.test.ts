@@ -12,7 +12,7 @@ import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/client";
 import { createPublicClient, type Hex, http, parseEventLogs } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getDevnetContracts } from "../../src/devnet/compile.js";
+import { getDevnetContracts } from "../../src/devnet/artifacts.js";
 import { devnetChain } from "../../src/devnet/deploy.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
 
@@ -129,7 +129,7 @@ describe("local facilitator over HTTP", () => {
     const receipt = await client.getTransactionReceipt({ hash: settled.transaction as Hex });
     expect(receipt.status).toBe("success");
     expect(receipt.from.toLowerCase()).toBe("0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266");
-    const { abi } = (await getDevnetContracts()).TestUSDC;
+    const { abi } = getDevnetContracts().TestUSDC;
     const transfers = parseEventLogs({ abi, logs: receipt.logs, eventName: "Transfer" });
     expect(transfers).toHaveLength(1);
     expect(transfers[0]!.args).toMatchObject({ from: buyer, to: devnet.payTo, value: PRICE });

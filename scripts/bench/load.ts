@@ -1,0 +1,84 @@
+/** The load driver: autocannon against one server, and the order statistics the report prints. */
+import autocannon, { type Options, type Result } from "autocannon";
+
+export interface LoadResult {
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  requests: number;
+  /** Responses with another status than the one the case expects (each is a failed case, not a slow one). */
+  unexpected: number;
+  errors: number;
+}
+
+export interface LoadCase {
+  url: string;
+  connections: number;
+  expectStatus: number;
+  /** Fixed duration in seconds, or a fixed number of requests (the paid path: one pre-signed proof each). */
+  durationS?: number;
+  amount?: number;
+  /** With `amount`: stop after this many seconds even if the amount is not reached (bounds the bench's time). */
+  maxSeconds?: number;
+  headers?: Record<string, string>;
+  /** A fresh header value per request (PAYMENT-SIGNATURE); throws when the pool runs dry. */
+  perRequest?: { name: string; next: () => string };
+}
+
+export async function runLoad(c: LoadCase): Promise<LoadResult> {
+  const per = c.perRequest;
+  const opts: Options = {
+    url: c.url,
+    connections: c.connections,
+    pipelining: 1,
+    timeout: 30,
+    ...(c.amount !== undefined ? { amount: c.amount } : { duration: c.durationS ?? 5 }),
+    headers: c.headers ?? {},
+    ...(per
+      ? {
+          requests: [
+            {
+              method: "GET",
+              setupRequest: (req) => ({
+                ...req,
+                headers: { ...req.headers, ...c.headers, [per.name]: per.next() },
+              }),
+            },
+          ],
+        }
+      : {}),
+  };
+  const result = await new Promise<Result>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const instance = autocannon(opts, (err, res) => {
+      clearTimeout(timer);
+      if (err) reject(err);
+      else resolve(res);
+    });
+    if (c.amount !== undefined && c.maxSeconds !== undefined)
+      timer = setTimeout(() => instance.stop(), c.maxSeconds * 1000);
+  });
+  const expected = result.statusCodeStats[String(c.expectStatus)]?.count ?? 0;
+  const answered = Object.values(result.statusCodeStats).reduce((n, s) => n + Number(s.count), 0);
+  return {
+    reqPerSec: answered / result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    requests: answered,
+    unexpected: answered - Number(expected),
+    errors: result.errors,
+  };
+}
+
+export interface Spread {
+  min: number;
+  median: number;
+  max: number;
+}
+
+export function spread(values: readonly number[]): Spread {
+  const s = [...values].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  const median = s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+  return { min: s[0] ?? Number.NaN, median, max: s.at(-1) ?? Number.NaN };
+}

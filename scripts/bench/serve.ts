@@ -1,0 +1,124 @@
+/**
+ * One bench server per process (so no two share an event loop): `serve.ts <kind> <facilitatorUrl> <bodyFile>
+ * [unlocksSnapshot]`. Prints `READY <url>` once listening. Every seller answers GET /v1/unlocks/upcoming at 0.02 USD
+ * (20000 atomic USDC on eip155:8453, to the same payTo) through the same facilitator.
+ *  - fastify:     bare Fastify 5, no payment: a 200 with the body in <bodyFile> (pressure402's 402 body, same size).
+ *  - express:     @x402/express paymentMiddleware; once paid, the body in <bodyFile> (pressure402's paid body).
+ *  - hono:        @x402/hono paymentMiddleware on @hono/node-server; the same paid body.
+ *  - pressure402: buildApp with the test configuration and an embedded SQLite ledger in a temp dir.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { serve } from "@hono/node-server";
+import { HTTPFacilitatorClient } from "@x402/core/server";
+import { ExactEvmScheme } from "@x402/evm/exact/server";
+import { paymentMiddleware as expressPayment, x402ResourceServer as ExpressServer } from "@x402/express";
+import { paymentMiddleware as honoPayment, x402ResourceServer as HonoServer } from "@x402/hono";
+import express from "express";
+import Fastify from "fastify";
+import { Hono } from "hono";
+import { buildApp } from "../../src/app.js";
+import { createBenchmarkService } from "../../src/benchmark/service.js";
+import { parseConfig } from "../../src/config.js";
+import { createFacilitatorClient, createFacilitatorGateway } from "../../src/payments/facilitator.js";
+import { loadCatalog } from "../../src/store/catalog.js";
+import { openLedger } from "../../src/store/ledger.js";
+import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
+
+export const BENCH_PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
+export const BENCH_ROUTE = "/v1/unlocks/upcoming";
+export type ServerKind = "fastify" | "express" | "hono" | "pressure402";
+
+const HOST = "127.0.0.1";
+const referenceRoutes = {
+  [`GET ${BENCH_ROUTE}`]: {
+    accepts: { scheme: "exact", price: "$0.02", network: "eip155:8453", payTo: BENCH_PAY_TO },
+    description: "Upcoming unlock events with modelled risk",
+    mimeType: "application/json",
+  },
+} as const;
+
+async function fastifyServer(body: string): Promise<string> {
+  const app = Fastify({ logger: false });
+  app.get(BENCH_ROUTE, async (_request, reply) => reply.type("application/json; charset=utf-8").send(body));
+  return app.listen({ host: HOST, port: 0 });
+}
+
+async function expressServer(facilitatorUrl: string, body: string): Promise<string> {
+  const resourceServer = new ExpressServer(new HTTPFacilitatorClient({ url: facilitatorUrl })).register(
+    "eip155:8453",
+    new ExactEvmScheme(),
+  );
+  const app = express();
+  app.use(expressPayment(referenceRoutes, resourceServer));
+  app.get(BENCH_ROUTE, (_req, res) => {
+    res.type("application/json").send(body);
+  });
+  return new Promise((resolve) => {
+    const server = app.listen(0, HOST, () =>
+      resolve(`http://${HOST}:${(server.address() as AddressInfo).port}`),
+    );
+  });
+}
+
+async function honoServer(facilitatorUrl: string, body: string): Promise<string> {
+  const resourceServer = new HonoServer(new HTTPFacilitatorClient({ url: facilitatorUrl })).register(
+    "eip155:8453",
+    new ExactEvmScheme(),
+  );
+  const app = new Hono();
+  app.use(honoPayment(referenceRoutes, resourceServer));
+  app.get(BENCH_ROUTE, (c) => c.body(body, 200, { "content-type": "application/json" }));
+  return new Promise((resolve) => {
+    serve({ fetch: app.fetch, hostname: HOST, port: 0 }, (info) => resolve(`http://${HOST}:${info.port}`));
+  });
+}
+
+async function pressure402Server(facilitatorUrl: string, snapshot: string | undefined): Promise<string> {
+  // The test configuration: no rate limit or load shedding in the way (both plugins still run), logs off.
+  const config = parseConfig({
+    NODE_ENV: "test",
+    LOG_LEVEL: "silent",
+    RATE_LIMIT_MAX: "1000000000",
+    MAX_EVENT_LOOP_DELAY_MS: "0",
+  });
+  const ledger = openLedger(join(mkdtempSync(join(tmpdir(), "p402-bench-ledger-")), "ledger.sqlite"));
+  const app = await buildApp({
+    config,
+    unlocks: createUnlockService(loadUnlockStore(snapshot)),
+    benchmark: createBenchmarkService(loadCatalog()),
+    ledger,
+    gateway: createFacilitatorGateway(
+      createFacilitatorClient({ url: facilitatorUrl, timeoutMs: 10_000 }),
+      config.circuit,
+    ),
+    payTo: BENCH_PAY_TO,
+    facilitatorLabel: "bench",
+    logger: false,
+  });
+  return app.listen({ host: HOST, port: 0 });
+}
+
+async function main(): Promise<void> {
+  const [kind, facilitatorUrl = "", bodyFile, snapshot] = process.argv.slice(2);
+  const body = () => readFileSync(bodyFile as string, "utf8");
+  let url: string;
+  if (kind === "fastify") url = await fastifyServer(body());
+  else if (kind === "express") url = await expressServer(facilitatorUrl, body());
+  else if (kind === "hono") url = await honoServer(facilitatorUrl, body());
+  else if (kind === "pressure402") url = await pressure402Server(facilitatorUrl, snapshot || undefined);
+  else throw new Error(`unknown server kind ${kind}`);
+  process.stdout.write(`READY ${url}\n`);
+}
+
+if (process.argv[1]?.endsWith("serve.ts")) {
+  main().catch((err: unknown) => {
+    process.stderr.write(
+      `bench server failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  });
+}

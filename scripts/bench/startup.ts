@@ -1,0 +1,60 @@
+/**
+ * `npm start` to the first 402: spawns `npm start` (embedded devnet: anvil, test USDC from the precompiled artifacts,
+ * local facilitator) on a free port with a temp ledger, polls GET /v1/unlocks/upcoming every 20 ms until it answers
+ * 402, then stops the process group it started. Run alone: `npx tsx scripts/bench/startup.ts [runs]`.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "../../src/devnet/ports.js";
+import { ROOT, waitForStatus } from "./processes.js";
+
+export async function npmStartToFirst402(timeoutMs = 60_000): Promise<number> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "p402-startup-"));
+  const t0 = performance.now();
+  // Its own process group, so npm, tsx, the server and anvil all stop together, by this group's id only.
+  const child = spawn("npm", ["start", "--silent"], {
+    cwd: ROOT,
+    detached: true,
+    stdio: "ignore",
+    env: {
+      ...process.env,
+      NODE_ENV: "development",
+      HOST: "127.0.0.1",
+      PORT: String(port),
+      LOG_LEVEL: "warn",
+      LEDGER_PATH: join(dir, "ledger.sqlite"),
+    },
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  try {
+    return await waitForStatus(`http://127.0.0.1:${port}/v1/unlocks/upcoming?days=30`, 402, t0, timeoutMs);
+  } finally {
+    if (child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      const force = setTimeout(() => child.pid !== undefined && process.kill(-child.pid, "SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(force);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1]?.endsWith("startup.ts")) {
+  const runs = Math.min(Math.max(Number(process.argv[2]) || 3, 1), 10);
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    times.push(await npmStartToFirst402());
+    process.stdout.write(`run ${i + 1}: npm start → first 402 in ${times.at(-1)?.toFixed(0)} ms\n`);
+  }
+  times.sort((a, b) => a - b);
+  process.stdout.write(
+    `npm start → first 402: min ${times[0]?.toFixed(0)} / median ${times[Math.floor(times.length / 2)]?.toFixed(0)} / max ${times.at(-1)?.toFixed(0)} ms over ${runs} runs\n`,
+  );
+}

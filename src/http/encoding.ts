@@ -1,0 +1,43 @@
+import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+
+export type ContentEncoding = "br" | "gzip";
+
+/**
+ * The encoding to answer with, from an Accept-Encoding header: the highest q among br and gzip (br on a tie, `*`
+ * counts for both), or undefined when the client accepts neither (absent header, identity only, q=0).
+ */
+export function negotiateEncoding(header: string | undefined): ContentEncoding | undefined {
+  if (!header) return undefined;
+  const q: Record<string, number> = {};
+  for (const part of header.split(",")) {
+    const [rawName = "", ...params] = part.toLowerCase().split(";");
+    const name = rawName.trim();
+    let weight = 1;
+    for (const p of params) {
+      const [key = "", value = ""] = p.split("=").map((x) => x.trim());
+      // A q that is not a number makes the coding unacceptable rather than preferred.
+      if (key === "q") weight = /^[0-9.]+$/.test(value) ? Number(value) : 0;
+    }
+    if (name) q[name] = Number.isFinite(weight) ? weight : 0;
+  }
+  const weight = (enc: ContentEncoding) => q[enc] ?? q["*"] ?? 0;
+  const br = weight("br");
+  const gzip = weight("gzip");
+  if (br <= 0 && gzip <= 0) return undefined;
+  return br >= gzip ? "br" : "gzip";
+}
+
+/**
+ * Compresses a body meant to be cached and sent many times: a little more effort than per-request compression
+ * (brotli 5 rather than 4), since it is paid once per cache entry.
+ */
+export function compressBody(body: string, encoding: ContentEncoding): Buffer {
+  return encoding === "br"
+    ? brotliCompressSync(body, {
+        params: {
+          [constants.BROTLI_PARAM_QUALITY]: 5,
+          [constants.BROTLI_PARAM_SIZE_HINT]: Buffer.byteLength(body),
+        },
+      })
+    : gzipSync(body);
+}

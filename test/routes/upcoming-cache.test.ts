@@ -1,0 +1,147 @@
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compressBody } from "../../src/http/encoding.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { unlockRoutes } from "../../src/routes/unlocks.js";
+import { ProblemSchema } from "../../src/schemas/common.js";
+import type { UnlockService, UpcomingResponse } from "../../src/unlocks/service.js";
+import { TEST_NOW, TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
+import { b64, v2Proof } from "../helpers/proofs.js";
+
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const pay = () => ({ "payment-signature": b64(v2Proof(requirementsV2(PRICES.upcoming, terms))) });
+const DAY_MS = 86_400_000;
+
+describe("GET /v1/unlocks/upcoming over the real app: compression", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await testApp();
+  });
+  afterAll(() => t.close());
+
+  const get = (headers: Record<string, string>) =>
+    t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365", headers });
+
+  it("br and gzip bodies decode to exactly the identity JSON", async () => {
+    const identity = await get(pay());
+    expect(identity.statusCode).toBe(200);
+    expect(identity.headers["content-encoding"]).toBeUndefined();
+    expect(identity.body.length).toBeGreaterThan(100_000);
+
+    const br = await get({ ...pay(), "accept-encoding": "br" });
+    expect(br.statusCode).toBe(200);
+    expect(br.headers["content-encoding"]).toBe("br");
+    expect(br.headers.vary).toMatch(/accept-encoding/i);
+    const cors = await get({ ...pay(), "accept-encoding": "br", origin: "https://buyer.example" });
+    expect(cors.headers.vary).toMatch(/origin/i);
+    expect(cors.headers.vary).toMatch(/accept-encoding/i);
+    expect(br.headers["payment-response"]).toBeTruthy();
+    expect(br.rawPayload.length).toBeLessThan(identity.body.length / 4);
+    expect(brotliDecompressSync(br.rawPayload).toString("utf8")).toBe(identity.body);
+
+    // The cached compressed copy (brotli quality 5), not a fresh per-request one from the plugin (quality 4).
+    expect(br.rawPayload.equals(compressBody(identity.body, "br"))).toBe(true);
+    const again = await get({ ...pay(), "accept-encoding": "gzip;q=0.5, br" });
+    expect(again.rawPayload.equals(br.rawPayload)).toBe(true);
+
+    const gz = await get({ ...pay(), "accept-encoding": "gzip, deflate" });
+    expect(gz.headers["content-encoding"]).toBe("gzip");
+    expect(gunzipSync(gz.rawPayload).toString("utf8")).toBe(identity.body);
+    expect(JSON.parse(identity.body)).toMatchObject({ days: 365, minRisk: 0 });
+  });
+
+  it("the 402 challenge is never compressed, whatever the client accepts", async () => {
+    const res = await get({ "accept-encoding": "br, gzip" });
+    expect(res.statusCode).toBe(402);
+    expect(res.headers["content-encoding"]).toBeUndefined();
+    expect(res.json()).toMatchObject({ x402Version: 1 });
+  });
+
+  it("an idempotent replay stored from a compressed reply decodes to the same body", async () => {
+    const headers = { ...pay(), "idempotency-key": "compress-replay-1" };
+    const first = await get({ ...headers, "accept-encoding": "gzip" });
+    expect(first.statusCode).toBe(200);
+    const replay = await get({ ...headers, "accept-encoding": "br" });
+    expect(replay.headers["idempotent-replayed"]).toBe("true");
+    const plain = await get(headers);
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    expect(brotliDecompressSync(replay.rawPayload).toString("utf8")).toBe(plain.body);
+    expect(gunzipSync(first.rawPayload).toString("utf8")).toBe(plain.body);
+  });
+});
+
+/** The route alone, with a free guard and a service that counts its calls, so what the cache does is visible. */
+async function routeWithCountingService() {
+  const state = { now: TEST_NOW, version: "v1", calls: 0 };
+  const unlocks = {
+    upcoming: (days: number, minRisk: number): UpcomingResponse => {
+      state.calls++;
+      const day = new Date(Math.floor(state.now.getTime() / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+      return {
+        days,
+        minRisk,
+        window_start: day,
+        window_end: day,
+        count: 0,
+        model_version: state.version,
+        as_of: day,
+        synthetic: false,
+        score_kind: "supply-pressure ranking",
+        window_amount_tokens_by_token: {},
+        unlocks: [],
+      };
+    },
+  } as unknown as UnlockService;
+  const app = Fastify({ logger: false }).withTypeProvider<TypeBoxTypeProvider>();
+  app.addSchema(ProblemSchema);
+  app.decorate("payments", {
+    guard: () => async () => {},
+    reconcileNow: async () => ({ resolved: 0, remaining: 0 }),
+    incarnation: "test",
+  });
+  await app.register(unlockRoutes, { unlocks, clock: () => state.now, dataVersion: () => state.version });
+  await app.ready();
+  const body = async (qs = "days=30") => {
+    const res = await app.inject({ method: "GET", url: `/v1/unlocks/upcoming?${qs}` });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toBe("application/json; charset=utf-8");
+    return res.json() as UpcomingResponse;
+  };
+  return { app, state, body };
+}
+
+describe("GET /v1/unlocks/upcoming: the body is computed once per (data version, UTC day, query)", () => {
+  it("reuses the body within a day, recomputes on the next UTC day and on a new data version", async () => {
+    const { app, state, body } = await routeWithCountingService();
+    try {
+      const first = await body();
+      expect(await body()).toEqual(first);
+      expect(state.calls).toBe(1);
+
+      await body("days=30&minRisk=10");
+      await body("days=30&pp_ref=campaign-1"); // the tag does not change the body: same entry
+      expect(state.calls).toBe(2);
+
+      state.now = new Date(TEST_NOW.getTime() + 11 * 3_600_000); // 23:00 the same UTC day
+      await body();
+      expect(state.calls).toBe(2);
+
+      state.now = new Date(TEST_NOW.getTime() + 12 * 3_600_000); // 00:00 the next UTC day
+      const nextDay = await body();
+      expect(state.calls).toBe(3);
+      expect(nextDay.window_start).not.toBe(first.window_start);
+
+      state.version = "v2";
+      const reloaded = await body();
+      expect(state.calls).toBe(4);
+      expect(reloaded.model_version).toBe("v2");
+      await body();
+      expect(state.calls).toBe(4);
+    } finally {
+      await app.close();
+    }
+  });
+});
