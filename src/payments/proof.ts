@@ -36,9 +36,14 @@ const HEX_BYTES = /^0x(?:[0-9a-fA-F]{2})+$/;
 const ERC6492_SUFFIX = "6492649264926492649264926492649264926492649264926492649264926492";
 /** A 65-byte ECDSA signature, or a smart-wallet (ERC-1271) one up to this many bytes. */
 const MAX_SIGNATURE_BYTES = 1024;
-const MAX_DEPTH = 6;
-const MAX_NODES = 256;
 const MAX_STRING = 2048;
+/** The proof itself: the exact scheme's envelope is at most 4 levels deep and a few dozen values. */
+const PROOF_BOUNDS = { depth: 6, nodes: 256 } as const;
+/**
+ * `extensions` echoes our own 402's (the Bazaar discovery schema and example, which a Bazaar-enabled facilitator reads
+ * from the payment): deeper and larger than the proof, still bounded (the header length bounds it further).
+ */
+const EXTENSION_BOUNDS = { depth: 24, nodes: 2048 } as const;
 const UINT256_MAX = (1n << 256n) - 1n;
 
 type Json = Record<string, unknown>;
@@ -48,15 +53,15 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
  * Depth and size, checked without recursion: a payload nested thousands of levels deep must be refused here, before
  * any recursive code (encoders, hashers, the facilitator client) can overflow the stack on it.
  */
-function boundedJson(value: unknown): string | undefined {
+function boundedJson(value: unknown, bounds: { depth: number; nodes: number }): string | undefined {
   const stack: [unknown, number][] = [[value, 1]];
   let nodes = 0;
   while (stack.length > 0) {
     const [v, depth] = stack.pop() as [unknown, number];
-    if (++nodes > MAX_NODES) return `has more than ${MAX_NODES} values`;
+    if (++nodes > bounds.nodes) return `has more than ${bounds.nodes} values`;
     if (typeof v === "string" && v.length > MAX_STRING) return `has a string longer than ${MAX_STRING}`;
     if (typeof v !== "object" || v === null) continue;
-    if (depth > MAX_DEPTH) return `is nested deeper than ${MAX_DEPTH} levels`;
+    if (depth > bounds.depth) return `is nested deeper than ${bounds.depth} levels`;
     for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
   }
   return undefined;
@@ -151,8 +156,11 @@ function acceptedShape(a: unknown): string | undefined {
  */
 export function validateProof(json: unknown): DecodeResult {
   if (!isObject(json)) return { ok: false, detail: "must be a JSON object" };
-  const bound = boundedJson(json);
+  const { extensions, ...envelope } = json;
+  const bound = boundedJson(envelope, PROOF_BOUNDS);
   if (bound) return { ok: false, detail: bound };
+  const extBound = extensions === undefined ? undefined : boundedJson(extensions, EXTENSION_BOUNDS);
+  if (extBound) return { ok: false, detail: `extensions ${extBound}` };
   const fail = (detail: string): DecodeResult => ({ ok: false, detail });
   if (json.x402Version === 2) {
     const e =

@@ -49,7 +49,14 @@ export function junkProofs(accepted: PaymentRequirements): [string, string][] {
     ],
     ["accepted with unknown field", b64({ ...p, accepted: { ...p.accepted, admin: true } })],
     ["top-level unknown field", b64({ ...p, debug: true })],
-    ["too many values", b64({ ...p, extensions: { list: Array.from({ length: 300 }, (_, i) => i) } })],
+    [
+      "too many values",
+      b64({ ...p, accepted: { ...p.accepted, extra: { list: Array.from({ length: 300 }, (_, i) => i) } } }),
+    ],
+    [
+      "too many values in extensions",
+      b64({ ...p, extensions: { list: Array.from({ length: 2100 }, () => 0) } }),
+    ],
     ["a huge string", b64({ ...p, resource: { url: "x".repeat(3000) } })],
     ["x402Version 3", b64({ ...p, x402Version: 3 })],
     ["x402Version as a string", b64({ ...p, x402Version: "2" })],

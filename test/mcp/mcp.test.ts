@@ -230,7 +230,10 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     const proof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
     const r = await call(client, "unlock_risk", RISK_ARGS, proof);
     expect(paymentRequired(r).error).toMatch(/settlement_failed: insufficient_funds/);
-    expect(JSON.stringify(r)).not.toContain("risk_score");
+    // No tool content: only the PaymentRequired (whose Bazaar extension carries a documented example, not this result).
+    expect(r.structuredContent).not.toHaveProperty("risk_score");
+    expect(r.content).toHaveLength(1);
+    expect(JSON.parse((r.content as { text: string }[])[0]?.text ?? "")).toEqual(r.structuredContent);
   });
 
   it("a proof the verifier refuses: PaymentRequired with the reason, nothing settled", async () => {

@@ -52,6 +52,11 @@ describe("strict shape of the exact scheme's payload", () => {
     const bomb = b64({ ...p, extensions: { x: deep } });
     expect(bomb.length).toBeLessThan(8192);
     expect(decodeProof("payment-signature", bomb)).toMatchObject({ ok: false, detail: /nested deeper/ });
+    // What clients really echo: our own Bazaar extension (a JSON schema, ~10 levels deep) is accepted and passed on.
+    let schema: Record<string, unknown> = { type: "string" };
+    for (let i = 0; i < 10; i++) schema = { type: "object", properties: { f: schema } };
+    const echoed = decodeProof("payment-signature", b64({ ...p, extensions: { bazaar: { schema } } }));
+    expect(echoed).toMatchObject({ ok: true, proof: { payload: { extensions: { bazaar: { schema } } } } });
     const extra = {
       ...p,
       payload: { ...p.payload, authorization: { ...p.payload.authorization, memo: "x" } },
