@@ -57,7 +57,12 @@ export interface ChainReaderOptions {
 }
 
 export function createChainReader(rpcUrl: string, opts: ChainReaderOptions = {}): ChainReader {
-  const client = createPublicClient({ transport: http(rpcUrl, { timeout: 5000, retryCount: 1 }) });
+  // cacheTime 0: viem caches the block number for 4 s by default, and a lookup seconds after the previous one must see
+  // the block that settled this authorization (otherwise its AuthorizationUsed log falls outside the searched range).
+  const client = createPublicClient({
+    cacheTime: 0,
+    transport: http(rpcUrl, { timeout: 5000, retryCount: 1 }),
+  });
   return chainReaderFor(client as PublicClient, opts);
 }
 
@@ -136,7 +141,7 @@ export function chainReaderFor(client: PublicClient, opts: ChainReaderOptions = 
           BigInt(Math.floor(q.now.getTime() / 1000)) >= BigInt(q.validBefore);
         return { kind: "unused", expired };
       }
-      const latest = await client.getBlockNumber();
+      const latest = await client.getBlockNumber({ cacheTime: 0 });
       const since = BigInt(Math.floor(q.since.getTime() / 1000)) - CLOCK_MARGIN_SECONDS;
       const start = await blockAtOrBefore(since, latest);
       // From the receipt's own block; should the clocks disagree more than the margin, the rest of the chain too.
