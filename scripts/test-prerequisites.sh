@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs before `npm test`: the suite needs Debian's chromium (the /docs browser test, via playwright-core), curl and jq
+# (the README's curl walk-through). A fresh machine gets them from Debian's packages when we may install (root with
+# apt-get); otherwise this says what is missing and the browser/curl tests fail with the same message.
+set -euo pipefail
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "test prerequisites: installing ${missing[*]} from Debian's packages" >&2
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+else
+  echo "test prerequisites missing: ${missing[*]} (Debian: sudo apt-get install -y ${missing[*]})" >&2
+fi
