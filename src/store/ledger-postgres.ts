@@ -12,7 +12,14 @@ import {
   type SettlementResult,
   type StoredResponse,
 } from "../payments/ledger-port.js";
-import { type ReceiptRow as GenericReceiptRow, LIVE_STATUSES_SQL, receiptFromRow } from "./ledger-rows.js";
+import {
+  existingReceiptAnswer,
+  type ReceiptRow as GenericReceiptRow,
+  type IdempotencyRecord,
+  idempotencyConflict,
+  LIVE_STATUSES_SQL,
+  receiptFromRow,
+} from "./ledger-rows.js";
 import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 
 /**
@@ -241,28 +248,20 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
 
       if (req.idempotency) {
         const rec = (
-          await c.query<{ request_fingerprint: string; network: string; asset: string; nonce: string }>(
+          await c.query<IdempotencyRecord>(
             "SELECT * FROM idempotency WHERE payer = $1 AND key = $2 AND expires_at > $3",
             [identity.payer, req.idempotency.key, now],
           )
         ).rows[0];
-        if (rec && rec.request_fingerprint !== req.requestFingerprint)
-          return { kind: "idempotency_conflict", reason: "different_request" };
-        if (
-          rec &&
-          (rec.network !== identity.network || rec.asset !== identity.asset || rec.nonce !== identity.nonce)
-        )
-          return { kind: "idempotency_conflict", reason: "different_payment" };
+        const conflict = idempotencyConflict(rec, req.requestFingerprint, identity);
+        if (conflict) return conflict;
       }
 
       const existing = await rowFor(c, identity, true);
       if (existing) {
         const lockLive = existing.lock_expires_at !== null && existing.lock_expires_at > now;
-        if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
-          return { kind: "in_progress", receipt: toReceipt(existing) };
-        if (existing.status === "settled" || existing.status === "pending")
-          return { kind: "paid", receipt: toReceipt(existing) };
-        if (existing.status === "unknown") return { kind: "unresolved", receipt: toReceipt(existing) };
+        const answer = existingReceiptAnswer(existing, lockLive, toReceipt);
+        if (answer) return answer;
       }
       if (req.cap) {
         const used = (

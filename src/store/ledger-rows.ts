@@ -1,4 +1,10 @@
-import type { Receipt, ReceiptStatus, StoredResponse } from "../payments/ledger-port.js";
+import type {
+  ClaimResult,
+  PaymentIdentity,
+  Receipt,
+  ReceiptStatus,
+  StoredResponse,
+} from "../payments/ledger-port.js";
 
 /**
  * A `receipts` row as a driver hands it back. The columns are the same on every backend; only how a timestamp and the
@@ -66,3 +72,44 @@ export function receiptFromRow<Time, Response>(
 
 /** Statuses that hold a cap slot: paid, or possibly being paid (an SQL list, the same on every backend). */
 export const LIVE_STATUSES_SQL = "('claimed', 'settling', 'settled', 'pending', 'unknown')";
+
+/** An unexpired `idempotency` row: the request and the payment the payer's key was first used for. */
+export interface IdempotencyRecord {
+  request_fingerprint: string;
+  network: string;
+  asset: string;
+  nonce: string;
+}
+
+/** A claim's answer when the payer's key already stands for another request or another payment; else undefined. */
+export function idempotencyConflict(
+  rec: IdempotencyRecord | undefined,
+  requestFingerprint: string,
+  identity: PaymentIdentity,
+): ClaimResult | undefined {
+  if (rec && rec.request_fingerprint !== requestFingerprint)
+    return { kind: "idempotency_conflict", reason: "different_request" };
+  if (
+    rec &&
+    (rec.network !== identity.network || rec.asset !== identity.asset || rec.nonce !== identity.nonce)
+  )
+    return { kind: "idempotency_conflict", reason: "different_payment" };
+  return undefined;
+}
+
+/**
+ * A claim's answer when the authorization already has a receipt that is being settled, held by a live claim, paid or
+ * unresolved; undefined when the claim may take the receipt over (refused, or a claim whose lock lapsed).
+ */
+export function existingReceiptAnswer<Time, Response>(
+  existing: ReceiptRow<Time, Response>,
+  lockLive: boolean,
+  toReceipt: (r: ReceiptRow<Time, Response>) => Receipt,
+): ClaimResult | undefined {
+  if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
+    return { kind: "in_progress", receipt: toReceipt(existing) };
+  if (existing.status === "settled" || existing.status === "pending")
+    return { kind: "paid", receipt: toReceipt(existing) };
+  if (existing.status === "unknown") return { kind: "unresolved", receipt: toReceipt(existing) };
+  return undefined;
+}

@@ -12,7 +12,14 @@ import {
   type Receipt,
   type StoredResponse,
 } from "../payments/ledger-port.js";
-import { type ReceiptRow as GenericReceiptRow, LIVE_STATUSES_SQL, receiptFromRow } from "./ledger-rows.js";
+import {
+  existingReceiptAnswer,
+  type ReceiptRow as GenericReceiptRow,
+  type IdempotencyRecord,
+  idempotencyConflict,
+  LIVE_STATUSES_SQL,
+  receiptFromRow,
+} from "./ledger-rows.js";
 
 /**
  * The ledger port on SQLite (WAL, synchronous FULL): one process, one file. Every operation is one synchronous
@@ -175,25 +182,15 @@ export function openSqliteLedger(path: string): LedgerPort {
     const identity = normalizeIdentity(req.identity);
     const now = req.now.toISOString();
     if (req.idempotency) {
-      const rec = st.idem.get(identity.payer, req.idempotency.key, now) as
-        | { request_fingerprint: string; network: string; asset: string; nonce: string }
-        | undefined;
-      if (rec && rec.request_fingerprint !== req.requestFingerprint)
-        return { kind: "idempotency_conflict", reason: "different_request" };
-      if (
-        rec &&
-        (rec.network !== identity.network || rec.asset !== identity.asset || rec.nonce !== identity.nonce)
-      )
-        return { kind: "idempotency_conflict", reason: "different_payment" };
+      const rec = st.idem.get(identity.payer, req.idempotency.key, now) as IdempotencyRecord | undefined;
+      const conflict = idempotencyConflict(rec, req.requestFingerprint, identity);
+      if (conflict) return conflict;
     }
     const existing = rowFor(identity);
     if (existing) {
       const lockLive = existing.lock_expires_at !== null && existing.lock_expires_at > now;
-      if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
-        return { kind: "in_progress", receipt: toReceipt(existing) };
-      if (existing.status === "settled" || existing.status === "pending")
-        return { kind: "paid", receipt: toReceipt(existing) };
-      if (existing.status === "unknown") return { kind: "unresolved", receipt: toReceipt(existing) };
+      const answer = existingReceiptAnswer(existing, lockLive, toReceipt);
+      if (answer) return answer;
     }
     if (req.cap) {
       const used = (
