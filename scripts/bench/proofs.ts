@@ -14,29 +14,11 @@ import {
   USDC_EIP712_NAME,
   USDC_EIP712_VERSION,
 } from "../../src/devnet/constants.js";
+import type { ExactPayload } from "../../src/payments/proof.js";
+import { signAuthorization } from "../../src/payments/signature.js";
 
-export interface SignedAuthorization {
-  authorization: {
-    from: `0x${string}`;
-    to: `0x${string}`;
-    value: string;
-    validAfter: string;
-    validBefore: string;
-    nonce: `0x${string}`;
-  };
-  signature: `0x${string}`;
-}
-
-const TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
+/** One pre-signed authorization: exactly the exact scheme's payload. */
+export type SignedAuthorization = ExactPayload;
 
 export async function signAuthorizations(
   count: number,
@@ -55,21 +37,11 @@ export async function signAuthorizations(
       validBefore,
       nonce: `0x${randomBytes(32).toString("hex")}` as `0x${string}`,
     };
-    const signature = await account.signTypedData({
-      domain: {
-        name: USDC_EIP712_NAME,
-        version: USDC_EIP712_VERSION,
-        chainId: DEVNET_CHAIN_ID,
-        verifyingContract: BASE_USDC_ADDRESS,
-      },
-      types: TYPES,
-      primaryType: "TransferWithAuthorization",
-      message: {
-        ...authorization,
-        value: BigInt(authorization.value),
-        validAfter: 0n,
-        validBefore: BigInt(validBefore),
-      },
+    const signature = await signAuthorization(account, authorization, {
+      name: USDC_EIP712_NAME,
+      version: USDC_EIP712_VERSION,
+      chainId: DEVNET_CHAIN_ID,
+      verifyingContract: BASE_USDC_ADDRESS,
     });
     out.push({ authorization, signature });
   }

@@ -4,6 +4,7 @@
  * over those service prices. How many endpoints and services stand behind each figure is kept.
  */
 import type { IndexedEntry } from "./market-index.js";
+import type { MarketFigures as PriceFigures } from "./rules.js";
 import { harrellDavis, percentile, percentileRank, round1, roundUsd } from "./stats.js";
 
 export interface ServiceVote {
@@ -23,14 +24,9 @@ export interface Freshness {
   undated_count: number;
 }
 
-export interface MarketFigures {
+/** The figures the rules judge a price by, plus how many endpoints the services offer. */
+export interface MarketFigures extends PriceFigures {
   endpoint_count: number;
-  service_count: number;
-  p10: number | null;
-  p25: number | null;
-  median: number | null;
-  p75: number | null;
-  p90: number | null;
 }
 
 const DAY_MS = 86_400_000;

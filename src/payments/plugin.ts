@@ -205,17 +205,22 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       { "Retry-After": "1" },
     );
 
-  const unconfirmed = (reply: FastifyReply, instance: string) =>
-    sendProblem(
-      reply,
-      problem(
-        409,
-        "settlement-unconfirmed",
-        "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
-        instance,
-      ),
-      { "Retry-After": "5", "Cache-Control": "no-store" },
+  /**
+   * Sets the 409 status and headers of a payment whose earlier settlement has no known outcome yet; returns the
+   * problem body (the onSend hook returns it as text, the preHandler sends it).
+   */
+  function prepareUnconfirmed(reply: FastifyReply, instance: string) {
+    reply.code(409).type(PROBLEM_CONTENT_TYPE).header("Retry-After", "5").header("Cache-Control", "no-store");
+    return problem(
+      409,
+      "settlement-unconfirmed",
+      "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
+      instance,
     );
+  }
+
+  const unconfirmed = (reply: FastifyReply, instance: string) =>
+    reply.send(prepareUnconfirmed(reply, instance));
 
   /**
    * Sets a facilitator fault's status and headers on the reply and returns its problem body. The facilitator's own
@@ -656,37 +661,13 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         }
         if (res?.kind !== "failed" && ctx.reclaimed) {
           // The earlier attempt may still land: the question stays open for the reconciler and the next retry.
-          reply
-            .code(409)
-            .type(PROBLEM_CONTENT_TYPE)
-            .header("Retry-After", "5")
-            .header("Cache-Control", "no-store");
-          return JSON.stringify(
-            problem(
-              409,
-              "settlement-unconfirmed",
-              "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
-              problemInstance(request),
-            ),
-          );
+          return JSON.stringify(prepareUnconfirmed(reply, problemInstance(request)));
         }
         if (res?.kind !== "failed")
           await ledger.recordFailure(ctx.receiptId, { status: "failed", error: reason, now: clock() });
       } else if (ctx.reclaimed && NONCE_USED.test(reason)) {
         await ledger.recordFailure(ctx.receiptId, { status: "unknown", error: reason, now: clock() });
-        reply
-          .code(409)
-          .type(PROBLEM_CONTENT_TYPE)
-          .header("Retry-After", "5")
-          .header("Cache-Control", "no-store");
-        return JSON.stringify(
-          problem(
-            409,
-            "settlement-unconfirmed",
-            "An earlier settlement of this payment has not been confirmed yet. Do not pay again; retry with the same proof shortly.",
-            problemInstance(request),
-          ),
-        );
+        return JSON.stringify(prepareUnconfirmed(reply, problemInstance(request)));
       } else {
         await ledger.recordFailure(ctx.receiptId, { status: "failed", error: reason, now: clock() });
       }

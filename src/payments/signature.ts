@@ -1,7 +1,8 @@
-import { type Hex, recoverTypedDataAddress } from "viem";
-import type { ExactPayload } from "./proof.js";
+import { type Hex, type LocalAccount, recoverTypedDataAddress } from "viem";
+import type { Authorization, ExactPayload } from "./proof.js";
 
-const TRANSFER_WITH_AUTHORIZATION = {
+/** EIP-3009's TransferWithAuthorization as EIP-712 types: the one definition production, tests and bench sign with. */
+export const TRANSFER_WITH_AUTHORIZATION = {
   TransferWithAuthorization: [
     { name: "from", type: "address" },
     { name: "to", type: "address" },
@@ -18,31 +19,59 @@ const TRANSFER_WITH_AUTHORIZATION = {
  * RPC is down): that is its outage, answered 503, not the buyer's bad signature. Smart-wallet signatures need the
  * chain, so they are never vouched for here.
  */
-export async function signedByPayer(
-  exact: ExactPayload,
-  domain: { name: string; version: string; chainId: number; verifyingContract: string },
-): Promise<boolean> {
+export async function signedByPayer(exact: ExactPayload, domain: AuthorizationDomain): Promise<boolean> {
   if (exact.signature.length !== 132) return false;
-  const a = exact.authorization;
   try {
-    const signer = await recoverTypedDataAddress({
-      domain: { ...domain, verifyingContract: domain.verifyingContract as Hex },
-      types: TRANSFER_WITH_AUTHORIZATION,
-      primaryType: "TransferWithAuthorization",
-      message: {
-        from: a.from,
-        to: a.to,
-        value: BigInt(a.value),
-        validAfter: BigInt(a.validAfter),
-        validBefore: BigInt(a.validBefore),
-        nonce: a.nonce,
-      },
-      signature: exact.signature,
-    });
-    return signer.toLowerCase() === a.from.toLowerCase();
+    const signer = await authorizationSigner(exact, domain);
+    return signer.toLowerCase() === exact.authorization.from.toLowerCase();
   } catch {
     return false;
   }
+}
+
+/** The EIP-712 domain of a token's EIP-3009 authorizations (for USDC: its name, version, chain and address). */
+export interface AuthorizationDomain {
+  name: string;
+  version: string;
+  chainId: number;
+  verifyingContract: string;
+}
+
+/** The authorization as the EIP-712 message: the uint256 fields as bigints. */
+function authorizationMessage(a: Authorization) {
+  return {
+    from: a.from,
+    to: a.to,
+    value: BigInt(a.value),
+    validAfter: BigInt(a.validAfter),
+    validBefore: BigInt(a.validBefore),
+    nonce: a.nonce,
+  };
+}
+
+/** The address whose EIP-712 signature `exact.signature` is (throws on a malformed signature). */
+export function authorizationSigner(exact: ExactPayload, domain: AuthorizationDomain): Promise<Hex> {
+  return recoverTypedDataAddress({
+    domain: { ...domain, verifyingContract: domain.verifyingContract as Hex },
+    types: TRANSFER_WITH_AUTHORIZATION,
+    primaryType: "TransferWithAuthorization",
+    message: authorizationMessage(exact.authorization),
+    signature: exact.signature,
+  });
+}
+
+/** The account's EIP-712 signature of the authorization (tests and the bench sign real proofs with it). */
+export function signAuthorization(
+  account: LocalAccount,
+  authorization: Authorization,
+  domain: AuthorizationDomain,
+): Promise<Hex> {
+  return account.signTypedData({
+    domain: { ...domain, verifyingContract: domain.verifyingContract as Hex },
+    types: TRANSFER_WITH_AUTHORIZATION,
+    primaryType: "TransferWithAuthorization",
+    message: authorizationMessage(authorization),
+  });
 }
 
 /** eip155:8453 → 8453; undefined for other namespaces. */

@@ -8,11 +8,18 @@ import {
   normalizeIdentity,
   type PaymentIdentity,
   type Receipt,
-  type ReceiptStatus,
   type SettlementRecord,
   type SettlementResult,
   type StoredResponse,
 } from "../payments/ledger-port.js";
+import {
+  existingReceiptAnswer,
+  type ReceiptRow as GenericReceiptRow,
+  type IdempotencyRecord,
+  idempotencyConflict,
+  LIVE_STATUSES_SQL,
+  receiptFromRow,
+} from "./ledger-rows.js";
 import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 
 /**
@@ -37,58 +44,12 @@ const LOCK_INCARNATION = 40204;
 /** Session lock serialising migrations between instances that start together. */
 const MIGRATION_LOCK = 4_020_402;
 
-interface ReceiptRow {
-  id: string;
-  network: string;
-  asset: string;
-  payer: string;
-  nonce: string;
-  route: string;
-  request_fingerprint: string;
-  x402_version: number;
-  amount: string;
-  pay_to: string;
-  pp_ref: string | null;
-  idempotency_key: string | null;
-  status: ReceiptStatus;
-  transaction: string | null;
-  error: string | null;
-  incarnation: string | null;
-  lock_expires_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-  settled_at: Date | null;
-  response: StoredResponse | null;
-  response_expires_at: Date | null;
-  valid_before: string | null;
-}
+type ReceiptRow = GenericReceiptRow<Date, StoredResponse>;
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-const toReceipt = (r: ReceiptRow): Receipt => ({
-  id: r.id,
-  identity: { network: r.network, asset: r.asset, payer: r.payer, nonce: r.nonce },
-  route: r.route,
-  requestFingerprint: r.request_fingerprint,
-  x402Version: r.x402_version,
-  amount: r.amount,
-  payTo: r.pay_to,
-  ppRef: r.pp_ref,
-  idempotencyKey: r.idempotency_key,
-  status: r.status,
-  transaction: r.transaction,
-  error: r.error,
-  incarnation: r.incarnation,
-  createdAt: r.created_at.toISOString(),
-  updatedAt: r.updated_at.toISOString(),
-  settledAt: iso(r.settled_at),
-  response: r.response,
-  responseExpiresAt: iso(r.response_expires_at),
-  validBefore: r.valid_before,
-});
-
-/** Statuses that hold a cap slot: paid, or possibly being paid. */
-const LIVE = "('claimed', 'settling', 'settled', 'pending', 'unknown')";
+const toReceipt = (r: ReceiptRow): Receipt =>
+  receiptFromRow(r, { time: (t) => t.toISOString(), response: (v) => v });
 
 const UNIQUE_VIOLATION = "23505";
 const isUniqueViolation = (err: unknown): boolean =>
@@ -287,33 +248,25 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
 
       if (req.idempotency) {
         const rec = (
-          await c.query<{ request_fingerprint: string; network: string; asset: string; nonce: string }>(
+          await c.query<IdempotencyRecord>(
             "SELECT * FROM idempotency WHERE payer = $1 AND key = $2 AND expires_at > $3",
             [identity.payer, req.idempotency.key, now],
           )
         ).rows[0];
-        if (rec && rec.request_fingerprint !== req.requestFingerprint)
-          return { kind: "idempotency_conflict", reason: "different_request" };
-        if (
-          rec &&
-          (rec.network !== identity.network || rec.asset !== identity.asset || rec.nonce !== identity.nonce)
-        )
-          return { kind: "idempotency_conflict", reason: "different_payment" };
+        const conflict = idempotencyConflict(rec, req.requestFingerprint, identity);
+        if (conflict) return conflict;
       }
 
       const existing = await rowFor(c, identity, true);
       if (existing) {
         const lockLive = existing.lock_expires_at !== null && existing.lock_expires_at > now;
-        if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
-          return { kind: "in_progress", receipt: toReceipt(existing) };
-        if (existing.status === "settled" || existing.status === "pending")
-          return { kind: "paid", receipt: toReceipt(existing) };
-        if (existing.status === "unknown") return { kind: "unresolved", receipt: toReceipt(existing) };
+        const answer = existingReceiptAnswer(existing, lockLive, toReceipt);
+        if (answer) return answer;
       }
       if (req.cap) {
         const used = (
           await c.query<{ n: number }>(
-            `SELECT COUNT(*)::int AS n FROM receipts WHERE route = $1 AND created_at >= $2 AND status IN ${LIVE} AND id != $3`,
+            `SELECT COUNT(*)::int AS n FROM receipts WHERE route = $1 AND created_at >= $2 AND status IN ${LIVE_STATUSES_SQL} AND id != $3`,
             [req.route, req.cap.since, existing?.id ?? ""],
           )
         ).rows[0]?.n as number;
@@ -509,7 +462,7 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
     countPaidSince: async (route, since) =>
       (
         await pool.query<{ n: number }>(
-          `SELECT COUNT(*)::int AS n FROM receipts WHERE route = $1 AND created_at >= $2 AND status IN ${LIVE}`,
+          `SELECT COUNT(*)::int AS n FROM receipts WHERE route = $1 AND created_at >= $2 AND status IN ${LIVE_STATUSES_SQL}`,
           [route, since],
         )
       ).rows[0]?.n ?? 0,

@@ -10,9 +10,16 @@ import {
   normalizeIdentity,
   type PaymentIdentity,
   type Receipt,
-  type ReceiptStatus,
   type StoredResponse,
 } from "../payments/ledger-port.js";
+import {
+  existingReceiptAnswer,
+  type ReceiptRow as GenericReceiptRow,
+  type IdempotencyRecord,
+  idempotencyConflict,
+  LIVE_STATUSES_SQL,
+  receiptFromRow,
+} from "./ledger-rows.js";
 
 /**
  * The ledger port on SQLite (WAL, synchronous FULL): one process, one file. Every operation is one synchronous
@@ -73,56 +80,13 @@ CREATE TABLE IF NOT EXISTS incarnations (
 );
 `;
 
-interface ReceiptRow {
-  id: string;
-  network: string;
-  asset: string;
-  payer: string;
-  nonce: string;
-  route: string;
-  request_fingerprint: string;
-  x402_version: number;
-  amount: string;
-  pay_to: string;
-  pp_ref: string | null;
-  idempotency_key: string | null;
-  status: ReceiptStatus;
-  transaction: string | null;
-  error: string | null;
-  incarnation: string | null;
-  lock_expires_at: string | null;
-  created_at: string;
-  updated_at: string;
-  settled_at: string | null;
-  response: string | null;
-  response_expires_at: string | null;
-  valid_before: string | null;
-}
+type ReceiptRow = GenericReceiptRow<string, string>;
 
-const toReceipt = (r: ReceiptRow): Receipt => ({
-  id: r.id,
-  identity: { network: r.network, asset: r.asset, payer: r.payer, nonce: r.nonce },
-  route: r.route,
-  requestFingerprint: r.request_fingerprint,
-  x402Version: r.x402_version,
-  amount: r.amount,
-  payTo: r.pay_to,
-  ppRef: r.pp_ref,
-  idempotencyKey: r.idempotency_key,
-  status: r.status,
-  transaction: r.transaction,
-  error: r.error,
-  incarnation: r.incarnation,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-  settledAt: r.settled_at,
-  response: r.response ? (JSON.parse(r.response) as StoredResponse) : null,
-  responseExpiresAt: r.response_expires_at,
-  validBefore: r.valid_before,
-});
-
-/** Statuses that hold a cap slot: paid, or possibly being paid. */
-const LIVE = "('claimed', 'settling', 'settled', 'pending', 'unknown')";
+const toReceipt = (r: ReceiptRow): Receipt =>
+  receiptFromRow(r, {
+    time: (t) => t,
+    response: (v) => (v ? (JSON.parse(v) as StoredResponse) : null),
+  });
 
 /** A ledger file from before the port (receipts keyed by a proof hash) is kept aside, not mixed in. */
 function migrateLegacy(db: Database.Database): void {
@@ -153,7 +117,7 @@ export function openSqliteLedger(path: string): LedgerPort {
     byTransaction: db.prepare(`SELECT id FROM receipts WHERE "transaction" = ? AND id != ?`),
     idem: db.prepare("SELECT * FROM idempotency WHERE payer = ? AND key = ? AND expires_at > ?"),
     countLive: db.prepare(
-      `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE} AND id != ?`,
+      `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL} AND id != ?`,
     ),
     insertClaim:
       db.prepare(`INSERT INTO receipts (id, network, asset, payer, nonce, route, request_fingerprint,
@@ -187,7 +151,7 @@ export function openSqliteLedger(path: string): LedgerPort {
     ),
     unresolved: db.prepare("SELECT * FROM receipts WHERE status = 'unknown' ORDER BY created_at, id LIMIT ?"),
     countPaid: db.prepare(
-      `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE}`,
+      `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL}`,
     ),
     all: db.prepare("SELECT * FROM receipts ORDER BY created_at, id"),
     startInc: db.prepare(
@@ -218,25 +182,15 @@ export function openSqliteLedger(path: string): LedgerPort {
     const identity = normalizeIdentity(req.identity);
     const now = req.now.toISOString();
     if (req.idempotency) {
-      const rec = st.idem.get(identity.payer, req.idempotency.key, now) as
-        | { request_fingerprint: string; network: string; asset: string; nonce: string }
-        | undefined;
-      if (rec && rec.request_fingerprint !== req.requestFingerprint)
-        return { kind: "idempotency_conflict", reason: "different_request" };
-      if (
-        rec &&
-        (rec.network !== identity.network || rec.asset !== identity.asset || rec.nonce !== identity.nonce)
-      )
-        return { kind: "idempotency_conflict", reason: "different_payment" };
+      const rec = st.idem.get(identity.payer, req.idempotency.key, now) as IdempotencyRecord | undefined;
+      const conflict = idempotencyConflict(rec, req.requestFingerprint, identity);
+      if (conflict) return conflict;
     }
     const existing = rowFor(identity);
     if (existing) {
       const lockLive = existing.lock_expires_at !== null && existing.lock_expires_at > now;
-      if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
-        return { kind: "in_progress", receipt: toReceipt(existing) };
-      if (existing.status === "settled" || existing.status === "pending")
-        return { kind: "paid", receipt: toReceipt(existing) };
-      if (existing.status === "unknown") return { kind: "unresolved", receipt: toReceipt(existing) };
+      const answer = existingReceiptAnswer(existing, lockLive, toReceipt);
+      if (answer) return answer;
     }
     if (req.cap) {
       const used = (

@@ -1,7 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { recoverTypedDataAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startInstantFacilitator } from "../../scripts/bench/instant-facilitator.js";
 import { spread } from "../../scripts/bench/load.js";
@@ -14,6 +13,7 @@ import {
   USDC_EIP712_NAME,
   USDC_EIP712_VERSION,
 } from "../../src/devnet/constants.js";
+import { authorizationSigner } from "../../src/payments/signature.js";
 import { parseUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
 import { expandTokenEvents } from "../../src/unlocks/events.js";
 
@@ -31,31 +31,11 @@ describe("bench: pre-signed proofs", () => {
     const signed = await signAuthorizations(3, PAY_TO, "20000");
     expect(new Set(signed.map((s) => s.authorization.nonce)).size).toBe(3);
     for (const s of signed) {
-      const signer = await recoverTypedDataAddress({
-        domain: {
-          name: USDC_EIP712_NAME,
-          version: USDC_EIP712_VERSION,
-          chainId: DEVNET_CHAIN_ID,
-          verifyingContract: BASE_USDC_ADDRESS,
-        },
-        types: {
-          TransferWithAuthorization: [
-            { name: "from", type: "address" },
-            { name: "to", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "validAfter", type: "uint256" },
-            { name: "validBefore", type: "uint256" },
-            { name: "nonce", type: "bytes32" },
-          ],
-        },
-        primaryType: "TransferWithAuthorization",
-        message: {
-          ...s.authorization,
-          value: BigInt(s.authorization.value),
-          validAfter: BigInt(s.authorization.validAfter),
-          validBefore: BigInt(s.authorization.validBefore),
-        },
-        signature: s.signature,
+      const signer = await authorizationSigner(s, {
+        name: USDC_EIP712_NAME,
+        version: USDC_EIP712_VERSION,
+        chainId: DEVNET_CHAIN_ID,
+        verifyingContract: BASE_USDC_ADDRESS,
       });
       expect(signer).toBe(devnetKey(1).address);
       expect(s.authorization).toMatchObject({ to: PAY_TO, value: "20000" });

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDevnetContracts } from "../../src/devnet/artifacts.js";
 import { devnetChain } from "../../src/devnet/deploy.js";
 import { BASE_USDC_ADDRESS, type Devnet, startDevnet } from "../../src/devnet/index.js";
+import { TRANSFER_WITH_AUTHORIZATION } from "../../src/payments/signature.js";
 
 const ANVIL_ACCOUNTS_1_TO_9 = [
   "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
@@ -28,17 +29,9 @@ const ANVIL_ACCOUNTS_1_TO_9 = [
 ];
 const ANVIL_ACCOUNT_0 = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
 
-const TRANSFER_TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
+const RECEIVE_TYPES = {
+  ReceiveWithAuthorization: TRANSFER_WITH_AUTHORIZATION.TransferWithAuthorization,
 } as const;
-const RECEIVE_TYPES = { ReceiveWithAuthorization: TRANSFER_TYPES.TransferWithAuthorization } as const;
 const CANCEL_TYPES = {
   CancelAuthorization: [
     { name: "authorizer", type: "address" },
@@ -145,7 +138,12 @@ describe("startDevnet", () => {
       };
       const signature =
         primaryType === "TransferWithAuthorization"
-          ? await account.signTypedData({ domain: DOMAIN, types: TRANSFER_TYPES, primaryType, message })
+          ? await account.signTypedData({
+              domain: DOMAIN,
+              types: TRANSFER_WITH_AUTHORIZATION,
+              primaryType,
+              message,
+            })
           : await account.signTypedData({ domain: DOMAIN, types: RECEIVE_TYPES, primaryType, message });
       const args = [
         message.from,
@@ -276,7 +274,7 @@ describe("startDevnet", () => {
         };
         const signature = await account.signTypedData({
           domain: DOMAIN,
-          types: TRANSFER_TYPES,
+          types: TRANSFER_WITH_AUTHORIZATION,
           primaryType: "TransferWithAuthorization",
           message,
         });

@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +10,7 @@ import { buyerClient } from "../../scripts/buyer.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
 import { freePort } from "../../src/devnet/ports.js";
 import { openLedger } from "../../src/store/ledger.js";
+import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";
 
 /*
@@ -23,7 +23,7 @@ import { b64 } from "../helpers/proofs.js";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const PAYERS = 12;
 let devnet: Devnet;
-let proxy: Server;
+let proxy: LoopbackProxy | undefined;
 let proxyUrl: string;
 let holdSettles = true;
 let settleCalls = 0;
@@ -31,7 +31,6 @@ const held: ServerResponse[] = [];
 let allHeld: () => void = () => {};
 const twelveHeld = new Promise<void>((r) => (allHeld = r));
 const txByNonce = new Map<string, string>();
-const sockets = new Set<Socket>();
 const children: ReturnType<typeof spawn>[] = [];
 const dir = mkdtempSync(join(tmpdir(), "crash-"));
 const ledgerPath = join(dir, "ledger.sqlite");
@@ -98,19 +97,13 @@ async function startChild(env: Record<string, string>) {
 
 beforeAll(async () => {
   devnet = await startDevnet();
-  proxy = createServer((req, res) => void forward(req, res));
-  proxy.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  proxy = await startLoopbackProxy(forward);
+  proxyUrl = proxy.url;
 }, 300_000); // the devnet compiles and boots slowly on a loaded machine
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  for (const s of sockets) s.destroy();
-  await new Promise((r) => proxy?.close(r));
+  await proxy?.close();
   await devnet?.stop();
   rmSync(dir, { recursive: true, force: true });
 });

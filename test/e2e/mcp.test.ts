@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -11,10 +10,9 @@ import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
 import { PRICES } from "../../src/routes/prices.js";
-import { start } from "../../src/server.js";
 import { openLedger } from "../../src/store/ledger.js";
+import { useDevnetServer } from "../helpers/devnet-server.js";
 
 /*
  * The real server on the embedded devnet, paid over MCP: the official MCP client SDK calls each of the five tools, a
@@ -22,39 +20,20 @@ import { openLedger } from "../../src/store/ledger.js";
  * prices moved from the buyer to payTo, and nothing more when a proof is sent again.
  */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-type Started = Awaited<ReturnType<typeof start>>;
-let server: Started;
-let dir: string;
-let ledgerPath: string;
 let mcp: Client;
 
+// No load shedding: a busy test machine must not turn a paid call into 503 (shedding has its own tests).
+const srv = useDevnetServer("p402-mcp-", { MAX_EVENT_LOOP_DELAY_MS: "0" });
+const { devnet } = srv;
+
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "p402-mcp-"));
-  ledgerPath = join(dir, "ledger.sqlite");
-  server = await start(
-    // No load shedding: a busy test machine must not turn a paid call into 503 (shedding has its own tests).
-    parseConfig({
-      NODE_ENV: "test",
-      PORT: "0",
-      LOG_LEVEL: "silent",
-      LEDGER_PATH: ledgerPath,
-      MAX_EVENT_LOOP_DELAY_MS: "0",
-    }),
-  );
   mcp = new Client({ name: "pressure402-e2e", version: "1.0.0" });
-  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.address}/mcp`)));
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(srv.url("/mcp"))));
 }, 120_000);
 
 afterAll(async () => {
   await mcp?.close();
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
-
-const devnet = () => {
-  if (!server.devnet) throw new Error("expected the embedded devnet");
-  return server.devnet;
-};
 
 type ToolResult = Awaited<ReturnType<Client["callTool"]>>;
 
@@ -183,7 +162,7 @@ describe("an MCP client pays for each of the five tools on the devnet", () => {
   });
 
   it("the ledger holds one settled receipt per payment, each with its own transaction", async () => {
-    const ledger = openLedger(ledgerPath);
+    const ledger = openLedger(srv.ledgerPath);
     const receipts = (await ledger.receipts()).filter((r) => r.status === "settled");
     await ledger.close();
     expect(receipts).toHaveLength(6);

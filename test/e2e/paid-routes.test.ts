@@ -1,7 +1,4 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
@@ -9,12 +6,11 @@ import { authorizationTypes } from "@x402/evm";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buyerClient, decodeSettlement, fetchPayingV1, payingFetch } from "../../scripts/buyer.js";
-import { parseConfig } from "../../src/config.js";
 import { PRICES } from "../../src/routes/prices.js";
-import { start } from "../../src/server.js";
 import { openLedger } from "../../src/store/ledger.js";
+import { jsonInit, useDevnetServer } from "../helpers/devnet-server.js";
 import { b64 } from "../helpers/proofs.js";
 
 /*
@@ -22,42 +18,10 @@ import { b64 } from "../helpers/proofs.js";
  * the route's price from the buyer to payTo on chain, and every refused proof must move nothing.
  */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-type Started = Awaited<ReturnType<typeof start>>;
-let server: Started;
-let dir: string;
-let ledgerPath: string;
 const MAX = 1_000_000n;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "p402-e2e-"));
-  ledgerPath = join(dir, "ledger.sqlite");
-  server = await start(
-    // No load shedding: a busy machine must not turn paid answers into 503 overloaded (it is tested on its own).
-    parseConfig({
-      NODE_ENV: "test",
-      PORT: "0",
-      LOG_LEVEL: "silent",
-      LEDGER_PATH: ledgerPath,
-      MAX_EVENT_LOOP_DELAY_MS: "0",
-    }),
-  );
-}, 120_000);
-
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const devnet = () => {
-  if (!server.devnet) throw new Error("expected the embedded devnet");
-  return server.devnet;
-};
-const url = (path: string) => `${server.address}${path}`;
-const jsonInit = (body: unknown): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
+// No load shedding: a busy machine must not turn paid answers into 503 overloaded (it is tested on its own).
+const srv = useDevnetServer("p402-e2e-", { MAX_EVENT_LOOP_DELAY_MS: "0" });
+const { devnet, url } = srv;
 
 async function firstUpcoming(): Promise<{ token: string; unlock_event_id: string }> {
   const res = await payingFetch(devnet().buyers[8]!.privateKey, MAX)(url("/v1/unlocks/upcoming?days=120"));
@@ -134,7 +98,7 @@ describe("paying every route with @x402/fetch (x402 v2, PAYMENT-SIGNATURE)", () 
   });
 
   it("left a settled receipt with the transaction for each call", async () => {
-    const ledger = openLedger(ledgerPath);
+    const ledger = openLedger(srv.ledgerPath);
     const receipts = await ledger.receipts();
     await ledger.close();
     const settled = receipts.filter((r) => r.status === "settled");
@@ -174,7 +138,7 @@ describe("the buyer CLI (npm run pay)", () => {
       execFile(
         process.execPath,
         ["--import", "tsx", "scripts/pay.ts", ...args],
-        { cwd: ROOT, env: { ...process.env, BASE_URL: server.address, ...env }, timeout: 60_000 },
+        { cwd: ROOT, env: { ...process.env, BASE_URL: srv.server.address, ...env }, timeout: 60_000 },
         (err, stdout, stderr) =>
           resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
       );

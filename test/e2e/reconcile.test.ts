@@ -1,6 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
@@ -11,6 +10,7 @@ import { type Devnet, startDevnet } from "../../src/devnet/index.js";
 import { createChainReader } from "../../src/payments/reconcile.js";
 import { start } from "../../src/server.js";
 import { openLedger } from "../../src/store/ledger.js";
+import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";
 
 /*
@@ -19,11 +19,10 @@ import { b64 } from "../helpers/proofs.js";
  * same request with the same proof must deliver the response, recovered from the chain, and bill nothing more.
  */
 let devnet: Devnet;
-let proxy: Server;
+let proxy: LoopbackProxy | undefined;
 let proxyUrl: string;
 let loseSettleReplies = true;
 const settledTx: string[] = [];
-const sockets = new Set<Socket>();
 let server: Awaited<ReturnType<typeof start>>;
 let dir: string;
 let ledgerPath: string;
@@ -47,13 +46,8 @@ async function forward(req: IncomingMessage, res: ServerResponse) {
 
 beforeAll(async () => {
   devnet = await startDevnet();
-  proxy = createServer((req, res) => void forward(req, res));
-  proxy.on("connection", (s) => {
-    sockets.add(s);
-    s.on("close", () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  proxy = await startLoopbackProxy(forward);
+  proxyUrl = proxy.url;
   dir = mkdtempSync(join(tmpdir(), "p402-reconcile-"));
   ledgerPath = join(dir, "ledger.sqlite");
   server = await start(
@@ -73,8 +67,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
-  for (const s of sockets) s.destroy();
-  await new Promise((r) => proxy?.close(r));
+  await proxy?.close();
   await devnet?.stop();
   rmSync(dir, { recursive: true, force: true });
 });

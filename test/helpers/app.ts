@@ -67,11 +67,12 @@ export function appWith(deps: {
 export async function testApp(
   env: Record<string, string> = {},
   clock: () => Date = () => TEST_NOW,
+  logger?: AppDeps["logger"],
 ): Promise<TestApp> {
   const config = testConfig(env);
   const gateway = fakeGateway();
   const ledger = openLedger(env.LEDGER_PATH ?? ":memory:");
-  const app = await appWith({ config, gateway, ledger, clock });
+  const app = await appWith({ config, gateway, ledger, clock, logger });
   await app.ready();
   return {
     app,

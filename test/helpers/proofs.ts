@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { PaymentRequirements } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
+import { signAuthorization } from "../../src/payments/signature.js";
 
 export const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64");
 
@@ -60,30 +61,11 @@ export async function signedV2Proof(
     nonce: nonce as `0x${string}`,
   };
   const extra = accepted.extra as { name: string; version: string };
-  const signature = await account.signTypedData({
-    domain: {
-      name: extra.name,
-      version: extra.version,
-      chainId: 8453,
-      verifyingContract: accepted.asset as `0x${string}`,
-    },
-    types: {
-      TransferWithAuthorization: [
-        { name: "from", type: "address" },
-        { name: "to", type: "address" },
-        { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" },
-        { name: "validBefore", type: "uint256" },
-        { name: "nonce", type: "bytes32" },
-      ],
-    },
-    primaryType: "TransferWithAuthorization",
-    message: {
-      ...authorization,
-      value: BigInt(authorization.value),
-      validAfter: 0n,
-      validBefore: BigInt(authorization.validBefore),
-    },
+  const signature = await signAuthorization(account, authorization, {
+    name: extra.name,
+    version: extra.version,
+    chainId: 8453,
+    verifyingContract: accepted.asset,
   });
   return { x402Version: 2, accepted, payload: { signature, authorization } };
 }

@@ -10,9 +10,7 @@ import { PRICES } from "../../src/routes/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
 import { RiskItem } from "../../src/schemas/unlocks-responses.js";
-import { openLedger } from "../../src/store/ledger.js";
-import { appWith, TEST_PAY_TO, type TestApp, testApp, testConfig } from "../helpers/app.js";
-import { fakeGateway } from "../helpers/fake-gateway.js";
+import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 /*
@@ -351,25 +349,8 @@ describe("logs", () => {
         done();
       },
     });
-    const config = testConfig();
-    const gateway = fakeGateway();
-    const ledger = openLedger(":memory:");
-    const app = await appWith({
-      config,
-      gateway,
-      ledger,
-      logger: { ...(loggerOptions("trace") as object), stream },
-    });
-    t = {
-      app,
-      gateway,
-      ledger,
-      config,
-      close: async () => {
-        await app.close();
-        await ledger.close();
-      },
-    };
+    t = await testApp({}, undefined, { ...(loggerOptions("trace") as object), stream });
+    const { app, gateway } = t;
     const address = await app.listen({ host: "127.0.0.1", port: 0 });
     client = new Client({ name: "mcp-test", version: "1.0.0" });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${address}/mcp`)));

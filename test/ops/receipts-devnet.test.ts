@@ -1,14 +1,10 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { fetchPayingV1, payingFetch } from "../../scripts/buyer.js";
-import { parseConfig } from "../../src/config.js";
 import { CSV_COLUMNS, usd } from "../../src/ops/receipts.js";
-import { start } from "../../src/server.js";
+import { jsonInit, useDevnetServer } from "../helpers/devnet-server.js";
 
 /*
  * The accounting export against real money movement: paid calls on the embedded devnet (v2 and v1, several routes,
@@ -17,36 +13,11 @@ import { start } from "../../src/server.js";
  */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const MAX = 1_000_000n;
-let server: Awaited<ReturnType<typeof start>>;
-let dir: string;
-let ledgerPath: string;
-
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "p402-receipts-e2e-"));
-  ledgerPath = join(dir, "ledger.sqlite");
-  server = await start(
-    parseConfig({ NODE_ENV: "test", PORT: "0", LOG_LEVEL: "silent", LEDGER_PATH: ledgerPath }),
-  );
-}, 120_000);
-
-afterAll(async () => {
-  await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-const devnet = () => {
-  if (!server.devnet) throw new Error("expected the embedded devnet");
-  return server.devnet;
-};
-const url = (path: string) => `${server.address}${path}`;
-const json = (body: unknown): RequestInit => ({
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify(body),
-});
+const srv = useDevnetServer("p402-receipts-e2e-");
+const { devnet, url } = srv;
 
 async function receiptsCsv(args: string[]): Promise<Record<string, string>[]> {
-  const env: Record<string, string | undefined> = { ...process.env, LEDGER_PATH: ledgerPath };
+  const env: Record<string, string | undefined> = { ...process.env, LEDGER_PATH: srv.ledgerPath };
   delete env.FACILITATOR_URL;
   delete env.CDP_API_KEY_ID;
   const { stdout } = await promisify(execFile)(
@@ -69,14 +40,17 @@ describe("npm run receipts on the devnet", () => {
 
     const calls = [
       await v2(url("/v1/unlocks/upcoming?days=30&pp_ref=acct.test")),
-      await v2(url("/v1/token/risk-summary"), json({ token: "ARB" })),
-      await v2(url("/v1/benchmark/endpoint"), json({ endpoint_url: "https://2s.io/api/crypto/token-price" })),
+      await v2(url("/v1/token/risk-summary"), jsonInit({ token: "ARB" })),
+      await v2(
+        url("/v1/benchmark/endpoint"),
+        jsonInit({ endpoint_url: "https://2s.io/api/crypto/token-price" }),
+      ),
       (await fetchPayingV1(url("/v1/unlocks/upcoming?days=7"), { method: "GET" }, b2.privateKey, MAX))
         .response,
     ];
     for (const res of calls) expect(res.status, await res.clone().text()).toBe(200);
     // Refused before payment (unknown token): no receipt, no money.
-    const refused = await v2(url("/v1/token/risk-summary"), json({ token: "NOPE-NOT-A-TOKEN" }));
+    const refused = await v2(url("/v1/token/risk-summary"), jsonInit({ token: "NOPE-NOT-A-TOKEN" }));
     expect(refused.status).toBeGreaterThanOrEqual(400);
     expect(refused.status).not.toBe(402);
 

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   type FaultFacilitator,
   type HttpApp,
@@ -10,25 +10,16 @@ import {
   UPCOMING_PATH,
   upcomingProof,
 } from "../helpers/fault-facilitator.js";
+import { useFaultStack } from "../helpers/fault-stack.js";
 
 // Idempotency and replay under real concurrency: a real HTTP server, a real facilitator client, 100 sockets at once.
-let fac: FaultFacilitator | undefined;
-let http: HttpApp | undefined;
-const dirs: string[] = [];
-
-afterEach(async () => {
-  await http?.close();
-  await fac?.close();
-  http = undefined;
-  fac = undefined;
-});
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const stack = useFaultStack();
 
 async function setup(env: Record<string, string> = {}, ledgerPath?: string, paymentsClock?: () => Date) {
-  fac = await startFaultFacilitator();
-  http = await startHttpApp(fac.url, env, { ledgerPath, ...(paymentsClock ? { paymentsClock } : {}) });
+  const fac = await startFaultFacilitator();
+  stack.fac = fac;
+  const http = await startHttpApp(fac.url, env, { ledgerPath, ...(paymentsClock ? { paymentsClock } : {}) });
+  stack.http = http;
   return { fac, http };
 }
 
@@ -158,7 +149,7 @@ describe("idempotency records", () => {
 
   it("survive a restart: the same key and proof replay from the ledger file with no facilitator call", async () => {
     const dir = mkdtempSync(join(tmpdir(), "idem-"));
-    dirs.push(dir);
+    stack.dirs.push(dir);
     const ledgerPath = join(dir, "ledger.sqlite");
     const { http: first } = await setup({}, ledgerPath);
     const headers = { "payment-signature": upcomingProof(first.config), "idempotency-key": "restart-key" };
@@ -167,7 +158,7 @@ describe("idempotency records", () => {
     const body = await original.text();
     const settlement = original.headers.get("payment-response");
     await first.close();
-    await fac?.close();
+    await stack.fac?.close();
 
     const { fac: fac2, http: second } = await setup({}, ledgerPath);
     const replay = await get(second, headers);

@@ -92,15 +92,18 @@ export function dlCategory(recipient: string, category: string): RecipientCatego
 
 const dayOfTs = (ts: number): number => Math.floor(ts / 86_400);
 
+/** The fields every piece read from DefiLlama shares: a daily-precision aggregator source, no steps. */
+const aggregatorPieceBase = (sourceUrl: string) => ({
+  steps: null,
+  step_days: null,
+  source_type: "aggregator" as const,
+  timing_precision: "day" as const,
+  source_url: sourceUrl,
+});
+
 /** Converts unlockEvents to schedule pieces: cliffs as they are, linear rates as pieces between rate changes. */
 export function piecesFromUnlockEvents(events: readonly DlUnlockEvent[], sourceUrl: string): SchedulePiece[] {
-  const base = {
-    steps: null,
-    step_days: null,
-    source_type: "aggregator" as const,
-    timing_precision: "day" as const,
-    source_url: sourceUrl,
-  };
+  const base = aggregatorPieceBase(sourceUrl);
   const pieces: SchedulePiece[] = [];
   const open = new Map<
     string,
@@ -159,13 +162,7 @@ export function piecesFromDocumented(
   series: readonly DlDocumentedSeries[],
   sourceUrl: string,
 ): SchedulePiece[] {
-  const base = {
-    steps: null,
-    step_days: null,
-    source_type: "aggregator" as const,
-    timing_precision: "day" as const,
-    source_url: sourceUrl,
-  };
+  const base = aggregatorPieceBase(sourceUrl);
   const pieces: SchedulePiece[] = [];
   for (const s of series) {
     const category = dlCategory(s.label, "");
