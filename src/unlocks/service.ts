@@ -15,9 +15,6 @@ import { summaryIn, upcomingIn } from "./window.js";
 export * from "./service-types.js";
 export { MAX_REACTIONS } from "./backtest-basis.js";
 
-/** Upcoming answers kept (oldest dropped first). */
-const UPCOMING_CACHE = 64;
-
 /**
  * The unlock service: every event is expanded and scored once (event-index), requests slice those
  * (window: upcoming, summary) or measure reactions (backtest-basis). `clock` decides "today".
@@ -25,19 +22,10 @@ const UPCOMING_CACHE = 64;
 export function createUnlockService(store: UnlockStore, clock: () => Date = () => new Date()): UnlockService {
   const index = buildEventIndex(store);
   const today = (): number => dayOf(clock());
-  // Building ~1,000 items for a year-long window costs tens of ms: answers depend only on
-  // (today, days, minRisk), so recent ones are kept (items are never mutated after this point).
-  const recent = new Map<string, UpcomingResponse>();
+  // Not memoised here: the route serialises each (data version, day, query) answer once and keeps the body
+  // (routes/unlocks.ts), which is the only caller on a hot path.
   function upcoming(days: number, minRisk: number): UpcomingResponse {
-    const t = today();
-    const key = `${t}:${days}:${minRisk}`;
-    let hit = recent.get(key);
-    if (hit === undefined) {
-      hit = upcomingIn(store, index, t, days, minRisk);
-      if (recent.size >= UPCOMING_CACHE) recent.delete(recent.keys().next().value as string);
-      recent.set(key, hit);
-    }
-    return hit;
+    return upcomingIn(store, index, today(), days, minRisk);
   }
 
   function lookupEvent(token: string, id: string): EventLookup {
