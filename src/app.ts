@@ -15,7 +15,7 @@ import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
 import { combineObservers, createMetrics, registerMetrics } from "./observability/metrics.js";
-import { circuitPosition, createReadiness, ledgerWriteProbe } from "./observability/readiness.js";
+import { createReadiness, ledgerWriteProbe } from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
@@ -169,7 +169,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const observer = deps.paymentObserver
     ? combineObservers(metrics.observer, deps.paymentObserver)
     : metrics.observer;
-  const circuit = () => circuitPosition(deps.gateway.circuit, config.circuit.cooldownMs, Date.now());
+  const circuit = () => deps.gateway.position();
   await registerMetrics(app, metrics, () => metrics.observer.circuitState(circuit()));
   await app.register(readinessRoutes, {
     check: createReadiness({

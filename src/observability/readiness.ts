@@ -1,4 +1,5 @@
 import type { SupportedResponse } from "@x402/core/types";
+import type { CircuitLabel } from "../payments/circuit.js";
 import type { PaymentObserver } from "../payments/events.js";
 
 /**
@@ -6,7 +7,6 @@ import type { PaymentObserver } from "../payments/events.js";
  * balancer should stop sending buyers here while the facilitator is gone, because every paid call would then fail
  * after the buyer signed an authorization.
  */
-export type CircuitPosition = "closed" | "open" | "half_open";
 
 export interface ReadinessDeps {
   /** The facilitator's GET /supported (with the client's own timeout). */
@@ -15,7 +15,7 @@ export interface ReadinessDeps {
   network: string;
   /** Rejects when the ledger cannot take a write. */
   probeLedger(): Promise<void>;
-  circuit(): CircuitPosition;
+  circuit(): CircuitLabel;
   observer: PaymentObserver;
   /** Monotonic seconds, for the latency metric. */
   now?: () => number;
@@ -88,15 +88,4 @@ export function ledgerWriteProbe(
   incarnation: string,
 ): () => Promise<void> {
   return () => ledger.heartbeat(incarnation, new Date());
-}
-
-/** The circuit breaker's position from its state (the breaker itself is pure state, see payments/circuit.ts). */
-export function circuitPosition(
-  state: { openedAt: number | null; trialInFlight: boolean },
-  cooldownMs: number,
-  now: number,
-): CircuitPosition {
-  if (state.openedAt === null) return "closed";
-  if (state.trialInFlight || now - state.openedAt >= cooldownMs) return "half_open";
-  return "open";
 }

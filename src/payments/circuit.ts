@@ -46,7 +46,9 @@ export function recordNeutral(state: CircuitState): void {
 
 export type CircuitLabel = "closed" | "open" | "half_open";
 
-export function circuitLabel(state: Readonly<CircuitState>): CircuitLabel {
+/** Half-open once the cool-down is over (the next call is the trial, see `admit`) or while the trial runs. */
+export function circuitLabel(state: Readonly<CircuitState>, cooldownMs: number, now: number): CircuitLabel {
   if (state.openedAt === null) return "closed";
-  return state.trialInFlight ? "half_open" : "open";
+  if (state.trialInFlight || now - state.openedAt >= cooldownMs) return "half_open";
+  return "open";
 }

@@ -14,8 +14,10 @@ import type { FacilitatorConfig } from "../config.js";
 import { cdpAuthHeaders } from "./cdp-auth.js";
 import {
   admit,
+  type CircuitLabel,
   type CircuitOptions,
   type CircuitState,
+  circuitLabel,
   closedCircuit,
   recordFailure,
   recordNeutral,
@@ -65,6 +67,8 @@ export interface FacilitatorGateway {
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
   readonly circuit: Readonly<CircuitState>;
+  /** The circuit's position now (metrics, readiness). */
+  position(): CircuitLabel;
 }
 
 /** "Facilitator verify failed (503): …" — how @x402/core's HTTP client reports a non-2xx answer without a verdict. */
@@ -155,6 +159,7 @@ export function createFacilitatorGateway(
 
   return {
     circuit,
+    position: () => circuitLabel(circuit, opts.cooldownMs, now()),
     verify: (payload, requirements) =>
       guarded("verify", async () => {
         try {

@@ -6,7 +6,6 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncH
 import fp from "fastify-plugin";
 import { PROBLEM_CONTENT_TYPE, problem, problemInstance, sendProblem } from "../http/problem.js";
 import { challengeCache } from "./challenge.js";
-import { circuitLabel } from "./circuit.js";
 import { noopObserver, type PaymentObserver, type PaymentOutcome } from "./events.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import { validIdempotencyKey } from "./idempotency.js";
@@ -135,7 +134,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       amount: ctx.route.amount,
     });
 
-  let lastCircuit = circuitLabel(gateway.circuit);
+  let lastCircuit = gateway.position();
   async function timed<T>(operation: "verify" | "settle", call: () => Promise<T>): Promise<T> {
     const t0 = performance.now();
     let ok = false;
@@ -145,7 +144,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       return r;
     } finally {
       observer.facilitatorCall({ operation, seconds: (performance.now() - t0) / 1000, ok });
-      const now = circuitLabel(gateway.circuit);
+      const now = gateway.position();
       if (now !== lastCircuit) observer.circuitState(now);
       lastCircuit = now;
     }

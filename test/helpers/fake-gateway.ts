@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
-import { closedCircuit } from "../../src/payments/circuit.js";
+import { circuitLabel, closedCircuit } from "../../src/payments/circuit.js";
 import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
 
 export interface FakeGateway extends FacilitatorGateway {
@@ -18,6 +18,8 @@ const txOf = (p: PaymentPayload): string => {
 export function fakeGateway(): FakeGateway {
   const g: FakeGateway = {
     circuit: closedCircuit(),
+    // The fake's circuit never trips; its position follows whatever state a test puts in it.
+    position: () => circuitLabel(g.circuit, 10_000, Date.now()),
     calls: { verify: 0, settle: 0 },
     verifyResult: async () => ({ isValid: true, payer: "0x000000000000000000000000000000000000b0b0" }),
     settleResult: async (p, r) => ({

@@ -1,7 +1,13 @@
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
-import { admit, closedCircuit, recordFailure, recordSuccess } from "../../src/payments/circuit.js";
+import {
+  admit,
+  circuitLabel,
+  closedCircuit,
+  recordFailure,
+  recordSuccess,
+} from "../../src/payments/circuit.js";
 import { createFacilitatorGateway } from "../../src/payments/facilitator.js";
 
 const opts = { failureThreshold: 3, cooldownMs: 1000 };
@@ -89,5 +95,17 @@ describe("the gateway counts only the facilitator's own faults", () => {
     };
     await expect(g.verify(payload, requirements)).rejects.toMatchObject({ status: 502 }); // the trial, neutral
     expect(g.circuit.trialInFlight).toBe(false); // …so the next call may try again instead of waiting forever
+  });
+
+  it("labels the position one way for metrics and readiness: open in the cool-down, half-open after it", () => {
+    const s = closedCircuit();
+    expect(circuitLabel(s, opts.cooldownMs, 0)).toBe("closed");
+    for (let i = 0; i < 3; i++) recordFailure(s, opts, 0);
+    expect(circuitLabel(s, opts.cooldownMs, 999)).toBe("open");
+    expect(circuitLabel(s, opts.cooldownMs, 1000)).toBe("half_open"); // the next call is the trial
+    expect(admit(s, opts, 1000)).toEqual({ allowed: true, trial: true });
+    expect(circuitLabel(s, opts.cooldownMs, 1000)).toBe("half_open");
+    recordSuccess(s);
+    expect(circuitLabel(s, opts.cooldownMs, 1000)).toBe("closed");
   });
 });
