@@ -45,6 +45,7 @@ declare module "autocannon" {
   }
   export interface Instance {
     stop(): void;
+    on(event: "response", listener: (client: unknown, statusCode: number) => void): Instance;
   }
   function autocannon(opts: Options): Promise<Result>;
   function autocannon(opts: Options, cb: (err: Error | null, result: Result) => void): Instance;

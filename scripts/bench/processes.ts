@@ -19,9 +19,11 @@ export async function startBenchProcess(
   args: string[],
   timeoutMs = 60_000,
   env: Record<string, string> = {},
+  /** Extra node flags, e.g. `--cpu-prof` (not allowed in NODE_OPTIONS). */
+  nodeArgs: readonly string[] = [],
 ): Promise<BenchProcess> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script, ...args], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: "test", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -112,6 +112,8 @@ async function main(): Promise<void> {
   else if (kind === "pressure402") url = await pressure402Server(facilitatorUrl, snapshot || undefined);
   else throw new Error(`unknown server kind ${kind}`);
   process.stdout.write(`READY ${url}\n`);
+  // A clean exit on SIGTERM, so `NODE_OPTIONS=--cpu-prof` leaves a profile of the run.
+  process.once("SIGTERM", () => process.exit(0));
 }
 
 if (process.argv[1]?.endsWith("serve.ts")) {

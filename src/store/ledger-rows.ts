@@ -101,10 +101,10 @@ export function idempotencyConflict(
  * A claim's answer when the authorization already has a receipt that is being settled, held by a live claim, paid or
  * unresolved; undefined when the claim may take the receipt over (refused, or a claim whose lock lapsed).
  */
-export function existingReceiptAnswer<Time, Response>(
-  existing: ReceiptRow<Time, Response>,
+export function existingReceiptAnswer<Row extends ReceiptRow<unknown, unknown>>(
+  existing: Row,
   lockLive: boolean,
-  toReceipt: (r: ReceiptRow<Time, Response>) => Receipt,
+  toReceipt: (r: Row) => Receipt,
 ): ClaimResult | undefined {
   if (existing.status === "settling" || (existing.status === "claimed" && lockLive))
     return { kind: "in_progress", receipt: toReceipt(existing) };

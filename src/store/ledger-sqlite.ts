@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
@@ -20,11 +20,18 @@ import {
   LIVE_STATUSES_SQL,
   receiptFromRow,
 } from "./ledger-rows.js";
+import { noFlush, walFlusher } from "./wal-flush.js";
 
 /**
- * The ledger port on SQLite (WAL, synchronous FULL): one process, one file. Every operation is one synchronous
- * transaction (better-sqlite3), so it is atomic against every other request of the process; the port's promises only
- * wrap it. Every write is committed before the HTTP response leaves, so a crash never loses a receipt a client saw.
+ * The ledger port on SQLite (WAL, synchronous NORMAL, group commit): one process, one file. Every operation is one
+ * synchronous transaction (better-sqlite3), so it is atomic against every other request of the process. Every commit
+ * survives the process dying (kill -9) as soon as it returns; the writes that matter across a power loss (the start of
+ * a settlement, its outcome, a delivered response) also wait for a shared `fdatasync` of the WAL (`wal-flush.ts`)
+ * before their promise resolves, so a receipt a client saw is on disk. A claim and its release are not synced: losing
+ * them loses nothing that happened on chain.
+ *
+ * Stored responses are content-addressed (`response_bodies`, keyed by the body's SHA-256): a paid route answers the
+ * same body to many buyers (one upcoming list per day), and each receipt keeps only its status line and headers.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS receipts (
@@ -72,6 +79,10 @@ CREATE TABLE IF NOT EXISTS idempotency (
 );
 CREATE INDEX IF NOT EXISTS idempotency_receipt ON idempotency(receipt_id);
 CREATE INDEX IF NOT EXISTS idempotency_expiry ON idempotency(expires_at);
+CREATE TABLE IF NOT EXISTS response_bodies (
+  digest TEXT PRIMARY KEY,
+  body TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS incarnations (
   id TEXT PRIMARY KEY,
   started_at TEXT NOT NULL,
@@ -80,13 +91,11 @@ CREATE TABLE IF NOT EXISTS incarnations (
 );
 `;
 
-type ReceiptRow = GenericReceiptRow<string, string>;
+/** `response` holds the status line and headers; the body is in `response_bodies` under `response_digest`. */
+type ReceiptRow = GenericReceiptRow<string, string> & { response_digest: string | null };
+type StoredHead = Omit<StoredResponse, "body">;
 
-const toReceipt = (r: ReceiptRow): Receipt =>
-  receiptFromRow(r, {
-    time: (t) => t,
-    response: (v) => (v ? (JSON.parse(v) as StoredResponse) : null),
-  });
+const bodyDigest = (body: string) => createHash("sha256").update(body).digest("base64url");
 
 /** A ledger file from before the port (receipts keyed by a proof hash) is kept aside, not mixed in. */
 function migrateLegacy(db: Database.Database): void {
@@ -100,14 +109,20 @@ export function openSqliteLedger(path: string): LedgerPort {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
-  // FULL: a receipt is on disk before the paid response is sent, even across a power loss.
-  db.pragma("synchronous = FULL");
+  // NORMAL: commits survive kill -9; `durable()` below adds the power-loss guarantee where it matters, in groups.
+  db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
   migrateLegacy(db);
   db.exec(SCHEMA);
   const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
   if (!cols.some((c) => c.name === "valid_before"))
     db.exec("ALTER TABLE receipts ADD COLUMN valid_before TEXT");
+  if (!cols.some((c) => c.name === "response_digest"))
+    db.exec("ALTER TABLE receipts ADD COLUMN response_digest TEXT");
+  db.exec("CREATE INDEX IF NOT EXISTS receipts_response_digest ON receipts(response_digest)");
+  const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
+  /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
+  const durable = <T>(value: T): Promise<T> => wal.flush().then(() => value);
 
   const st = {
     byId: db.prepare("SELECT * FROM receipts WHERE id = ?"),
@@ -140,12 +155,15 @@ export function openSqliteLedger(path: string): LedgerPort {
     ),
     settle: db.prepare(`UPDATE receipts SET status = @status, "transaction" = @transaction, error = NULL,
       updated_at = @now, settled_at = COALESCE(settled_at, @now),
-      response = COALESCE(@response, response), response_expires_at = COALESCE(@response_expires_at, response_expires_at)
+      response = COALESCE(@response, response), response_digest = COALESCE(@response_digest, response_digest),
+      response_expires_at = COALESCE(@response_expires_at, response_expires_at)
       WHERE id = @id`),
     fail: db.prepare("UPDATE receipts SET status = ?, error = ?, updated_at = ? WHERE id = ?"),
     storeResponse: db.prepare(
-      "UPDATE receipts SET response = ?, response_expires_at = ?, updated_at = ? WHERE id = ? AND status IN ('settled', 'pending')",
+      "UPDATE receipts SET response = ?, response_digest = ?, response_expires_at = ?, updated_at = ? WHERE id = ? AND status IN ('settled', 'pending')",
     ),
+    insertBody: db.prepare("INSERT OR IGNORE INTO response_bodies (digest, body) VALUES (?, ?)"),
+    bodyOf: db.prepare("SELECT body FROM response_bodies WHERE digest = ?").pluck(),
     reclaim: db.prepare(
       "UPDATE receipts SET status = 'claimed', incarnation = ?, lock_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'unknown'",
     ),
@@ -170,11 +188,34 @@ export function openSqliteLedger(path: string): LedgerPort {
     ),
     purgeIdem: db.prepare("DELETE FROM idempotency WHERE expires_at <= ?"),
     purgeResponses: db.prepare(
-      "UPDATE receipts SET response = NULL WHERE response IS NOT NULL AND response_expires_at <= ?",
+      "UPDATE receipts SET response = NULL, response_digest = NULL WHERE response IS NOT NULL AND response_expires_at <= ?",
+    ),
+    purgeBodies: db.prepare(
+      "DELETE FROM response_bodies WHERE NOT EXISTS (SELECT 1 FROM receipts WHERE response_digest = response_bodies.digest)",
     ),
   };
 
+  /** Keeps the body once per content; returns what the receipt row holds. */
+  const keepResponse = (value: StoredResponse) => {
+    const { body, ...head } = value;
+    const digest = bodyDigest(body);
+    st.insertBody.run(digest, body);
+    return { response: JSON.stringify(head satisfies StoredHead), response_digest: digest };
+  };
+  const readResponse = (r: ReceiptRow): StoredResponse | null => {
+    if (r.response === null) return null;
+    const stored = JSON.parse(r.response) as StoredHead & { body?: string };
+    if (typeof stored.body === "string") return stored as StoredResponse; // a row written before response_bodies
+    const body = r.response_digest === null ? undefined : (st.bodyOf.get(r.response_digest) as string | undefined);
+    return body === undefined ? null : { ...stored, body };
+  };
+  /** `known`: the response just written, so it is not read back and parsed again. */
+  const receiptWith = (r: ReceiptRow, known: StoredResponse | null): Receipt =>
+    receiptFromRow(r, { time: (t) => t, response: () => known });
+  const toReceipt = (r: ReceiptRow): Receipt => receiptWith(r, readResponse(r));
+
   const getRow = (id: string) => st.byId.get(id) as ReceiptRow | undefined;
+  const row = (id: string) => getRow(id) as ReceiptRow;
   const rowFor = (i: PaymentIdentity) =>
     st.byIdentity.get(i.network, i.asset, i.payer, i.nonce) as ReceiptRow | undefined;
 
@@ -241,15 +282,16 @@ export function openSqliteLedger(path: string): LedgerPort {
     const other = st.byTransaction.get(r.transaction, id) as { id: string } | undefined;
     if (other)
       return { ok: false as const, reason: "transaction_already_credited" as const, receiptId: other.id };
+    const kept = r.response ? keepResponse(r.response.value) : { response: null, response_digest: null };
     st.settle.run({
       id,
       status: r.status,
       transaction: r.transaction,
       now: r.now.toISOString(),
-      response: r.response ? JSON.stringify(r.response.value) : null,
+      ...kept,
       response_expires_at: r.response ? r.response.expiresAt.toISOString() : null,
     });
-    return { ok: true as const, receipt: toReceipt(getRow(id) as ReceiptRow) };
+    return { ok: true as const, receipt: r.response ? receiptWith(row(id), r.response.value) : toReceipt(row(id)) };
   });
 
   const fail = db.transaction((id: string, status: "failed" | "unknown", error: string, now: string) => {
@@ -272,20 +314,30 @@ export function openSqliteLedger(path: string): LedgerPort {
     };
   });
 
-  const purge = db.transaction((now: string) => ({
-    idempotency: st.purgeIdem.run(now).changes,
-    responses: st.purgeResponses.run(now).changes,
-  }));
+  const purge = db.transaction((now: string) => {
+    const result = {
+      idempotency: st.purgeIdem.run(now).changes,
+      responses: st.purgeResponses.run(now).changes,
+    };
+    if (result.responses > 0) st.purgeBodies.run();
+    return result;
+  });
+
+  const storeResponse = db.transaction((id: string, value: StoredResponse, expiresAt: string, now: string) => {
+    const kept = keepResponse(value);
+    st.storeResponse.run(kept.response, kept.response_digest, expiresAt, now, id);
+  });
 
   return {
     claimAuthorization: async (req) => claim(req),
     releaseClaim: async (id, incarnation) => release(id, incarnation),
+    // On disk before the facilitator is asked to settle: after a power loss the settlement is still known as possible.
     beginSettlement: async (id, incarnation, now) =>
-      st.beginSettle.run(now.toISOString(), id, incarnation).changes === 1,
-    recordSettlement: async (id, record) => settle(id, record),
-    recordFailure: async (id, o) => fail(id, o.status, o.error, o.now.toISOString()),
+      durable(st.beginSettle.run(now.toISOString(), id, incarnation).changes === 1),
+    recordSettlement: async (id, record) => durable(settle(id, record)),
+    recordFailure: async (id, o) => durable(fail(id, o.status, o.error, o.now.toISOString())),
     storeResponse: async (id, response, expiresAt, now) =>
-      void st.storeResponse.run(JSON.stringify(response), expiresAt.toISOString(), now.toISOString(), id),
+      durable(storeResponse(id, response, expiresAt.toISOString(), now.toISOString())),
     reclaimUnresolved: async (id, incarnation, lockTtlMs, now) =>
       st.reclaim.run(incarnation, new Date(now.getTime() + lockTtlMs).toISOString(), now.toISOString(), id)
         .changes === 1,
@@ -322,6 +374,8 @@ export function openSqliteLedger(path: string): LedgerPort {
     releaseIncarnation: async (id, now) => releaseIncarnation(id, now.toISOString()),
     purgeExpired: async (now) => purge(now.toISOString()),
     close: async () => {
+      await wal.flush();
+      wal.close();
       db.close();
     },
   };

@@ -80,6 +80,83 @@ describe("sqlite ledger", () => {
     await b.close();
   });
 
+  it("keeps one copy of a body many receipts delivered, and drops it once no receipt keeps it", async () => {
+    const path = tempDb();
+    const ledger = openSqliteLedger(path);
+    const now = new Date("2026-11-22T10:00:00Z");
+    const body = JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => ({ i, note: "x".repeat(50) })) });
+    const ids: string[] = [];
+    for (const nonce of ["0x01", "0x02", "0x03"]) {
+      const c = await ledger.claimAuthorization({
+        identity: { ...identity, nonce },
+        route: "GET /x",
+        requestFingerprint: "rf",
+        x402Version: 2,
+        amount: "50000",
+        payTo: "0xaa",
+        incarnation: "i1",
+        lockTtlMs: 1000,
+        now,
+      });
+      if (c.kind !== "claimed") throw new Error(c.kind);
+      ids.push(c.receipt.id);
+      await ledger.beginSettlement(c.receipt.id, "i1", now);
+      const rec = await ledger.recordSettlement(c.receipt.id, {
+        status: "settled",
+        transaction: `0xtx${nonce}`,
+        response: {
+          value: { statusCode: 200, headers: { "Content-Type": "application/json" }, body },
+          expiresAt: new Date(now.getTime() + (nonce === "0x03" ? 7_200_000 : 3_600_000)),
+        },
+        now,
+      });
+      expect(rec.ok && rec.receipt.response?.body).toBe(body);
+    }
+    const db = new Database(path, { readonly: true });
+    const bodies = db.prepare("SELECT COUNT(*) AS n FROM response_bodies");
+    expect(bodies.get()).toEqual({ n: 1 });
+    // Read back from the file, each receipt has the whole response.
+    for (const id of ids) expect((await ledger.receipt(id))?.response?.body).toBe(body);
+
+    // Two of three responses expire: the body stays for the third; then it goes too.
+    await ledger.purgeExpired(new Date(now.getTime() + 3_600_000));
+    expect(bodies.get()).toEqual({ n: 1 });
+    expect((await ledger.receipt(ids[2] as string))?.response?.body).toBe(body);
+    await ledger.purgeExpired(new Date(now.getTime() + 7_200_000));
+    expect(bodies.get()).toEqual({ n: 0 });
+    expect((await ledger.receipt(ids[2] as string))?.response).toBeNull();
+    db.close();
+    await ledger.close();
+  });
+
+  it("still reads a response stored whole in the receipt row (a ledger written before response_bodies)", async () => {
+    const path = tempDb();
+    const a = openSqliteLedger(path);
+    const now = new Date("2026-11-22T10:00:00Z");
+    const c = await a.claimAuthorization({
+      identity,
+      route: "GET /x",
+      requestFingerprint: "rf",
+      x402Version: 2,
+      amount: "50000",
+      payTo: "0xaa",
+      incarnation: "i1",
+      lockTtlMs: 1000,
+      now,
+    });
+    if (c.kind !== "claimed") throw new Error(c.kind);
+    await a.close();
+    const old = { statusCode: 200, headers: { "Cache-Control": "private, no-store" }, body: '{"old":true}' };
+    const db = new Database(path);
+    db.prepare(
+      "UPDATE receipts SET status = 'settled', \"transaction\" = '0xold', response = ?, response_expires_at = ? WHERE id = ?",
+    ).run(JSON.stringify(old), "2026-11-23T10:00:00.000Z", c.receipt.id);
+    db.close();
+    const b = openSqliteLedger(path);
+    expect((await b.receipt(c.receipt.id))?.response).toEqual(old);
+    await b.close();
+  });
+
   it("sets a pre-port ledger file aside instead of failing on it", async () => {
     const path = tempDb();
     const a = openSqliteLedger(path); // creates the directory
