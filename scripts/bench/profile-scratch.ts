@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { runLoad } from "./load.js";
+const cpuMs = (pid: number) => { const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" "); return (Number(f[11]) + Number(f[12])) * 10; };
 import { startBenchProcess } from "./processes.js";
 import { paymentHeaders, requirementsOf, signAuthorizations } from "./proofs.js";
 import { BENCH_PAY_TO } from "./serve.js";
@@ -15,13 +17,15 @@ try {
     const hs = paymentHeaders(pool, await requirementsOf(url));
     let i = 0;
     for (const amount of [N, N]) {
+      const c0 = cpuMs(srv.child.pid!);
       const r = await runLoad({ url, connections: 32, amount, maxSeconds: 30, expectStatus: 200, perRequest: { name: "payment-signature", next: () => hs[i++] as string } });
-      console.log(kind, mode, JSON.stringify(r));
+      console.log(kind, mode, JSON.stringify(r), "server CPU µs/req", ((cpuMs(srv.child.pid!) - c0) * 1000 / r.requests).toFixed(0));
     }
   } else {
     for (let k = 0; k < 2; k++) {
+      const c0 = cpuMs(srv.child.pid!);
       const r = await runLoad({ url, connections: 32, durationS: 4, expectStatus: kind === "fastify" ? 200 : 402 });
-      console.log(kind, mode, JSON.stringify(r));
+      console.log(kind, mode, JSON.stringify(r), "server CPU µs/req", ((cpuMs(srv.child.pid!) - c0) * 1000 / r.requests).toFixed(0));
     }
   }
 } finally {

@@ -31,7 +31,7 @@ export function negotiateEncoding(header: string | undefined): ContentEncoding |
  * Compresses a body meant to be cached and sent many times: a little more effort than per-request compression
  * (brotli 5 rather than 4), since it is paid once per cache entry.
  */
-export function compressBody(body: string, encoding: ContentEncoding): Buffer {
+export function compressBody(body: string | Buffer, encoding: ContentEncoding): Buffer {
   return encoding === "br"
     ? brotliCompressSync(body, {
         params: {

@@ -535,8 +535,19 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     return { statusCode: reply.statusCode, headers, body };
   }
 
-  const bodyText = (payload: unknown) =>
-    typeof payload === "string" ? payload : Buffer.isBuffer(payload) ? payload.toString("utf8") : "";
+  // A cached body is one Buffer sent to many buyers: decoded once, and the same string each time lets the ledger see
+  // it is a body it already keeps.
+  const decoded = new WeakMap<Buffer, string>();
+  const bodyText = (payload: unknown): string => {
+    if (typeof payload === "string") return payload;
+    if (!Buffer.isBuffer(payload)) return "";
+    let text = decoded.get(payload);
+    if (text === undefined) {
+      text = payload.toString("utf8");
+      decoded.set(payload, text);
+    }
+    return text;
+  };
 
   function settled(
     request: FastifyRequest,

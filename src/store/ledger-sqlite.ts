@@ -95,6 +95,7 @@ CREATE TABLE IF NOT EXISTS incarnations (
 type ReceiptRow = GenericReceiptRow<string, string> & { response_digest: string | null };
 type StoredHead = Omit<StoredResponse, "body">;
 
+const RECENT_BODIES = 32;
 const bodyDigest = (body: string) => createHash("sha256").update(body).digest("base64url");
 
 /** A ledger file from before the port (receipts keyed by a proof hash) is kept aside, not mixed in. */
@@ -195,11 +196,19 @@ export function openSqliteLedger(path: string): LedgerPort {
     ),
   };
 
+  // Bodies stored lately, by content: a cached route body (the same string each time) is hashed and written once, not
+  // on every paid call. Cleared whenever bodies are purged, so a remembered digest always has its row.
+  const recentBodies = new Map<string, string>();
   /** Keeps the body once per content; returns what the receipt row holds. */
   const keepResponse = (value: StoredResponse) => {
     const { body, ...head } = value;
-    const digest = bodyDigest(body);
-    st.insertBody.run(digest, body);
+    let digest = recentBodies.get(body);
+    if (digest === undefined) {
+      digest = bodyDigest(body);
+      st.insertBody.run(digest, body);
+      recentBodies.set(body, digest);
+      if (recentBodies.size > RECENT_BODIES) recentBodies.delete(recentBodies.keys().next().value as string);
+    }
     return { response: JSON.stringify(head satisfies StoredHead), response_digest: digest };
   };
   const readResponse = (r: ReceiptRow): StoredResponse | null => {
@@ -319,7 +328,10 @@ export function openSqliteLedger(path: string): LedgerPort {
       idempotency: st.purgeIdem.run(now).changes,
       responses: st.purgeResponses.run(now).changes,
     };
-    if (result.responses > 0) st.purgeBodies.run();
+    if (result.responses > 0) {
+      st.purgeBodies.run();
+      recentBodies.clear();
+    }
     return result;
   });
 
