@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import compress from "@fastify/compress";
 import cors from "@fastify/cors";
-import helmet from "@fastify/helmet";
 import rateLimit from "@fastify/rate-limit";
 import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
@@ -12,6 +11,7 @@ import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
 import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
 import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
+import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
 import { combineObservers, createMetrics, registerMetrics } from "./observability/metrics.js";
@@ -104,8 +104,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.removeContentTypeParser("text/plain");
   registerProblemHandlers(app);
 
+  registerSecurityHeaders(app);
   // External plugins first, then the app's own (fastify/demo order).
-  await app.register(helmet, { global: true });
   await app.register(cors, {
     origin: true,
     methods: ["GET", "POST", "OPTIONS"],

@@ -16,6 +16,8 @@ export interface Challenge {
    * v1-only clients stop with a "v2 only" error instead of failing inside their own parsing (v2 clients read the header).
    */
   body: Readonly<PaymentRequiredV1>;
+  /** `body` as the JSON bytes sent: serialized once, not by the route's 402 serializer on every answer. */
+  bytes: Buffer;
 }
 
 /**
@@ -37,13 +39,15 @@ export function challengeCache(
       cache.set(key, hit);
       return hit;
     }
+    const body = Object.freeze(
+      route.acceptsV1
+        ? paymentRequiredV1(route, terms, resourceUrl, v1Error ?? error)
+        : paymentRequiredV2Only(error),
+    );
     const built: Challenge = {
       header: encodePaymentRequiredHeader(paymentRequiredV2(route, terms, resourceUrl, error)),
-      body: Object.freeze(
-        route.acceptsV1
-          ? paymentRequiredV1(route, terms, resourceUrl, v1Error ?? error)
-          : paymentRequiredV2Only(error),
-      ),
+      body,
+      bytes: Buffer.from(JSON.stringify(body)),
     };
     cache.set(key, built);
     if (cache.size > max) cache.delete(cache.keys().next().value as string);

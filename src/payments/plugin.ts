@@ -159,21 +159,24 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     return built;
   };
 
-  /** Sets the 402 status and headers; returns the body (v1 PaymentRequired on v1-capable routes, else a problem). */
+  /**
+   * Sets the 402 status and headers; returns the body's JSON bytes (the v1 PaymentRequired on v1-capable routes, else a
+   * v1-shaped body with nothing to accept).
+   */
   function prepare402(
     request: FastifyRequest,
     reply: FastifyReply,
     route: PaidRoute,
     error: string,
     v1Error?: string,
-  ): object {
+  ): Buffer {
     const challenge = challengeOf(route)(resourceUrl(request), error, v1Error);
     reply
       .code(402)
       .header("PAYMENT-REQUIRED", challenge.header)
       .header("Cache-Control", "no-store")
       .type("application/json");
-    return challenge.body;
+    return challenge.bytes;
   }
 
   /** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
@@ -682,7 +685,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         await ledger.recordFailure(ctx.receiptId, { status: "failed", error: reason, now: clock() });
       }
       outcome(ctx, "settle_failed");
-      return JSON.stringify(prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`));
+      return prepare402(request, reply, ctx.route, `settlement_failed: ${reason}`);
     }
 
     // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.

@@ -55,6 +55,10 @@ const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><re
 
 /** Human-facing pages: the OpenAPI document rendered by Swagger UI at /docs, and one page per problem type. */
 export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // Every route of this plugin (Swagger UI's included) is a page for a browser: document security headers.
+  app.addHook("onRoute", (route) => {
+    route.config = { ...route.config, pageKind: "html" };
+  });
   await app.register(swaggerUi, {
     routePrefix: "/docs",
     // Swagger UI's own CSP (hashes of its inline scripts) replaces helmet's default on these routes.

@@ -20,5 +20,6 @@ describe("402 challenge cache", () => {
     challenge("https://x/r?a=3", "e"); // over the bound: the least recently used (a=1) goes
     expect(challenge("https://x/r?a=1", "payment required")).not.toBe(a); // bounded: a=1 was evicted
     expect(Object.isFrozen(a.body)).toBe(true);
+    expect(JSON.parse(a.bytes.toString("utf8"))).toEqual(a.body);
   });
 });

@@ -43,8 +43,8 @@ describe("rate limiting", () => {
   });
 });
 
-describe("security headers (helmet)", () => {
-  it("are on free, unpaid (402) and error answers", async () => {
+describe("security headers (helmet, computed once)", () => {
+  it("are on free, unpaid (402) and error answers: the JSON API set", async () => {
     t = await testApp();
     const answers = await Promise.all([
       t.app.inject({ method: "GET", url: "/health" }),
@@ -56,10 +56,28 @@ describe("security headers (helmet)", () => {
     for (const a of answers) {
       expect(a.headers["x-content-type-options"]).toBe("nosniff");
       expect(a.headers["strict-transport-security"]).toMatch(/max-age=\d+/);
-      expect(a.headers["x-frame-options"]).toBe("SAMEORIGIN");
-      expect(a.headers["content-security-policy"]).toMatch(/default-src 'self'/);
+      expect(a.headers["x-frame-options"]).toBe("DENY");
+      expect(a.headers["content-security-policy"]).toBe("default-src 'none';frame-ancestors 'none'");
+      expect(a.headers["referrer-policy"]).toBe("no-referrer");
       expect(a.headers["x-powered-by"]).toBeUndefined();
+      // Document-isolation headers are for HTML pages, not JSON answers.
+      expect(a.headers["cross-origin-opener-policy"]).toBeUndefined();
     }
+  });
+
+  it("HTML pages carry helmet's document set (Swagger UI its own CSP)", async () => {
+    t = await testApp();
+    const problems = await t.app.inject({ method: "GET", url: "/problems" });
+    expect(problems.statusCode).toBe(200);
+    expect(problems.headers["content-security-policy"]).toMatch(/default-src 'self'/);
+    expect(problems.headers["content-security-policy"]).toMatch(/style-src [^;]*'unsafe-inline'/);
+    expect(problems.headers["cross-origin-opener-policy"]).toBe("same-origin");
+    expect(problems.headers["x-frame-options"]).toBe("SAMEORIGIN");
+    const docs = await t.app.inject({ method: "GET", url: "/docs" });
+    expect(docs.statusCode).toBe(200);
+    expect(docs.headers["content-security-policy"]).toMatch(/script-src 'self'/);
+    expect(docs.headers["content-security-policy"]).toMatch(/validator\.swagger\.io/); // Swagger UI's own policy
+    expect(docs.headers["x-content-type-options"]).toBe("nosniff");
   });
 });
 
