@@ -117,7 +117,14 @@ interface StoreResult {
 const STORE_POOL = 3 * ROUNDS * (STORE_REQUESTS + CONNECTIONS) + 2;
 
 /** pressure402 over the synthetic 100k-event store: start-up, memory, body size, paid upcoming latency. */
-async function benchStore({ tmp, fac, childEnv, pool, procs, sampleLoad }: StoreContext): Promise<StoreResult> {
+async function benchStore({
+  tmp,
+  fac,
+  childEnv,
+  pool,
+  procs,
+  sampleLoad,
+}: StoreContext): Promise<StoreResult> {
   const store = writeSyntheticStore(join(tmp, "synthetic-bench-unlocks.json"), EVENTS);
   log(
     `synthetic bench store: ${store.events} events, ${store.tokens} tokens, ${fmt(store.bytes / 1e6, 1)} MB (temp file, deleted at the end)`,
@@ -130,9 +137,7 @@ async function benchStore({ tmp, fac, childEnv, pool, procs, sampleLoad }: Store
   );
   procs.push(big);
   const bigStart = { readyMs: big.readyMs, ...memoryOf(big.child.pid as number) };
-  log(
-    `100k store: ready (listening) in ${fmt(big.readyMs)} ms, RSS ${fmt(bigStart.rssMiB)} MiB after start`,
-  );
+  log(`100k store: ready (listening) in ${fmt(big.readyMs)} ms, RSS ${fmt(bigStart.rssMiB)} MiB after start`);
   const bigTerms = await requirementsOf(`${big.url}${UNPAID_PATH}`);
   const bigHeaders = paymentHeaders(pool, bigTerms);
   let next = 0;

@@ -26,8 +26,15 @@ function parseDayUncached(iso: string): number {
   return ms / MS_PER_DAY;
 }
 
+const formatted = new Map<number, string>();
+
+/** `YYYY-MM-DD` of a day number. Memoised like parseDay: every event and market figure formats a few dates. */
 export function formatDay(day: number): string {
-  return new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
+  const hit = formatted.get(day);
+  if (hit !== undefined) return hit;
+  const iso = new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
+  if (formatted.size < 100_000) formatted.set(day, iso);
+  return iso;
 }
 
 export function dayOf(date: Date): number {
