@@ -126,8 +126,16 @@ export function scheduledReleasedBefore(token: TokenRecord, day: number): number
   return sum;
 }
 
+const componentKeys = new WeakMap<SchedulePiece, string>();
+
+/** Pieces with the same key merge into one component; memoised because every release of a piece asks for it. */
 function componentKey(p: SchedulePiece): string {
-  return `${p.recipient}\u0000${p.category}\u0000${p.kind}\u0000${p.source_type}\u0000${p.timing_precision}`;
+  let key = componentKeys.get(p);
+  if (key === undefined) {
+    key = `${p.recipient}\u0000${p.category}\u0000${p.kind}\u0000${p.source_type}\u0000${p.timing_precision}`;
+    componentKeys.set(p, key);
+  }
+  return key;
 }
 
 function dominantCategory(components: readonly ReleaseComponent[]): RecipientCategory {
