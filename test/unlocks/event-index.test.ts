@@ -14,7 +14,7 @@ import {
 } from "../../src/unlocks/event-index.js";
 import { amountInWindow, expandTokenEventAt, expandTokenEvents } from "../../src/unlocks/events.js";
 import { evidenceFor, scoreEvent } from "../../src/unlocks/scoring.js";
-import { UnlockLookupError } from "../../src/unlocks/service-types.js";
+import type { UnlockLookupError } from "../../src/unlocks/service-types.js";
 import { amountInWindowAt } from "../../src/unlocks/window.js";
 
 const store = loadUnlockStore();
@@ -125,9 +125,9 @@ describe("compact event index", () => {
       [t - 400, t - 380],
       [t + 3, t + 4],
     ] as const)
-      eager.forEach(({ event }, row) =>
-        expect(amountInWindowAt(index, row, from, to)).toBe(amountInWindow(event, from, to)),
-      );
+      eager.forEach(({ event }, row) => {
+        expect(amountInWindowAt(index, row, from, to)).toBe(amountInWindow(event, from, to));
+      });
   });
 
   it("finds every event by token (any case) and id, and nothing else", () => {
