@@ -7,7 +7,9 @@
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
  *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--json out.json]
+ *                    [--json out.json] [--only store]
+ *
+ * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
@@ -30,6 +32,7 @@ const { values: args } = parseArgs({
     events: { type: "string", default: "100000" },
     "skip-startup": { type: "boolean", default: false },
     json: { type: "string" },
+    only: { type: "string" },
   },
 });
 const clamp = (v: string | undefined, lo: number, hi: number, dflt: number) =>
@@ -45,6 +48,8 @@ const EVENTS = clamp(args.events, 1000, 200_000, 100_000);
 const CONNECTIONS = 32;
 const PRICE_ATOMIC = "20000";
 const UNPAID_PATH = `${BENCH_ROUTE}?days=30`;
+if (args.only !== undefined && args.only !== "store") throw new Error(`--only: unknown section ${args.only}`);
+const ONLY_STORE = args.only === "store";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "unknown");
@@ -87,6 +92,130 @@ function checked(name: string, r: LoadResult): LoadResult {
   return r;
 }
 
+interface StoreContext {
+  tmp: string;
+  fac: string;
+  childEnv: Record<string, string>;
+  pool: Awaited<ReturnType<typeof signAuthorizations>>;
+  procs: BenchProcess[];
+  sampleLoad: () => void;
+}
+
+type StoreCase = { name: string; connections: number; headers: Record<string, string> };
+
+interface StoreResult {
+  store: ReturnType<typeof writeSyntheticStore>;
+  bigStart: { readyMs: number; rssMiB: number; peakMiB: number };
+  bigEnd: { rssMiB: number; peakMiB: number };
+  bigCases: StoreCase[];
+  bigResults: Record<string, LoadResult[]>;
+  bodySize: { bytes: number; encoding: string };
+  bodySizeBr: { bytes: number; encoding: string };
+}
+
+/** Proofs the store section spends: 3 cases × rounds of requests, plus what autocannon prepares, plus 2 probes. */
+const STORE_POOL = 3 * ROUNDS * (STORE_REQUESTS + CONNECTIONS) + 2;
+
+/** pressure402 over the synthetic 100k-event store: start-up, memory, body size, paid upcoming latency. */
+async function benchStore({
+  tmp,
+  fac,
+  childEnv,
+  pool,
+  procs,
+  sampleLoad,
+}: StoreContext): Promise<StoreResult> {
+  const store = writeSyntheticStore(join(tmp, "synthetic-bench-unlocks.json"), EVENTS);
+  log(
+    `synthetic bench store: ${store.events} events, ${store.tokens} tokens, ${fmt(store.bytes / 1e6, 1)} MB (temp file, deleted at the end)`,
+  );
+  const big = await startBenchProcess(
+    "scripts/bench/serve.ts",
+    ["pressure402", fac, "", store.path],
+    120_000,
+    childEnv,
+  );
+  procs.push(big);
+  const bigStart = { readyMs: big.readyMs, ...memoryOf(big.child.pid as number) };
+  log(`100k store: ready (listening) in ${fmt(big.readyMs)} ms, RSS ${fmt(bigStart.rssMiB)} MiB after start`);
+  const bigTerms = await requirementsOf(`${big.url}${UNPAID_PATH}`);
+  const bigHeaders = paymentHeaders(pool, bigTerms);
+  let next = 0;
+  const bigProof = {
+    name: "payment-signature",
+    next: () => bigHeaders[next++ % bigHeaders.length] as string,
+  };
+  // Every request needs an unspent proof; autocannon may prepare up to one extra request per connection per case.
+  const BIG_N = Math.min(STORE_REQUESTS, Math.floor((bigHeaders.length - 2) / (3 * ROUNDS)) - CONNECTIONS);
+  const bigCases: { name: string; connections: number; headers: Record<string, string> }[] = [
+    { name: "upcoming?days=30 paid, identity, 1 connection", connections: 1, headers: {} },
+    {
+      name: "upcoming?days=30 paid, br, 1 connection",
+      connections: 1,
+      headers: { "accept-encoding": "br, gzip" },
+    },
+    { name: "upcoming?days=30 paid, identity, 32 connections", connections: CONNECTIONS, headers: {} },
+  ];
+  const bigResults: Record<string, LoadResult[]> = {};
+  const bodySize = await rawBytes(`${big.url}${UNPAID_PATH}`, { "payment-signature": bigProof.next() });
+  const bodySizeBr = await rawBytes(`${big.url}${UNPAID_PATH}`, {
+    "payment-signature": bigProof.next(),
+    "accept-encoding": "br",
+  });
+  log(
+    `100k store: upcoming?days=30 body ${fmt(bodySize.bytes / 1e6, 2)} MB identity, ${fmt(bodySizeBr.bytes / 1e3, 0)} kB ${bodySizeBr.encoding}`,
+  );
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const c of rotate(bigCases, r)) {
+      const res = checked(
+        c.name,
+        await runLoad({
+          url: `${big.url}${UNPAID_PATH}`,
+          connections: c.connections,
+          amount: BIG_N,
+          maxSeconds: STORE_MAX_SECONDS,
+          headers: c.headers,
+          expectStatus: 200,
+          perRequest: bigProof,
+        }),
+      );
+      push(bigResults, c.name, res);
+    }
+    sampleLoad();
+  }
+  const bigEnd = memoryOf(big.child.pid as number);
+  await big.stop();
+  await big.stop();
+  procs.splice(procs.indexOf(big), 1);
+  return { store, bigStart, bigEnd, bigCases, bigResults, bodySize, bodySizeBr };
+}
+
+function logStore({ store, bigStart, bigEnd, bigCases, bigResults }: StoreResult): void {
+  log(
+    `100k-event store (${store.events} events, synthetic bench data): pressure402 with the embedded SQLite ledger`,
+  );
+  log(
+    `  start-up to listening: ${fmt(bigStart.readyMs)} ms (target < 2000)   RSS after start ${fmt(bigStart.rssMiB)} MiB, after the rounds ${fmt(bigEnd.rssMiB)} MiB, peak ${fmt(bigEnd.peakMiB)} MiB (target < 300)`,
+  );
+  for (const c of bigCases) {
+    const rs = bigResults[c.name]!;
+    log(
+      `  ${c.name.padEnd(50)} ${fmtSpread(spread(rs.map((x) => x.reqPerSec)), 0)} req/s   p50 ${fmtSpread(spread(rs.map((x) => x.p50Ms)), 1)} ms   p99 ${fmtSpread(spread(rs.map((x) => x.p99Ms)), 1)} ms`,
+    );
+  }
+}
+
+const storeReport = (r: StoreResult) => ({
+  events: r.store.events,
+  tokens: r.store.tokens,
+  snapshotBytes: r.store.bytes,
+  bodyBytes: r.bodySize,
+  bodyBytesBr: r.bodySizeBr,
+  start: r.bigStart,
+  end: r.bigEnd,
+  cases: r.bigResults,
+});
+
 async function main(): Promise<void> {
   const started = performance.now();
   const tmp = mkdtempSync(join(tmpdir(), "p402-bench-"));
@@ -112,6 +241,19 @@ async function main(): Promise<void> {
     const facilitator = await startBenchProcess("scripts/bench/instant-facilitator.ts", []);
     procs.push(facilitator);
     const fac = facilitator.url;
+    if (ONLY_STORE) {
+      const pool = await signAuthorizations(STORE_POOL + 1, BENCH_PAY_TO, PRICE_ATOMIC);
+      const big = await benchStore({ tmp, fac, childEnv: { TMPDIR: tmp }, pool, procs, sampleLoad });
+      log("");
+      logStore(big);
+      log(
+        `\nload average (1 min) during the run: ${(report.loadavg as number[][]).map((l) => fmt(l[0] ?? Number.NaN, 1)).join(", ")} on ${cpus().length} CPUs`,
+      );
+      log(`bench took ${fmt((performance.now() - started) / 1000, 0)} s`);
+      Object.assign(report, { store100k: storeReport(big) });
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
 
     // The sellers' temp files (pressure402's ledger) go under this run's temp dir, removed at the end.
     const childEnv = { TMPDIR: tmp };
@@ -130,7 +272,7 @@ async function main(): Promise<void> {
 
     const t0 = performance.now();
     // One pool serves every seller (each has its own ledger, or none); the 100k server needs 3 cases × rounds of them.
-    const poolSize = Math.max(ROUNDS * PAID, 3 * ROUNDS * (STORE_REQUESTS + CONNECTIONS) + 2) + 1;
+    const poolSize = Math.max(ROUNDS * PAID, STORE_POOL) + 1;
     const pool = await signAuthorizations(poolSize, BENCH_PAY_TO, PRICE_ATOMIC);
     log(
       `signed ${pool.length} EIP-3009 authorizations in ${fmt((performance.now() - t0) / 1000, 1)} s (before any round)`,
@@ -238,69 +380,7 @@ async function main(): Promise<void> {
     for (const p of procs.splice(1)) await p.stop(); // keep only the facilitator
 
     // ── 100k-event store ──
-    const store = writeSyntheticStore(join(tmp, "synthetic-bench-unlocks.json"), EVENTS);
-    log(
-      `synthetic bench store: ${store.events} events, ${store.tokens} tokens, ${fmt(store.bytes / 1e6, 1)} MB (temp file, deleted at the end)`,
-    );
-    const big = await startBenchProcess(
-      "scripts/bench/serve.ts",
-      ["pressure402", fac, "", store.path],
-      120_000,
-      childEnv,
-    );
-    procs.push(big);
-    const bigStart = { readyMs: big.readyMs, ...memoryOf(big.child.pid as number) };
-    log(
-      `100k store: ready (listening) in ${fmt(big.readyMs)} ms, RSS ${fmt(bigStart.rssMiB)} MiB after start`,
-    );
-    const bigTerms = await requirementsOf(`${big.url}${UNPAID_PATH}`);
-    const bigHeaders = paymentHeaders(pool, bigTerms);
-    let next = 0;
-    const bigProof = {
-      name: "payment-signature",
-      next: () => bigHeaders[next++ % bigHeaders.length] as string,
-    };
-    // Every request needs an unspent proof; autocannon may prepare up to one extra request per connection per case.
-    const BIG_N = Math.min(STORE_REQUESTS, Math.floor((bigHeaders.length - 2) / (3 * ROUNDS)) - CONNECTIONS);
-    const bigCases: { name: string; connections: number; headers: Record<string, string> }[] = [
-      { name: "upcoming?days=30 paid, identity, 1 connection", connections: 1, headers: {} },
-      {
-        name: "upcoming?days=30 paid, br, 1 connection",
-        connections: 1,
-        headers: { "accept-encoding": "br, gzip" },
-      },
-      { name: "upcoming?days=30 paid, identity, 32 connections", connections: CONNECTIONS, headers: {} },
-    ];
-    const bigResults: Record<string, LoadResult[]> = {};
-    const bodySize = await rawBytes(`${big.url}${UNPAID_PATH}`, { "payment-signature": bigProof.next() });
-    const bodySizeBr = await rawBytes(`${big.url}${UNPAID_PATH}`, {
-      "payment-signature": bigProof.next(),
-      "accept-encoding": "br",
-    });
-    log(
-      `100k store: upcoming?days=30 body ${fmt(bodySize.bytes / 1e6, 2)} MB identity, ${fmt(bodySizeBr.bytes / 1e3, 0)} kB ${bodySizeBr.encoding}`,
-    );
-    for (let r = 0; r < ROUNDS; r++) {
-      for (const c of rotate(bigCases, r)) {
-        const res = checked(
-          c.name,
-          await runLoad({
-            url: `${big.url}${UNPAID_PATH}`,
-            connections: c.connections,
-            amount: BIG_N,
-            maxSeconds: STORE_MAX_SECONDS,
-            headers: c.headers,
-            expectStatus: 200,
-            perRequest: bigProof,
-          }),
-        );
-        push(bigResults, c.name, res);
-      }
-      sampleLoad();
-    }
-    const bigEnd = memoryOf(big.child.pid as number);
-    await big.stop();
-    procs.pop();
+    const big = await benchStore({ tmp, fac, childEnv, pool, procs, sampleLoad });
 
     // ── npm start ──
     const npmStart: number[] = [];
@@ -344,18 +424,7 @@ async function main(): Promise<void> {
     );
     log(`  ${"paid:   pressure402 / fastest reference (target ≥ 1.2)".padEnd(52)} ${fmtSpread(fastestPaid)}`);
     log("");
-    log(
-      `100k-event store (${store.events} events, synthetic bench data): pressure402 with the embedded SQLite ledger`,
-    );
-    log(
-      `  start-up to listening: ${fmt(bigStart.readyMs)} ms (target < 2000)   RSS after start ${fmt(bigStart.rssMiB)} MiB, after the rounds ${fmt(bigEnd.rssMiB)} MiB, peak ${fmt(bigEnd.peakMiB)} MiB (target < 300)`,
-    );
-    for (const c of bigCases) {
-      const rs = bigResults[c.name]!;
-      log(
-        `  ${c.name.padEnd(50)} ${fmtSpread(spread(rs.map((x) => x.reqPerSec)), 0)} req/s   p50 ${fmtSpread(spread(rs.map((x) => x.p50Ms)), 1)} ms   p99 ${fmtSpread(spread(rs.map((x) => x.p99Ms)), 1)} ms`,
-      );
-    }
+    logStore(big);
     if (npmStart.length)
       log(
         `\nnpm start → first 402 (embedded devnet): ${fmtSpread(spread(npmStart), 0)} ms over ${npmStart.length} runs (target < 2000)`,
@@ -371,16 +440,7 @@ async function main(): Promise<void> {
       ratios,
       fastestUnpaid,
       fastestPaid,
-      store100k: {
-        events: store.events,
-        tokens: store.tokens,
-        snapshotBytes: store.bytes,
-        bodyBytes: bodySize,
-        bodyBytesBr: bodySizeBr,
-        start: bigStart,
-        end: bigEnd,
-        cases: bigResults,
-      },
+      store100k: storeReport(big),
       npmStartMs: npmStart,
     });
     if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);

@@ -1,5 +1,7 @@
 /** Day numbers: whole days since 1970-01-01 UTC. All schedule arithmetic happens on these. */
 const MS_PER_DAY = 86_400_000;
+/** Memo capacity: ample for every schedule date of a 100k-event store; past it, results are computed each time. */
+const MEMO_MAX = 100_000;
 
 const parsed = new Map<string, number>();
 
@@ -8,7 +10,7 @@ export function parseDay(iso: string): number {
   const hit = parsed.get(iso);
   if (hit !== undefined) return hit;
   const day = parseDayUncached(iso);
-  if (parsed.size < 100_000) parsed.set(iso, day);
+  if (parsed.size < MEMO_MAX) parsed.set(iso, day);
   return day;
 }
 
@@ -26,26 +28,49 @@ function parseDayUncached(iso: string): number {
   return ms / MS_PER_DAY;
 }
 
+const formatted = new Map<number, string>();
+
+/** `YYYY-MM-DD` of a day number. Memoised like parseDay: every event and market figure formats a few dates. */
 export function formatDay(day: number): string {
-  return new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
+  const hit = formatted.get(day);
+  if (hit !== undefined) return hit;
+  const iso = new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
+  if (formatted.size < MEMO_MAX) formatted.set(day, iso);
+  return iso;
 }
 
 export function dayOf(date: Date): number {
   return Math.floor(date.getTime() / MS_PER_DAY);
 }
 
+const monthsLater = new Map<number, number>();
+const monthStarts = new Map<number, number>();
+
 /** The same day-of-month `months` later, clamped to the month's last day (Jan 31 + 1 month = Feb 28/29). */
 export function addMonths(day: number, months: number): number {
+  // Memoised (like parseDay): expanding a store's schedules asks for the same few thousand month steps again and again.
+  const key =
+    Number.isInteger(day) && Number.isInteger(months) && Math.abs(months) < 2048
+      ? day * 4096 + months + 2048
+      : null;
+  const hit = key === null ? undefined : monthsLater.get(key);
+  if (hit !== undefined) return hit;
   const d = new Date(day * MS_PER_DAY);
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth() + months;
   const dom = d.getUTCDate();
   const last = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  return Date.UTC(y, m, Math.min(dom, last)) / MS_PER_DAY;
+  const out = Date.UTC(y, m, Math.min(dom, last)) / MS_PER_DAY;
+  if (key !== null && monthsLater.size < MEMO_MAX) monthsLater.set(key, out);
+  return out;
 }
 
 /** First day of the calendar month containing `day`. */
 export function monthStart(day: number): number {
+  const hit = monthStarts.get(day);
+  if (hit !== undefined) return hit;
   const d = new Date(day * MS_PER_DAY);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / MS_PER_DAY;
+  const out = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / MS_PER_DAY;
+  if (monthStarts.size < MEMO_MAX) monthStarts.set(day, out);
+  return out;
 }

@@ -1,7 +1,21 @@
 import { formatDay } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
-import { computeReaction, type Reaction, selectNonOverlapping, summarizeReactions } from "./backtest.js";
-import { type EventIndex, isDiscrete, type Prepared } from "./event-index.js";
+import {
+  computeReaction,
+  type Reaction,
+  type ReactionSubject,
+  selectNonOverlapping,
+  summarizeReactions,
+} from "./backtest.js";
+import {
+  categoryOf,
+  type EventIndex,
+  eventIdAt,
+  isDiscreteRow,
+  subjectAt,
+  tokenOf,
+  UNLOCK_TYPES,
+} from "./event-index.js";
 import { seriesEndDay } from "./market-context.js";
 import { MODEL_VERSION } from "./risk-model.js";
 import type { BacktestBasis, BacktestResult } from "./service-types.js";
@@ -16,17 +30,18 @@ interface Measured {
   reactions: Reaction[];
 }
 
-function measure(store: UnlockStore, candidates: readonly Prepared[], w: number): Measured {
-  const computable: { p: Prepared; r: Reaction }[] = [];
-  for (const p of candidates) {
-    const series = store.pricesBySymbol.get(p.scored.token.symbol.toLowerCase());
+function measure(store: UnlockStore, index: EventIndex, candidates: readonly number[], w: number): Measured {
+  const computable: { subject: ReactionSubject; r: Reaction }[] = [];
+  for (const row of candidates) {
+    const series = store.pricesBySymbol.get(tokenOf(store, index, row).symbol.toLowerCase());
     if (!series) continue;
-    const r = computeReaction(p.subject, series, store.benchmark, w);
-    if (r) computable.push({ p, r });
+    const subject = subjectAt(store, index, row);
+    const r = computeReaction(subject, series, store.benchmark, w);
+    if (r) computable.push({ subject, r });
   }
-  const byId = new Map(computable.map((x) => [x.p.subject.id, x.r]));
+  const byId = new Map(computable.map((x) => [x.subject.id, x.r]));
   const { kept, dropped } = selectNonOverlapping(
-    computable.map((x) => x.p.subject),
+    computable.map((x) => x.subject),
     w,
   );
   const ranked = [...kept].sort((a, b) => b.riskScore - a.riskScore || a.day - b.day);
@@ -47,79 +62,92 @@ interface Basis {
  * history), else the token's own earlier discrete unlocks, else earlier discrete unlocks of the same
  * recipient category across tokens (pooled, and said so). Null when none has any.
  */
-export function chooseBasis(
-  store: UnlockStore,
-  index: EventIndex,
-  target: Prepared,
-  w: number,
-): Basis | null {
-  const e = target.scored.event;
-  const sym = target.scored.token.symbol;
+export function chooseBasis(store: UnlockStore, index: EventIndex, target: number, w: number): Basis | null {
+  const sym = tokenOf(store, index, target).symbol;
+  const day = index.day[target] as number;
+  const discrete = isDiscreteRow(index, target);
+  const category = categoryOf(index, target);
+  const tokenK = index.token[target] as number;
   const attempts: {
     basis: BacktestBasis;
     description: string;
     pooled: boolean;
-    candidates: () => Prepared[];
+    candidates: () => number[];
   }[] = [
     {
       basis: "event",
       description: `the event itself: ${sym}'s real prices cover day −${w} to day +${w} around it`,
       pooled: false,
-      candidates: () => (isDiscrete(e) ? [target] : []),
+      candidates: () => (discrete ? [target] : []),
     },
     {
       basis: "token_history",
-      description: `not the event itself (its window is outside ${sym}'s price history${isDiscrete(e) ? "" : ", or it is a linear stream"}): ${sym}'s own earlier discrete unlocks`,
+      description: `not the event itself (its window is outside ${sym}'s price history${discrete ? "" : ", or it is a linear stream"}): ${sym}'s own earlier discrete unlocks`,
       pooled: false,
-      candidates: () =>
-        (index.byToken.get(sym.toLowerCase()) ?? []).filter(
-          (p) => isDiscrete(p.scored.event) && p.scored.event.day < e.day,
-        ),
+      candidates: () => {
+        const out: number[] = [];
+        for (
+          let row = index.tokenStart[tokenK] as number;
+          row < (index.tokenStart[tokenK + 1] as number);
+          row++
+        )
+          if (isDiscreteRow(index, row) && (index.day[row] as number) < day) out.push(row);
+        return out;
+      },
     },
     {
       basis: "category_history",
-      description: `not the event itself nor ${sym}'s own history (none measurable): earlier discrete '${e.recipientCategory}' unlocks of OTHER tokens, pooled across tokens`,
+      description: `not the event itself nor ${sym}'s own history (none measurable): earlier discrete '${category}' unlocks of OTHER tokens, pooled across tokens`,
       pooled: true,
-      candidates: () =>
-        (index.discreteByCategory.get(e.recipientCategory) ?? []).filter(
-          (p) => p.scored.event.day < e.day && p.scored.token.symbol !== sym,
-        ),
+      candidates: () => {
+        const out: number[] = [];
+        for (const row of index.discreteByCategory.get(category) ?? [])
+          if ((index.day[row] as number) < day && index.token[row] !== tokenK) out.push(row);
+        return out;
+      },
     },
   ];
   for (const a of attempts) {
-    const measured = measure(store, a.candidates(), w);
+    const measured = measure(store, index, a.candidates(), w);
     if (measured.reactions.length > 0)
       return { basis: a.basis, description: a.description, pooled: a.pooled, measured };
   }
   return null;
 }
 
-export function refusalReason(target: Prepared, w: number): string {
-  const sym = target.scored.token.symbol;
-  return `No measurable reaction for ${target.base.unlock_event_id} at windowDays=${w}: ${sym}'s real price history does not cover day −${w}..+${w} around this event, around any earlier discrete unlock of ${sym}, or around any earlier '${target.scored.event.recipientCategory}' unlock of another token. Try a shorter window or another event.`;
+export function refusalReason(store: UnlockStore, index: EventIndex, target: number, w: number): string {
+  const sym = tokenOf(store, index, target).symbol;
+  return `No measurable reaction for ${eventIdAt(store, index, target)} at windowDays=${w}: ${sym}'s real price history does not cover day −${w}..+${w} around this event, around any earlier discrete unlock of ${sym}, or around any earlier '${categoryOf(index, target)}' unlock of another token. Try a shorter window or another event.`;
 }
 
-export function backtestResult(store: UnlockStore, target: Prepared, w: number, b: Basis): BacktestResult {
-  const e = target.scored.event;
-  const series = store.pricesBySymbol.get(target.scored.token.symbol.toLowerCase());
+export function backtestResult(
+  store: UnlockStore,
+  index: EventIndex,
+  target: number,
+  w: number,
+  b: Basis,
+): BacktestResult {
+  const symbol = tokenOf(store, index, target).symbol;
+  const day = index.day[target] as number;
+  const series = store.pricesBySymbol.get(symbol.toLowerCase());
   const through = Math.min(
     series ? seriesEndDay(series) : Number.POSITIVE_INFINITY,
     seriesEndDay(store.benchmark.series),
   );
   const reactions = b.measured.reactions;
   return {
-    token: target.scored.token.symbol,
-    unlock_event_id: target.base.unlock_event_id,
+    token: symbol,
+    unlock_event_id: eventIdAt(store, index, target),
     windowDays: w,
     basis: b.basis,
     basis_description: b.description,
     pooled_across_tokens: b.pooled,
     benchmark: store.benchmark.symbol,
     event: {
-      unlock_date: e.date,
-      recipient_category: e.recipientCategory,
-      unlock_type: e.unlockType,
-      is_past: Number.isFinite(through) && e.day <= through,
+      unlock_date: formatDay(day),
+      recipient_category: categoryOf(index, target),
+      unlock_type: UNLOCK_TYPES[index.type[target] as number] as string,
+      is_past: Number.isFinite(through) && day <= through,
     },
     candidates: b.measured.candidates,
     excluded_overlapping: b.measured.dropped,

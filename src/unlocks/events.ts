@@ -126,8 +126,16 @@ export function scheduledReleasedBefore(token: TokenRecord, day: number): number
   return sum;
 }
 
+const componentKeys = new WeakMap<SchedulePiece, string>();
+
+/** Pieces with the same key merge into one component; memoised because every release of a piece asks for it. */
 function componentKey(p: SchedulePiece): string {
-  return `${p.recipient}\u0000${p.category}\u0000${p.kind}\u0000${p.source_type}\u0000${p.timing_precision}`;
+  let key = componentKeys.get(p);
+  if (key === undefined) {
+    key = `${p.recipient}\u0000${p.category}\u0000${p.kind}\u0000${p.source_type}\u0000${p.timing_precision}`;
+    componentKeys.set(p, key);
+  }
+  return key;
 }
 
 function dominantCategory(components: readonly ReleaseComponent[]): RecipientCategory {
@@ -182,6 +190,32 @@ export function eventIdBase(symbol: string, day: number): string {
   return `unlock_${symbol.toLowerCase()}_${formatDay(day).replaceAll("-", "_")}`;
 }
 
+function releasesOf(piece: SchedulePiece): Release[] {
+  return piece.kind === "linear" ? linearReleases(piece) : discreteReleases(piece);
+}
+
+function newGroup(r: Release): Group {
+  return { day: r.day, endDay: r.endDay, linear: r.linear, components: new Map(), streams: [] };
+}
+
+/** The event of a group; `n` is its rank among the token's events on the same day (1 = the bare id). */
+function eventOf(token: TokenRecord, g: Group, n: number): UnlockEvent {
+  const base = eventIdBase(token.symbol, g.day);
+  const components = [...g.components.values()].sort((a, b) => b.amount - a.amount);
+  return {
+    id: n === 1 ? base : `${base}_${n}`,
+    symbol: token.symbol,
+    day: g.day,
+    date: formatDay(g.day),
+    endDay: g.endDay,
+    unlockType: g.linear ? "linear" : dominantType(components),
+    amount: components.reduce((s, c) => s + c.amount, 0),
+    recipientCategory: dominantCategory(components),
+    components,
+    streams: g.streams,
+  };
+}
+
 /**
  * Expands a token's schedules into events, sorted by day. Ids are `unlock_<symbol>_<yyyy>_<mm>_<dd>`;
  * when two events share a day (a discrete release and a linear month) the later ones get `_2`, `_3`…
@@ -192,14 +226,13 @@ export function expandTokenEvents(token: TokenRecord): UnlockEvent[] {
   const linear = new Map<number, Group>();
   for (const piece of token.schedules) {
     if (piece.amount_tokens <= 0) continue;
-    const releases = piece.kind === "linear" ? linearReleases(piece) : discreteReleases(piece);
-    for (const r of releases) {
+    for (const r of releasesOf(piece)) {
       if (r.amount <= 0) continue;
       const key = r.linear ? monthStart(r.day) : r.day;
       const map = r.linear ? linear : discrete;
       let g = map.get(key);
       if (!g) {
-        g = { day: r.day, endDay: r.endDay, linear: r.linear, components: new Map(), streams: [] };
+        g = newGroup(r);
         map.set(key, g);
       }
       addRelease(g, r);
@@ -212,21 +245,72 @@ export function expandTokenEvents(token: TokenRecord): UnlockEvent[] {
   return groups.map((g) => {
     const n = (usedOnDay.get(g.day) ?? 0) + 1;
     usedOnDay.set(g.day, n);
-    const base = eventIdBase(token.symbol, g.day);
-    const components = [...g.components.values()].sort((a, b) => b.amount - a.amount);
-    return {
-      id: n === 1 ? base : `${base}_${n}`,
-      symbol: token.symbol,
-      day: g.day,
-      date: formatDay(g.day),
-      endDay: g.endDay,
-      unlockType: g.linear ? "linear" : dominantType(components),
-      amount: components.reduce((s, c) => s + c.amount, 0),
-      recipientCategory: dominantCategory(components),
-      components,
-      streams: g.streams,
-    };
+    return eventOf(token, g, n);
   });
+}
+
+/** The releases of a discrete piece on `day` (what discreteReleases yields for that day), without the others. */
+function discreteReleasesOn(piece: SchedulePiece, day: number): Release[] {
+  if (piece.kind === "cliff") {
+    const d = parseDay(piece.start);
+    return d === day ? [{ day: d, endDay: d, amount: piece.amount_tokens, piece, linear: false }] : [];
+  }
+  const days = stepDays(piece);
+  const each = piece.amount_tokens / days.length;
+  const out: Release[] = [];
+  for (const d of days) if (d === day) out.push({ day: d, endDay: d, amount: each, piece, linear: false });
+  return out;
+}
+
+/** A linear piece's release in the calendar month starting on `month` (what linearReleases yields for it), if any. */
+function linearReleaseIn(piece: SchedulePiece, month: number): Release | null {
+  const start = parseDay(piece.start);
+  const end = parseDay(piece.end as string);
+  const perDay = piece.amount_tokens / (end - start);
+  const from = Math.max(start, month);
+  const to = Math.min(addMonths(month, 1), end);
+  if (!(from < to)) return null;
+  return {
+    day: from,
+    endDay: to - 1,
+    amount: perDay * (to - from),
+    piece,
+    linear: true,
+    stream: { from, to, perDay },
+  };
+}
+
+/**
+ * The one event of `token` that expandTokenEvents dates on `day` (its linear month when `linear`), rebuilt from
+ * the schedule alone, or null when there is none. Releases are added in the same order as there (piece by piece),
+ * so amounts, component order and id are identical: the compact event index keeps only numbers per event and
+ * rebuilds the few events a response shows.
+ */
+export function expandTokenEventAt(token: TokenRecord, day: number, linear: boolean): UnlockEvent | null {
+  const month = monthStart(day);
+  let group: Group | null = null;
+  let discreteOnDay = false;
+  for (const piece of token.schedules) {
+    if (piece.amount_tokens <= 0) continue;
+    if (piece.kind === "linear") {
+      if (!linear) continue;
+      const r = linearReleaseIn(piece, month);
+      if (r === null || r.amount <= 0) continue;
+      group ??= newGroup(r);
+      addRelease(group, r);
+      continue;
+    }
+    for (const r of discreteReleasesOn(piece, day)) {
+      if (r.amount <= 0) continue;
+      discreteOnDay = true;
+      if (linear) break;
+      group ??= newGroup(r);
+      addRelease(group, r);
+    }
+  }
+  if (group === null || group.day !== day) return null;
+  // Only a linear month can share its day with a discrete release, and it sorts after it.
+  return eventOf(token, group, linear && discreteOnDay ? 2 : 1);
 }
 
 /**

@@ -124,11 +124,25 @@ export function riskLevel(score: number): RiskLevel {
   return "low";
 }
 
+// Module-level helpers rather than per-call closures: every event of the store is scored at start-up.
 function weighted<K extends string>(shares: readonly Share<K>[], table: Readonly<Record<K, number>>): number {
-  const total = shares.reduce((s, x) => s + x.share, 0);
+  let total = 0;
+  for (const x of shares) total += x.share;
   if (!(total > 0)) return 1;
-  return shares.reduce((s, x) => s + x.share * table[x.key], 0) / total;
+  let sum = 0;
+  for (const x of shares) sum += x.share * table[x.key];
+  return sum / total;
 }
+
+const weightShare = (w: number, known: boolean, knownWeight: number): number =>
+  known && knownWeight > 0 ? w / knownWeight : 0;
+
+const roundFactor = (f: FactorScore): FactorScore => ({
+  ...f,
+  subscore: round(f.subscore, 4),
+  weight: round(f.weight, 4),
+  contribution: round(f.contribution, 2),
+});
 
 const round = (x: number, digits: number): number => {
   const f = 10 ** digits;
@@ -166,10 +180,9 @@ export function scoreRisk(inputs: RiskInputs, params: ModelParams = SHIPPED_PARA
     (absKnown ? MAGNITUDE_WEIGHTS.absorption_ratio : 0) +
     (depthKnown ? MAGNITUDE_WEIGHTS.order_book_depth : 0);
   // Nothing known about the size of the release: magnitude 0, every factor marked unknown.
-  const share = (w: number, known: boolean) => (known && knownWeight > 0 ? w / knownWeight : 0);
-  const wSize = share(MAGNITUDE_WEIGHTS.unlock_size, sizeKnown);
-  const wAbs = share(MAGNITUDE_WEIGHTS.absorption_ratio, absKnown);
-  const wDepth = share(MAGNITUDE_WEIGHTS.order_book_depth, depthKnown);
+  const wSize = weightShare(MAGNITUDE_WEIGHTS.unlock_size, sizeKnown, knownWeight);
+  const wAbs = weightShare(MAGNITUDE_WEIGHTS.absorption_ratio, absKnown, knownWeight);
+  const wDepth = weightShare(MAGNITUDE_WEIGHTS.order_book_depth, depthKnown, knownWeight);
   const magnitude = wSize * sSize + wAbs * sAbs + wDepth * sDepth;
 
   const c = weighted(inputs.categories, params.categoryPrior);
@@ -223,12 +236,7 @@ export function scoreRisk(inputs: RiskInputs, params: ModelParams = SHIPPED_PARA
       known: true,
     },
   ];
-  const factors = unrounded.map((f) => ({
-    ...f,
-    subscore: round(f.subscore, 4),
-    weight: round(f.weight, 4),
-    contribution: round(f.contribution, 2),
-  }));
+  const factors = unrounded.map(roundFactor);
   return { score, level: riskLevel(score), magnitude, factors };
 }
 

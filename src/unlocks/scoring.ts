@@ -26,7 +26,8 @@ export interface EvidenceRecord {
   assumptions: string[];
 }
 
-export interface ScoredEvent {
+/** An event's score and the figures behind it; evidence is built separately, only where a response shows it. */
+export interface ScoredCore {
   readonly event: UnlockEvent;
   readonly token: TokenRecord;
   readonly context: MarketContext;
@@ -39,6 +40,9 @@ export interface ScoredEvent {
   readonly risk: RiskResult;
   /** The model inputs, kept so calibration can rescore with other parameters. */
   readonly inputs: RiskInputs;
+}
+
+export interface ScoredEvent extends ScoredCore {
   readonly evidence: readonly EvidenceRecord[];
 }
 
@@ -67,7 +71,7 @@ function marketConfidence(ctx: MarketContext): number {
   return ctx.synthetic ? 0.2 : 0.8;
 }
 
-export function scoreEvent(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredEvent {
+export function scoreCore(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredCore {
   const ctx = marketContextFor(store, token, event.day);
   const amountUsd = event.amount * ctx.priceUsd;
   const pctCirculating = ctx.circulatingBefore === null ? null : (event.amount / ctx.circulatingBefore) * 100;
@@ -87,7 +91,40 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
     types,
     confidence,
   };
-  const risk = scoreRisk(inputs);
+  return {
+    event,
+    token,
+    context: ctx,
+    amountUsd,
+    pctCirculating,
+    pctMaxSupply,
+    absorptionRatio,
+    depthRatio,
+    confidence,
+    risk: scoreRisk(inputs),
+    inputs,
+  };
+}
+
+export function scoreEvent(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredEvent {
+  const core = scoreCore(store, token, event);
+  return { ...core, evidence: evidenceFor(store, core) };
+}
+
+/** One record per model factor: the input, where and when it was observed, and what was assumed. */
+export function evidenceFor(store: UnlockStore, s: ScoredCore): EvidenceRecord[] {
+  const {
+    event,
+    token,
+    context: ctx,
+    pctCirculating,
+    pctMaxSupply,
+    absorptionRatio,
+    depthRatio,
+    confidence,
+    risk,
+  } = s;
+  const { categories, types } = s.inputs;
   const f = (name: FactorName) => risk.factors.find((x) => x.factor === name)!;
   const scheduleUrl = event.components[0]?.sourceUrl ?? token.sources[0] ?? null;
   const syntheticNote = ctx.synthetic ? ["market figures are SYNTHETIC (generated)"] : [];
@@ -180,18 +217,5 @@ export function scoreEvent(store: UnlockStore, token: TokenRecord, event: Unlock
       ),
     },
   ];
-  return {
-    event,
-    token,
-    context: ctx,
-    amountUsd,
-    pctCirculating,
-    pctMaxSupply,
-    absorptionRatio,
-    depthRatio,
-    confidence,
-    risk,
-    inputs,
-    evidence,
-  };
+  return evidence;
 }

@@ -1,7 +1,16 @@
 import { dayOf } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import { backtestResult, chooseBasis, refusalReason } from "./backtest-basis.js";
-import { buildEventIndex, findEvent, itemFor } from "./event-index.js";
+import {
+  buildEventIndex,
+  eventAt,
+  findEvent,
+  itemFor,
+  preparedAt,
+  tokenOf,
+  tokenRows,
+} from "./event-index.js";
+import { evidenceFor, scoreEvent } from "./scoring.js";
 import {
   type EventLookup,
   NoReactionsError,
@@ -16,8 +25,9 @@ export * from "./service-types.js";
 export { MAX_REACTIONS } from "./backtest-basis.js";
 
 /**
- * The unlock service: every event is expanded and scored once (event-index), requests slice those
- * (window: upcoming, summary) or measure reactions (backtest-basis). `clock` decides "today".
+ * The unlock service: every event is expanded and scored once into a compact index of numbers (event-index);
+ * requests slice it (window: upcoming, summary) or measure reactions (backtest-basis), and rebuild only the events
+ * they return. `clock` decides "today".
  */
 export function createUnlockService(store: UnlockStore, clock: () => Date = () => new Date()): UnlockService {
   const index = buildEventIndex(store);
@@ -30,7 +40,7 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
 
   function lookupEvent(token: string, id: string): EventLookup {
     try {
-      findEvent(index, token, id);
+      findEvent(store, index, token, id);
       return "ok";
     } catch (err) {
       if (err instanceof UnlockLookupError) return err.reason;
@@ -39,39 +49,42 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
   }
 
   function score(token: string, id: string, includeEvidence: boolean): RiskItem {
-    const p = findEvent(index, token, id);
+    const p = preparedAt(store, index, findEvent(store, index, token, id));
     const item = itemFor(p, today());
-    if (includeEvidence)
-      item.evidence = p.scored.evidence.map((e) => ({ ...e, assumptions: [...e.assumptions] }));
+    if (includeEvidence) item.evidence = evidenceFor(store, p.scored);
     return item;
   }
 
   function summary(token: string, lookbackDays: number) {
-    const list = index.byToken.get(token.toLowerCase());
-    if (!list) throw new UnlockLookupError("unknown_token");
-    return summaryIn(store, list, token, today(), lookbackDays);
+    const rows = tokenRows(index, token);
+    if (!rows) throw new UnlockLookupError("unknown_token");
+    return summaryIn(store, index, rows, token, today(), lookbackDays);
   }
 
   function backtestRefusal(token: string, id: string, w: number): string | null {
-    const target = findEvent(index, token, id);
-    return chooseBasis(store, index, target, w) === null ? refusalReason(target, w) : null;
+    const target = findEvent(store, index, token, id);
+    return chooseBasis(store, index, target, w) === null ? refusalReason(store, index, target, w) : null;
   }
 
   function backtest(token: string, id: string, w: number) {
-    const target = findEvent(index, token, id);
+    const target = findEvent(store, index, token, id);
     const basis = chooseBasis(store, index, target, w);
-    if (basis === null) throw new NoReactionsError(refusalReason(target, w));
-    return backtestResult(store, target, w, basis);
+    if (basis === null) throw new NoReactionsError(refusalReason(store, index, target, w));
+    return backtestResult(store, index, target, w, basis);
   }
 
   return {
     lookupEvent,
-    hasToken: (token) => index.byToken.has(token.toLowerCase()),
+    hasToken: (token) => index.tokenIndex.has(token.toLowerCase()),
     upcoming,
     score,
     summary,
     backtestRefusal,
     backtest,
-    events: () => index.all.map((p) => p.scored),
+    // Calibration and diagnostics only: every event rebuilt and scored in full, with its evidence.
+    events: () =>
+      Array.from(index.order, (row) =>
+        scoreEvent(store, tokenOf(store, index, row), eventAt(store, index, row)),
+      ),
   };
 }

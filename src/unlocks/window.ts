@@ -1,21 +1,49 @@
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import type { RecipientCategory } from "../store/unlocks-types.js";
-import { amountInWindow } from "./events.js";
-import { type EventIndex, itemFor, lowerBound, type Prepared, round } from "./event-index.js";
+import {
+  categoryOf,
+  type EventIndex,
+  itemFor,
+  lowerBound,
+  preparedAt,
+  round,
+  tokenOf,
+  UNLOCK_TYPES,
+} from "./event-index.js";
+import { scheduledReleasedBefore } from "./events.js";
+import { CIRCULATING_METHOD } from "./market-snapshot.js";
 import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
 import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
-import { CIRCULATING_METHOD } from "./market-snapshot.js";
-import { scheduledReleasedBefore } from "./events.js";
 
 /** A linear month event starts at most this many days before any day it streams on. */
 const MAX_MONTH_DAYS = 31;
 const TOP_EVENTS = 5;
+const LINEAR = UNLOCK_TYPES.indexOf("linear");
 
 interface InWindow {
-  readonly p: Prepared;
+  readonly row: number;
   readonly tokens: number;
   readonly usd: number;
+}
+
+/**
+ * Tokens a row releases on days [from, to): all of a discrete release on its day, and for a linear month exactly
+ * each stream's daily rate times the days it shares with the window (amountInWindow, on the index's columns).
+ */
+export function amountInWindowAt(index: EventIndex, row: number, from: number, to: number): number {
+  const first = index.streamStart[row] as number;
+  const last = index.streamStart[row + 1] as number;
+  if (index.type[row] !== LINEAR || first === last) {
+    const day = index.day[row] as number;
+    return day >= from && day < to ? (index.amount[row] as number) : 0;
+  }
+  let sum = 0;
+  for (let s = first; s < last; s++)
+    sum +=
+      (index.streamPerDay[s] as number) *
+      Math.max(0, Math.min(index.streamTo[s] as number, to) - Math.max(index.streamFrom[s] as number, from));
+  return sum;
 }
 
 /**
@@ -23,22 +51,28 @@ interface InWindow {
  * inside the window: discrete releases whole, linear streams prorated by day (so the current month's
  * remaining stream is counted and a window never takes a whole month for a few days).
  */
-export function eventsInWindow(list: readonly Prepared[], t: number, days: number): InWindow[] {
+export function eventsInWindow(
+  index: EventIndex,
+  rows: ArrayLike<number>,
+  t: number,
+  days: number,
+): InWindow[] {
   const out: InWindow[] = [];
   const end = t + days + 1;
-  for (let i = lowerBound(list, t - MAX_MONTH_DAYS); i < list.length; i++) {
-    const p = list[i] as Prepared;
-    if (p.scored.event.day >= end) break;
-    const tokens = amountInWindow(p.scored.event, t, end);
+  for (let k = lowerBound(index, rows, t - MAX_MONTH_DAYS); k < rows.length; k++) {
+    const row = rows[k] as number;
+    if ((index.day[row] as number) >= end) break;
+    const tokens = amountInWindowAt(index, row, t, end);
     if (!(tokens > 0)) continue;
-    const share = p.scored.event.amount > 0 ? tokens / p.scored.event.amount : 0;
-    out.push({ p, tokens, usd: p.scored.amountUsd * share });
+    const amount = index.amount[row] as number;
+    const share = amount > 0 ? tokens / amount : 0;
+    out.push({ row, tokens, usd: (index.amountUsd[row] as number) * share });
   }
   return out;
 }
 
-const windowItem = (w: InWindow, t: number): RiskItem => ({
-  ...itemFor(w.p, t),
+const windowItem = (store: UnlockStore, index: EventIndex, w: InWindow, t: number): RiskItem => ({
+  ...itemFor(preparedAt(store, index, w.row), t),
   window_amount_tokens: round(w.tokens, 4),
   window_amount_usd: round(w.usd, 2),
 });
@@ -52,10 +86,11 @@ export function upcomingIn(
 ): UpcomingResponse {
   const unlocks: RiskItem[] = [];
   const byToken: Record<string, number> = {};
-  for (const w of eventsInWindow(index.all, t, days)) {
-    if (w.p.base.risk_score < minRisk) continue;
-    unlocks.push(windowItem(w, t));
-    byToken[w.p.base.token] = (byToken[w.p.base.token] ?? 0) + w.tokens;
+  for (const w of eventsInWindow(index, index.order, t, days)) {
+    if ((index.riskScore[w.row] as number) < minRisk) continue;
+    unlocks.push(windowItem(store, index, w, t));
+    const symbol = tokenOf(store, index, w.row).symbol;
+    byToken[symbol] = (byToken[symbol] ?? 0) + w.tokens;
   }
   for (const k of Object.keys(byToken)) byToken[k] = round(byToken[k] as number, 4);
   return {
@@ -75,7 +110,8 @@ export function upcomingIn(
 
 export function summaryIn(
   store: UnlockStore,
-  list: readonly Prepared[],
+  index: EventIndex,
+  rows: Uint32Array,
   symbol: string,
   t: number,
   lookbackDays: number,
@@ -83,26 +119,28 @@ export function summaryIn(
   const rec = store.tokenBySymbol.get(symbol.toLowerCase());
   if (!rec) throw new Error(`no token ${symbol}`);
   const end = t + lookbackDays;
-  const inWindow = eventsInWindow(list, t, lookbackDays);
-  const next = list.find((p) => p.scored.event.day >= t) ?? null;
+  const inWindow = eventsInWindow(index, rows, t, lookbackDays);
+  const nextRow = rows.find((row) => (index.day[row] as number) >= t);
+  const next = nextRow === undefined ? null : preparedAt(store, index, nextRow);
   const tokensUnlocking = inWindow.reduce((s, w) => s + w.tokens, 0);
   const usdUnlocking = inWindow.reduce((s, w) => s + w.usd, 0);
   // Estimated circulating supply today: what the schedule has released before today (method stated).
   const circ = rec.supply.circulating ?? scheduledReleasedBefore(rec, t);
   const byCat = new Map<RecipientCategory, CategoryTotal>();
   for (const w of inWindow) {
-    const c = w.p.scored.event.recipientCategory;
+    const c = categoryOf(index, w.row);
     const cur = byCat.get(c) ?? { category: c, event_count: 0, amount_tokens: 0, amount_usd: 0 };
     cur.event_count++;
     cur.amount_tokens += w.tokens;
     cur.amount_usd += w.usd;
     byCat.set(c, cur);
   }
-  const maxScore = inWindow.reduce((m, w) => Math.max(m, w.p.base.risk_score), Number.NEGATIVE_INFINITY);
+  const score = (w: InWindow): number => index.riskScore[w.row] as number;
+  const maxScore = inWindow.reduce((m, w) => Math.max(m, score(w)), Number.NEGATIVE_INFINITY);
   const top = [...inWindow]
-    .sort((a, b) => b.p.base.risk_score - a.p.base.risk_score || a.p.scored.event.day - b.p.scored.event.day)
+    .sort((a, b) => score(b) - score(a) || (index.day[a.row] as number) - (index.day[b.row] as number))
     .slice(0, TOP_EVENTS)
-    .map((w) => windowItem(w, t));
+    .map((w) => windowItem(store, index, w, t));
   const out: RiskSummary = {
     token: rec.symbol,
     token_name: rec.name,
@@ -113,9 +151,7 @@ export function summaryIn(
       "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete releases on those days and each linear stream's daily share of those days",
     eventCount: inWindow.length,
     mean_risk_score:
-      inWindow.length === 0
-        ? null
-        : round(inWindow.reduce((s, w) => s + w.p.base.risk_score, 0) / inWindow.length, 2),
+      inWindow.length === 0 ? null : round(inWindow.reduce((s, w) => s + score(w), 0) / inWindow.length, 2),
     next_unlock:
       next === null
         ? null
@@ -164,7 +200,7 @@ export function summaryIn(
     model_version: MODEL_VERSION,
     score_kind: SCORE_KIND,
     as_of: store.snapshot.as_of,
-    synthetic: rec.market.synthetic || inWindow.some((w) => w.p.base.synthetic),
+    synthetic: rec.market.synthetic || inWindow.some((w) => index.synthetic[w.row] === 1),
   };
   if (inWindow.length > 0) {
     out.maxRiskScore = maxScore;
