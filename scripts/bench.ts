@@ -6,10 +6,13 @@
  * rounds. Then the same for a 100k-event store (synthetic bench data in a temp file), its start-up time and memory,
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
- *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--json out.json] [--only store]
+ *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 1500] [--store-requests 150] [--events 100000] [--skip-startup]
+ *                    [--json out.json] [--only store] [--cpu-prof DIR]
  *
  * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start).
+ * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
+ * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
+ * much less than throughput.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
@@ -27,10 +30,12 @@ const { values: args } = parseArgs({
   options: {
     rounds: { type: "string", default: "3" },
     seconds: { type: "string", default: "3" },
-    paid: { type: "string", default: "500" },
+    paid: { type: "string", default: "1500" },
     "store-requests": { type: "string", default: "150" },
     events: { type: "string", default: "100000" },
     "skip-startup": { type: "boolean", default: false },
+    /** A directory: pressure402's seller process writes a V8 CPU profile of its run there (for `--cpu-prof`). */
+    "cpu-prof": { type: "string" },
     json: { type: "string" },
     only: { type: "string" },
   },
@@ -42,7 +47,7 @@ const SECONDS = clamp(args.seconds, 1, 15, 3);
 /** Caps on the fixed-amount cases, so a slow server (or a busy machine) cannot stretch the bench past ~5 minutes. */
 const PAID_MAX_SECONDS = 8;
 const STORE_MAX_SECONDS = 6;
-const PAID = clamp(args.paid, 100, 5000, 500);
+const PAID = clamp(args.paid, 100, 5000, 1500);
 const STORE_REQUESTS = clamp(args["store-requests"], 50, 1000, 150);
 const EVENTS = clamp(args.events, 1000, 200_000, 100_000);
 const CONNECTIONS = 32;
@@ -262,6 +267,7 @@ async function main(): Promise<void> {
       ["pressure402", fac, ""],
       60_000,
       childEnv,
+      args["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${args["cpu-prof"]}`] : [],
     );
     procs.push(p402);
     // The references serve pressure402's own bodies: the same route, price and body size everywhere.
@@ -297,6 +303,7 @@ async function main(): Promise<void> {
       express: "",
       hono: "",
     };
+    const pids: Partial<Record<Seller, number>> = { pressure402: p402.child.pid };
     for (const [kind, file] of [
       ["fastify", unpaidBodyFile],
       ["express", paidBodyFile],
@@ -305,6 +312,7 @@ async function main(): Promise<void> {
       const p = await startBenchProcess("scripts/bench/serve.ts", [kind, fac, file], 60_000, childEnv);
       procs.push(p);
       urls[kind] = p.url;
+      pids[kind] = p.child.pid;
     }
 
     // Warm-up: JIT and connection pools, not measured.
@@ -328,6 +336,7 @@ async function main(): Promise<void> {
             connections: CONNECTIONS,
             durationS: SECONDS,
             expectStatus: s === "fastify" ? 200 : 402,
+            serverPid: pids[s],
           }),
         );
         push(unpaid, s, res);
@@ -360,6 +369,7 @@ async function main(): Promise<void> {
             amount: PAID,
             maxSeconds: PAID_MAX_SECONDS,
             expectStatus: 200,
+            serverPid: pids[s],
             perRequest: {
               name: "payment-signature",
               next: () => {
@@ -389,13 +399,14 @@ async function main(): Promise<void> {
     // ── report ──
     log("");
     log("Throughput (req/s) per server: median (min–max) over rounds");
+    const cpuOf = (rs: LoadResult[]) => fmtSpread(spread(rs.map((x) => x.cpuUsPerRequest)), 0);
     for (const s of unpaidSellers)
       log(
-        `  unpaid  ${s.padEnd(12)} ${fmtSpread(spread(unpaid[s]!.map((x) => x.reqPerSec)), 0)}   p99 ${fmtSpread(spread(unpaid[s]!.map((x) => x.p99Ms)), 1)} ms`,
+        `  unpaid  ${s.padEnd(12)} ${fmtSpread(spread(unpaid[s]!.map((x) => x.reqPerSec)), 0)}   p99 ${fmtSpread(spread(unpaid[s]!.map((x) => x.p99Ms)), 1)} ms   server CPU ${cpuOf(unpaid[s]!)} µs/req`,
       );
     for (const s of paidSellers)
       log(
-        `  paid    ${s.padEnd(12)} ${fmtSpread(spread(paid[s]!.map((x) => x.reqPerSec)), 0)}   p99 ${fmtSpread(spread(paid[s]!.map((x) => x.p99Ms)), 1)} ms`,
+        `  paid    ${s.padEnd(12)} ${fmtSpread(spread(paid[s]!.map((x) => x.reqPerSec)), 0)}   p99 ${fmtSpread(spread(paid[s]!.map((x) => x.p99Ms)), 1)} ms   server CPU ${cpuOf(paid[s]!)} µs/req`,
       );
     const ratio = (m: Record<string, LoadResult[]>, a: string, b: string) =>
       spread(m[a]!.map((x, i) => x.reqPerSec / m[b]![i]!.reqPerSec));

@@ -1,5 +1,6 @@
 /** The load driver: autocannon against one server, and the order statistics the report prints. */
 import autocannon, { type Options, type Result } from "autocannon";
+import { cpuMsOf } from "./processes.js";
 
 export interface LoadResult {
   reqPerSec: number;
@@ -9,6 +10,8 @@ export interface LoadResult {
   /** Responses with another status than the one the case expects (each is a failed case, not a slow one). */
   unexpected: number;
   errors: number;
+  /** The server's CPU time per answered request, in µs (NaN when the server's pid is not given or /proc is absent). */
+  cpuUsPerRequest: number;
 }
 
 export interface LoadCase {
@@ -21,6 +24,8 @@ export interface LoadCase {
   /** With `amount`: stop after this many seconds even if the amount is not reached (bounds the bench's time). */
   maxSeconds?: number;
   headers?: Record<string, string>;
+  /** The server's process, for its CPU time per request. */
+  serverPid?: number | undefined;
   /** A fresh header value per request (PAYMENT-SIGNATURE); throws when the pool runs dry. */
   perRequest?: { name: string; next: () => string };
 }
@@ -50,6 +55,7 @@ export async function runLoad(c: LoadCase): Promise<LoadResult> {
   };
   // autocannon's own `duration` ends on its 1 s sampling tick in `amount` mode (500 requests done in 1.1 s read as
   // 2.0 s), so the rate is taken from our own clock: first request sent to last response received.
+  const cpu0 = c.serverPid === undefined ? undefined : cpuMsOf(c.serverPid);
   const t0 = performance.now();
   let lastResponse = t0;
   const result = await new Promise<Result>((resolve, reject) => {
@@ -69,6 +75,7 @@ export async function runLoad(c: LoadCase): Promise<LoadResult> {
   const answered = Object.values(result.statusCodeStats).reduce((n, s) => n + Number(s.count), 0);
   return {
     reqPerSec: answered / ((lastResponse - t0) / 1000),
+    cpuUsPerRequest: cpuPerRequest(c.serverPid, cpu0, answered),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     requests: answered,
@@ -88,4 +95,10 @@ export function spread(values: readonly number[]): Spread {
   const mid = s.length >> 1;
   const median = s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
   return { min: s[0] ?? Number.NaN, median, max: s.at(-1) ?? Number.NaN };
+}
+
+function cpuPerRequest(pid: number | undefined, before: number | undefined, requests: number): number {
+  const after = pid === undefined ? undefined : cpuMsOf(pid);
+  if (before === undefined || after === undefined || requests === 0) return Number.NaN;
+  return ((after - before) * 1000) / requests;
 }

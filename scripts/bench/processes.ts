@@ -67,6 +67,21 @@ export function stopChild(child: ChildProcess, graceMs = 5_000): Promise<void> {
 }
 
 /** Resident set size now and at its peak (VmHWM), in MiB, of one process. */
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc (Linux; undefined elsewhere). The difference
+ * over a case divided by its requests is the server's CPU per request: unlike req/s it does not move with how much
+ * CPU the neighbours (autocannon, the facilitator, other work on the machine) leave to the server.
+ */
+export function cpuMsOf(pid: number): number | undefined {
+  try {
+    // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks (100 per second).
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
 export function memoryOf(pid: number): { rssMiB: number; peakMiB: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kib = (field: string) =>

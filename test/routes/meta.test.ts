@@ -60,6 +60,16 @@ describe("CORS for browser and agent clients", () => {
     for (const h of ["payment-required", "payment-response", "x-payment-response"]) expect(exposed).toContain(h);
   });
 
+  it("reflects the caller's origin, and sends no Access-Control-* headers to a client that sent no Origin", async () => {
+    const browser = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: { origin: "https://agent.example" } });
+    expect(browser.headers["access-control-allow-origin"]).toBe("https://agent.example");
+    expect(browser.headers.vary).toMatch(/origin/i);
+    const agent = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming" });
+    expect(agent.statusCode).toBe(402);
+    expect(Object.keys(agent.headers).filter((h) => h.startsWith("access-control-"))).toEqual([]);
+    expect(agent.headers.vary).toMatch(/origin/i); // the answer still depends on Origin, for caches
+  });
+
   it("exposes the RateLimit headers, so a browser client can pace itself", async () => {
     const res = await t.app.inject({ method: "GET", url: "/", headers: { origin: "https://agent.example" } });
     expect(res.headers["ratelimit-limit"]).toBeDefined();
