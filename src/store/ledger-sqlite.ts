@@ -279,7 +279,33 @@ export function openSqliteLedger(path: string): LedgerPort {
         now,
         new Date(req.now.getTime() + req.idempotency.ttlMs).toISOString(),
       );
-    return { kind: "claimed", receipt: toReceipt(getRow(id) as ReceiptRow) };
+    // A fresh row holds exactly what was just inserted: no need to read it back.
+    if (!existing)
+      return {
+        kind: "claimed",
+        receipt: {
+          id,
+          identity,
+          route: params.route,
+          requestFingerprint: params.request_fingerprint,
+          x402Version: params.x402_version,
+          amount: params.amount,
+          payTo: params.pay_to,
+          ppRef: params.pp_ref,
+          idempotencyKey: params.idempotency_key,
+          status: "claimed",
+          transaction: null,
+          error: null,
+          incarnation: params.incarnation,
+          createdAt: now,
+          updatedAt: now,
+          settledAt: null,
+          response: null,
+          responseExpiresAt: null,
+          validBefore: params.valid_before,
+        },
+      };
+    return { kind: "claimed", receipt: toReceipt(row(id)) };
   });
 
   const release = db.transaction((id: string, incarnation: string) => {
@@ -287,12 +313,12 @@ export function openSqliteLedger(path: string): LedgerPort {
   });
 
   const settle = db.transaction((id: string, r: Parameters<LedgerPort["recordSettlement"]>[1]) => {
-    if (!getRow(id)) return { ok: false as const, reason: "not_found" as const };
     const other = st.byTransaction.get(r.transaction, id) as { id: string } | undefined;
+    if (other && !getRow(id)) return { ok: false as const, reason: "not_found" as const };
     if (other)
       return { ok: false as const, reason: "transaction_already_credited" as const, receiptId: other.id };
     const kept = r.response ? keepResponse(r.response.value) : { response: null, response_digest: null };
-    st.settle.run({
+    const { changes } = st.settle.run({
       id,
       status: r.status,
       transaction: r.transaction,
@@ -300,6 +326,8 @@ export function openSqliteLedger(path: string): LedgerPort {
       ...kept,
       response_expires_at: r.response ? r.response.expiresAt.toISOString() : null,
     });
+    // No such receipt: the update touched nothing (a body it may have kept is purged with the unreferenced ones).
+    if (changes === 0) return { ok: false as const, reason: "not_found" as const };
     return { ok: true as const, receipt: r.response ? receiptWith(row(id), r.response.value) : toReceipt(row(id)) };
   });
 
