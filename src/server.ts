@@ -151,11 +151,8 @@ function printDevnetHelp(address: string, devnet: Devnet): void {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-const isMain =
-  import.meta.url === `file://${process.argv[1]}` ||
-  process.argv[1]?.endsWith("/server.ts") ||
-  process.argv[1]?.endsWith("/server.js");
-if (isMain) {
+/** Runs the service as a process: reads .env and the environment, starts, and stops gracefully on a signal. */
+export function main(): void {
   const fail = (lines: string[]): never => {
     for (const line of lines) process.stderr.write(`pressure402: ${line}\n`);
     process.exit(1);
@@ -182,3 +179,9 @@ if (isMain) {
       fail([`failed to start: ${verbose && err instanceof Error ? err.stack : firstLine(err)}`]);
     });
 }
+
+const isMain =
+  import.meta.url === `file://${process.argv[1]}` ||
+  process.argv[1]?.endsWith("/server.ts") ||
+  process.argv[1]?.endsWith("/server.js");
+if (isMain) main();
