@@ -19,16 +19,11 @@ const MANIFEST = "inputs.json";
 
 /**
  * Left to Node at run time: packages that find files beside themselves (a native addon; swagger's package.json and
- * Swagger UI's static files; pino's worker-thread transports), and the PostgreSQL driver, loaded only for LEDGER_URL.
+ * Swagger UI's static files; pino's worker-thread transports), and pg's optional native binding. An external is
+ * imported at the bundle's top, so one only the PostgreSQL ledger needs (pg) is bundled: its code then runs only when
+ * LEDGER_URL asks for it.
  */
-export const EXTERNAL = [
-  "better-sqlite3",
-  "pg",
-  "pg-native",
-  "@fastify/swagger",
-  "@fastify/swagger-ui",
-  "pino",
-];
+export const EXTERNAL = ["better-sqlite3", "pg-native", "@fastify/swagger", "@fastify/swagger-ui", "pino"];
 
 /**
  * The files the bundle at `outDir` was built from whose size or modification time differs now (missing ones
