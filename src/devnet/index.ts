@@ -111,7 +111,7 @@ export async function launchDevnet(opts: StartDevnetOptions = {}): Promise<Devne
     const usdc = await deployTestUsdc({
       rpcUrl: anvil.rpcUrl,
       contracts: getDevnetContracts(),
-      deployerKey: facilitatorKey.privateKey,
+      deployer: facilitatorKey.address,
       fund: buyers.map((b) => b.address),
       amount: BUYER_FUNDING_ATOMIC,
       log,
