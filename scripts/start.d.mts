@@ -4,3 +4,8 @@ export declare const EXTERNAL: readonly string[];
 export declare function changedInputs(outDir: string, root?: string): string[];
 export declare function buildBundle(outDir: string): Promise<void>;
 export declare function ensureBundle(outDir?: string): Promise<string>;
+export declare function loadBundle(bundle: string): {
+  exports: Record<string, unknown>;
+  cacheUsed: boolean;
+  saveCodeCache(): void;
+};

