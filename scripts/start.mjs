@@ -11,7 +11,7 @@
  * functions the start-up runs (a few hundred ms). The bundle is only for `npm start`: tests run the TypeScript
  * sources, production runs `npm run build`'s dist/src (`npm run start:prod`).
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -148,7 +148,31 @@ export function loadBundle(bundle) {
   };
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+/**
+ * `npm ci`'s prepare step: builds the bundle ahead of the first `npm start`. Skipped, without failing the install, where
+ * the sources or esbuild are not there (the production image installs before copying src/, or without dev packages).
+ * @returns {Promise<void>}
+ */
+async function prebuild() {
+  if (!existsSync(join(ROOT, "src", "server.ts"))) return;
+  try {
+    await import("esbuild");
+  } catch {
+    process.stdout.write(
+      "pressure402: esbuild is not installed; `npm start` will need it (npm ci without --omit=dev)\n",
+    );
+    return;
+  }
+  await ensureBundle();
+}
+
+if (
+  process.argv[1] &&
+  import.meta.url === pathToFileURL(process.argv[1]).href &&
+  process.argv[2] === "--build"
+) {
+  await prebuild();
+} else if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   let bundle;
   try {
     bundle = await ensureBundle();

@@ -1,11 +1,8 @@
 /**
  * `npm start` to the first 402: spawns `npm start` (embedded devnet: anvil, test USDC from the precompiled artifacts,
  * local facilitator) on a free port with a temp ledger, polls GET /v1/unlocks/upcoming every 20 ms until it answers
- * 402, then stops the process group it started. Run alone: `npx tsx scripts/bench/startup.ts [runs] [--cold]`.
- *
- * Warm (the default) is a repeated start: `npm start`'s bundle (dist/start/) is built and its code cache written by the
- * first run, which the figures leave out. `--cold` removes dist/start/ before every run, as after a fresh `npm ci`: each
- * run then bundles the sources and starts without a code cache.
+ * 402, then stops the process group it started. Run alone: `npx tsx scripts/bench/startup.ts [runs] [--first|--cold]`
+ * (MODES below says what each leaves in dist/start/, npm start's bundle and code cache, before every run).
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -67,16 +64,27 @@ export async function npmStartToFirst402(timeoutMs = 60_000, keepUntil?: () => b
   }
 }
 
+/** What is left in dist/start/ before each measured run. */
+const MODES = {
+  warm: "warm: a repeated start (bundle and code cache present)",
+  first: "first: the first start after npm ci (its prepare step built the bundle; no code cache yet)",
+  cold: "cold: no bundle at all (as after a source change, or an npm ci run with --ignore-scripts)",
+} as const;
+
 if (process.argv[1]?.endsWith("startup.ts")) {
   const runs = Math.min(Math.max(Number(process.argv[2]) || 3, 1), 10);
-  const cold = process.argv.includes("--cold");
-  if (!cold && !existsSync(CODE_CACHE)) await npmStartToFirst402(60_000, () => existsSync(CODE_CACHE)); // not counted
-  process.stdout.write(
-    `${cold ? "cold (no bundle, no code cache)" : "warm (bundle and code cache present)"}\n`,
-  );
+  const mode: keyof typeof MODES = process.argv.includes("--cold")
+    ? "cold"
+    : process.argv.includes("--first")
+      ? "first"
+      : "warm";
+  // Not counted: builds the bundle and, kept running until the server is fully up, writes the code cache.
+  if (!existsSync(CODE_CACHE)) await npmStartToFirst402(60_000, () => existsSync(CODE_CACHE));
+  process.stdout.write(`${MODES[mode]}\n`);
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
-    if (cold) rmSync(START_BUNDLE_DIR, { recursive: true, force: true });
+    if (mode === "cold") rmSync(START_BUNDLE_DIR, { recursive: true, force: true });
+    if (mode === "first") rmSync(CODE_CACHE, { force: true });
     times.push(await npmStartToFirst402());
     process.stdout.write(`run ${i + 1}: npm start → first 402 in ${times.at(-1)?.toFixed(0)} ms\n`);
   }
