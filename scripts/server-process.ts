@@ -18,16 +18,26 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | NodeJS.Signals | null>;
 }
 
+/** How the process runs the server: its TypeScript sources through tsx, or `npm start`'s bundle (scripts/start.mjs). */
+export type ServerEntry = "sources" | "npm-start";
+
+const ENTRY_ARGS: Record<ServerEntry, string[]> = {
+  sources: ["--import", "tsx", "src/server.ts"],
+  "npm-start": ["scripts/start.mjs"],
+};
+
 /**
- * Used by the soak and by the process-level tests. Starts `src/server.ts` as a separate Node process (through tsx, as `npm start` does) and waits until it prints that
- * it is listening. Without FACILITATOR_URL in `env`, the server starts its embedded devnet.
+ * Used by the soak and by the process-level tests. Starts the server as a separate Node process (by default its
+ * sources through tsx, so tests see the code as it is) and waits until it prints that it is listening. Without
+ * FACILITATOR_URL in `env`, the server starts its embedded devnet.
  */
 export async function startServerProcess(
   env: Record<string, string>,
   timeoutMs = 60_000,
+  entry: ServerEntry = "sources",
 ): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort());
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
+  const child = spawn(process.execPath, ENTRY_ARGS[entry], {
     cwd: ROOT,
     env: {
       ...process.env,

@@ -2,13 +2,13 @@ import closeWithGrace from "close-with-grace";
 import { buildApp } from "./app.js";
 import { createBenchmarkService } from "./benchmark/service.js";
 import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
-import type { Devnet } from "./devnet/index.js";
+import type { Devnet, DevnetLaunch } from "./devnet/index.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
   facilitatorTarget,
 } from "./payments/facilitator.js";
-import { createChainReader } from "./payments/reconcile.js";
+import { type ChainReader, createChainReader } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
 import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
@@ -21,7 +21,7 @@ import { createUnlockService } from "./unlocks/service.js";
 const firstLine = (err: unknown): string =>
   (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
 
-/** What the server needs from disk, loaded before the devnet so a bad file is reported in well under a second. */
+/** What the server needs from disk; a bad file is reported in well under a second (the devnet is stopped first). */
 async function loadStores(config: Config) {
   const attempt = <T>(name: string, load: () => T): T => {
     try {
@@ -43,56 +43,74 @@ async function loadStores(config: Config) {
 }
 type Stores = Awaited<ReturnType<typeof loadStores>>;
 
-/** Process entry: config → pre-flight checks → stores → (devnet when embedded) → listen → graceful shutdown. */
+/**
+ * Process entry: config → pre-flight checks → (devnet launched when embedded) → stores → listen → (devnet ready) →
+ * graceful shutdown. The embedded devnet comes up while the stores load and the app is built: an unpaid request's 402
+ * needs neither the chain nor the buyers' balances, and the local facilitator holds paid ones until the chain is ready.
+ * Resolves once the devnet is ready too; if it fails, everything opened is closed and the error is thrown.
+ */
 export async function start(config: Config) {
   const problems = await preflight(config);
   if (problems.length > 0) throw new ConfigError(problems);
-  const stores = await loadStores(config);
+  const devnet = config.facilitator.kind === "devnet" ? await launchEmbeddedDevnet(config) : undefined;
+  let stores: Stores;
   try {
-    return await startWith(config, stores);
-  } catch (err) {
-    await stores.ledger.close();
-    throw err;
-  }
-}
-
-async function startWith(config: Config, stores: Stores) {
-  let devnet: Devnet | undefined;
-  let facilitatorUrl: string;
-  let payTo = config.payTo;
-  if (config.facilitator.kind === "devnet") {
-    // Imported lazily: production images never load the devnet (anvil, solc) code path.
-    const { startDevnet } = await import("./devnet/index.js");
-    devnet = await startDevnet({ host: "127.0.0.1", anvilPort: config.devnetAnvilPort || undefined });
-    facilitatorUrl = devnet.facilitatorUrl;
-    payTo ??= devnet.payTo;
-  } else {
-    facilitatorUrl = config.facilitator.url;
-  }
-  try {
-    return await serve(config, facilitatorUrl, payTo, devnet, stores);
+    stores = await loadStores(config);
   } catch (err) {
     await devnet?.stop();
     throw err;
   }
+  let served: Served;
+  try {
+    served = await serve(config, stores, devnet);
+  } catch (err) {
+    await stores.ledger.close();
+    await devnet?.stop();
+    throw err;
+  }
+  if (!devnet) return { ...served, devnet: undefined };
+  let running: Devnet;
+  try {
+    running = await devnet.ready;
+  } catch (err) {
+    await served.stop(); // the app, the ledger, then the devnet (already closed by its own failure)
+    throw err;
+  }
+  printDevnetHelp(served.address, running);
+  return { ...served, devnet: running };
 }
 
-async function serve(
-  config: Config,
-  facilitatorUrl: string,
-  payTo: `0x${string}` | undefined,
-  devnet: Devnet | undefined,
-  stores: Stores,
-) {
-  if (!payTo)
+async function launchEmbeddedDevnet(config: Config): Promise<DevnetLaunch> {
+  // Imported lazily: production images never load the devnet (anvil, solc) code path.
+  const { launchDevnet } = await import("./devnet/index.js");
+  return launchDevnet({ host: "127.0.0.1", anvilPort: config.devnetAnvilPort || undefined });
+}
+
+/** Reads the devnet's chain once it is up (the reconciler asks only about settlements it has records of). */
+function deferredChainReader(devnet: DevnetLaunch): ChainReader {
+  const reader = devnet.ready.then((running) => createChainReader(running.rpcUrl));
+  reader.catch(() => {}); // the start-up reports the devnet's failure; lookups report their own
+  return { lookup: async (query) => (await reader).lookup(query) };
+}
+
+type Served = Awaited<ReturnType<typeof serve>>;
+
+async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | undefined) {
+  const facilitator = config.facilitator;
+  const facilitatorUrl = facilitator.kind === "devnet" ? devnet?.facilitatorUrl : facilitator.url;
+  const payTo = config.payTo ?? devnet?.payTo;
+  if (!payTo || !facilitatorUrl)
     throw new ConfigError(
       "PAY_TO: required when a facilitator is configured; set the Base address that receives USDC",
     );
 
-  const facilitator = config.facilitator;
   const client = createFacilitatorClient(facilitatorTarget(facilitator, facilitatorUrl));
   const { ledger, ledgerShared } = stores;
-  const rpcUrl = devnet?.rpcUrl ?? config.chainRpcUrl;
+  const chain = devnet
+    ? deferredChainReader(devnet)
+    : config.chainRpcUrl
+      ? createChainReader(config.chainRpcUrl)
+      : undefined;
   const app = await buildApp({
     config,
     unlocks: createUnlockService(stores.unlocks),
@@ -102,7 +120,7 @@ async function serve(
     ledger,
     ledgerShared,
     gateway: createFacilitatorGateway(client, config.circuit),
-    chain: rpcUrl ? createChainReader(rpcUrl) : undefined,
+    chain,
     paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,
     supported: () => client.getSupported(),
@@ -127,8 +145,7 @@ async function serve(
     // The pre-flight probe found the port free; another process took it since.
     throw new ConfigError(listenProblem(err, config.host, config.port));
   }
-  if (devnet) printDevnetHelp(address, devnet);
-  return { app, address, devnet, stop };
+  return { app, address, stop };
 }
 
 function printDevnetHelp(address: string, devnet: Devnet): void {
@@ -151,11 +168,11 @@ function printDevnetHelp(address: string, devnet: Devnet): void {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-const isMain =
-  import.meta.url === `file://${process.argv[1]}` ||
-  process.argv[1]?.endsWith("/server.ts") ||
-  process.argv[1]?.endsWith("/server.js");
-if (isMain) {
+/**
+ * Runs the service as a process: reads .env and the environment, starts, and stops gracefully on a signal. Resolves
+ * true once the service is up; a start that fails ends the process with status 1.
+ */
+export async function main(): Promise<boolean> {
   const fail = (lines: string[]): never => {
     for (const line of lines) process.stderr.write(`pressure402: ${line}\n`);
     process.exit(1);
@@ -167,18 +184,24 @@ if (isMain) {
   } catch (err) {
     fail(err instanceof ConfigError ? err.problems : [firstLine(err)]);
   }
-  start(config)
-    .then(({ app, stop }) => {
-      closeWithGrace({ delay: config.requestTimeoutMs + 5000 }, async ({ signal, err }) => {
-        if (err) app.log.error({ err }, "shutting down after an error");
-        else app.log.info({ signal }, "shutting down");
-        await stop();
-      });
-    })
-    .catch((err: unknown) => {
-      if (err instanceof ConfigError) return fail(err.problems);
-      // Unexpected: one line by default; the stack only when asked for (LOG_LEVEL=debug or trace).
-      const verbose = config.logLevel === "debug" || config.logLevel === "trace";
-      fail([`failed to start: ${verbose && err instanceof Error ? err.stack : firstLine(err)}`]);
+  try {
+    const { app, stop } = await start(config);
+    closeWithGrace({ delay: config.requestTimeoutMs + 5000 }, async ({ signal, err }) => {
+      if (err) app.log.error({ err }, "shutting down after an error");
+      else app.log.info({ signal }, "shutting down");
+      await stop();
     });
+    return true;
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(err.problems);
+    // Unexpected: one line by default; the stack only when asked for (LOG_LEVEL=debug or trace).
+    const verbose = config.logLevel === "debug" || config.logLevel === "trace";
+    return fail([`failed to start: ${verbose && err instanceof Error ? err.stack : firstLine(err)}`]);
+  }
 }
+
+const isMain =
+  import.meta.url === `file://${process.argv[1]}` ||
+  process.argv[1]?.endsWith("/server.ts") ||
+  process.argv[1]?.endsWith("/server.js");
+if (isMain) void main();

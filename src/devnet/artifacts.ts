@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { join, sep } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Abi, Hex } from "viem";
+import { repoRoot } from "../store/paths.js";
 
 export interface CompiledContract {
   abi: Abi;
@@ -39,14 +41,13 @@ export const SOLC_SETTINGS = {
   outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } },
 } as const;
 
-// `tsc` does not copy .sol/.json files into dist/, so a compiled build looks back into src/.
-const CONTRACT_DIR_CANDIDATES = ["./contracts/", "../../../src/devnet/contracts/"] as const;
-
+/**
+ * Found from the repository root rather than beside this module: neither `tsc` (dist/src/) nor the `npm start` bundle
+ * (dist/start/) copies the .sol/.json files, so every build reads them from src/.
+ */
 export function contractsDir(): URL {
-  for (const candidate of CONTRACT_DIR_CANDIDATES) {
-    const dir = new URL(candidate, import.meta.url);
-    if (existsSync(fileURLToPath(new URL("TestUSDC.sol", dir)))) return dir;
-  }
+  const dir = pathToFileURL(join(repoRoot(), "src", "devnet", "contracts") + sep);
+  if (existsSync(fileURLToPath(new URL("TestUSDC.sol", dir)))) return dir;
   throw new Error("devnet: cannot find src/devnet/contracts/TestUSDC.sol");
 }
 

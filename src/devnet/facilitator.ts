@@ -200,13 +200,18 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
+/** The facilitator never became available (the devnet failed to start). */
+class FacilitatorUnavailable extends Error {}
+
 function errorStatus(err: unknown): number {
   if (err instanceof RequestError) return err.status;
+  if (err instanceof FacilitatorUnavailable) return 503;
   return isUnsupported(err) ? 400 : 500;
 }
 
 function errorReason(err: unknown, status: number): string {
   if (isUnsupported(err)) return "unsupported_scheme";
+  if (err instanceof FacilitatorUnavailable) return "unavailable";
   return status < 500 ? "invalid_request" : "unexpected_facilitator_error";
 }
 
@@ -233,19 +238,40 @@ function networkOf(body: unknown): string {
  * SettleError (the payment is bad). An internal fault is 500 with `{error, message}` and no
  * isValid/success field, so the client throws a plain Error: the facilitator failed, not the
  * payment, and a resource server should answer 503 rather than 402.
+ *
+ * `facilitator` may still be on its way (the devnet's chain starting): the server listens at once, so its URL is known
+ * early. Until it arrives GET /supported answers 503 `{error: "starting"}` (a resource server's readiness check then
+ * says not ready) while POST /verify and /settle wait for it; if it never comes, they answer 503 with the reason.
  */
 export function startFacilitatorServer(
-  facilitator: x402Facilitator,
+  facilitator: x402Facilitator | Promise<x402Facilitator>,
   opts: FacilitatorServerOptions = {},
 ): Promise<FacilitatorServer> {
   const host = opts.host ?? "127.0.0.1";
   const log = opts.log ?? (() => {});
+  let current: x402Facilitator | undefined;
+  let failure: unknown;
+  const pending = Promise.resolve(facilitator).then(
+    (ready) => {
+      current = ready;
+      return ready;
+    },
+    (err: unknown) => {
+      failure = err;
+      throw new FacilitatorUnavailable(errorMessage(err));
+    },
+  );
+  pending.catch(() => {}); // answered per request; never an unhandled rejection
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = new URL(req.url ?? "/", "http://facilitator.invalid").pathname.replace(/\/+$/, "");
     if (path === "/supported" || path === "/health") {
       if (req.method !== "GET" && req.method !== "HEAD") return sendJson(res, 405, { error: "use GET" });
-      return sendJson(res, 200, path === "/health" ? { ok: true } : facilitator.getSupported());
+      if (path === "/health") return sendJson(res, 200, { ok: true });
+      if (current) return sendJson(res, 200, current.getSupported());
+      return failure === undefined
+        ? sendJson(res, 503, { error: "starting", message: "the chain is still starting" })
+        : sendJson(res, 503, { error: "unavailable", message: errorMessage(failure) });
     }
     if (path !== "/verify" && path !== "/settle") return sendJson(res, 404, { error: "not found" });
     if (req.method !== "POST") return sendJson(res, 405, { error: "use POST" });
@@ -254,6 +280,7 @@ export function startFacilitatorServer(
     try {
       body = await readJsonBody(req);
       const { paymentPayload, paymentRequirements } = parseFacilitatorRequest(body);
+      const facilitator = current ?? (await pending);
       if (path === "/verify") {
         const result = await facilitator.verify(paymentPayload, paymentRequirements);
         log(`verify ${paymentRequirements.network}: ${result.isValid ? "valid" : result.invalidReason}`);

@@ -150,3 +150,63 @@ describe("facilitator HTTP mapping", () => {
     expect(await res.json()).toMatchObject({ success: false, errorReason: "invalid_request" });
   });
 });
+
+describe("facilitator HTTP server before its facilitator is ready (the devnet's chain starting)", () => {
+  const verify = (url: string) =>
+    fetch(`${url}/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ x402Version: 2, paymentPayload: payload, paymentRequirements: requirements }),
+    });
+
+  it("answers /supported 503 until it is ready, and holds /verify until then", async () => {
+    let ready!: (f: x402Facilitator) => void;
+    const server = await startFacilitatorServer(new Promise<x402Facilitator>((resolve) => (ready = resolve)));
+    try {
+      const early = await fetch(`${server.url}/supported`);
+      expect(early.status).toBe(503);
+      expect(await early.json()).toMatchObject({ error: "starting" });
+      expect((await fetch(`${server.url}/health`)).status).toBe(200);
+
+      let answered = false;
+      const held = verify(server.url).then((res) => {
+        answered = true;
+        return res;
+      });
+      // Not answered while the facilitator is missing, however long that takes: it can only answer once it has one.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(answered).toBe(false);
+      ready(
+        new x402Facilitator().register(
+          "eip155:8453",
+          scriptedScheme(() => "valid"),
+        ),
+      );
+      const res = await held;
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ isValid: true });
+      const supported = await new HTTPFacilitatorClient({ url: server.url }).getSupported();
+      expect(supported.kinds.map((k) => k.network)).toContain("eip155:8453");
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("answers 503 with the reason, without isValid, when it never becomes ready", async () => {
+    let fail!: (err: Error) => void;
+    const server = await startFacilitatorServer(new Promise<x402Facilitator>((_, reject) => (fail = reject)));
+    try {
+      const held = verify(server.url);
+      fail(new Error("anvil exited with code 1"));
+      const res = await held;
+      expect(res.status).toBe(503);
+      const body = await res.json();
+      expect(body).toEqual({ error: "unavailable", message: "anvil exited with code 1" });
+      const supported = await fetch(`${server.url}/supported`);
+      expect(supported.status).toBe(503);
+      expect(await supported.json()).toEqual({ error: "unavailable", message: "anvil exited with code 1" });
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -72,6 +72,22 @@ describe("the server process (what `npm start` runs)", () => {
     }
   });
 
+  it("as `npm start` runs it (scripts/start.mjs, one bundle built when missing or stale): answers 402, stops on SIGTERM", async () => {
+    const server = await startServerProcess(
+      { LOG_LEVEL: "warn", LEDGER_PATH: ":memory:", MAX_EVENT_LOOP_DELAY_MS: "0" },
+      120_000,
+      "npm-start",
+    );
+    try {
+      expect(server.output()).toContain("npm run pay -- GET '/v1/unlocks/upcoming?days=30'");
+      expect((await fetch(`${server.url}/v1/unlocks/upcoming`)).status).toBe(402);
+      expect((await fetch(`${server.url}/ready`)).status).toBe(200); // the banner comes once the devnet is ready
+      expect(await server.stop("SIGTERM")).toBe(0);
+    } finally {
+      await server.stop("SIGKILL");
+    }
+  });
+
   it("refuses to start in production without a facilitator and payTo, naming both", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
       cwd: ROOT,
