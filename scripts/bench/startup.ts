@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../src/devnet/ports.js";
-import { ROOT, waitForStatus } from "./processes.js";
+import { type BenchProcess, ROOT, stopChild, waitForStatus } from "./processes.js";
 
 /** npm start's bundle and code cache (scripts/start.mjs). */
 const START_BUNDLE_DIR = join(ROOT, "dist", "start");
@@ -61,6 +61,33 @@ export async function npmStartToFirst402(timeoutMs = 60_000, keepUntil?: () => b
       clearTimeout(force);
     }
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Starts the service as `npm start` runs it (`node scripts/start.mjs`: the bundle, with its code cache) but configured
+ * by `env` (for the bench: a facilitator URL instead of the devnet, a snapshot, a temp ledger), on a free port; resolves
+ * once it answers its first 402, with the milliseconds from spawn. Its own process, so its pid gives its memory and
+ * CPU.
+ */
+export async function startService(
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+): Promise<BenchProcess & { port: number }> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ["scripts/start.mjs"], {
+    cwd: ROOT,
+    stdio: "ignore",
+    env: { ...process.env, HOST: "127.0.0.1", PORT: String(port), ...env },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    const readyMs = await waitForStatus(`${url}/v1/unlocks/upcoming?days=30`, 402, t0, timeoutMs);
+    return { url, port, child, readyMs, stop: () => stopChild(child) };
+  } catch (err) {
+    await stopChild(child);
+    throw err;
   }
 }
 
