@@ -1,4 +1,3 @@
-import { HTTPFacilitatorClient } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import {
   FacilitatorResponseError,
@@ -12,6 +11,7 @@ import {
 } from "@x402/core/types";
 import type { FacilitatorConfig } from "../config.js";
 import { cdpAuthHeaders } from "./cdp-auth.js";
+import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
 import {
   admit,
   type CircuitLabel,
@@ -42,7 +42,7 @@ export function facilitatorTarget(config: FacilitatorConfig, url: string): Facil
 }
 
 export function createFacilitatorClient(target: FacilitatorTarget): FacilitatorClient {
-  return new HTTPFacilitatorClient({
+  return createFacilitatorHttpClient({
     url: target.url,
     timeoutMs: target.timeoutMs,
     ...(target.cdp ? { createAuthHeaders: cdpAuthHeaders(target.url, target.cdp) } : {}),
@@ -101,8 +101,11 @@ export function classify(
       counts: true,
     };
   const message = error instanceof Error ? error.message : String(error);
-  // undici reports refused/reset connections and DNS failures as a TypeError("fetch failed").
-  if (error instanceof TypeError && message === "fetch failed")
+  // Refused/reset connections and DNS failures: ours on verify/settle, fetch's TypeError("fetch failed") on /supported.
+  if (
+    error instanceof FacilitatorUnreachableError ||
+    (error instanceof TypeError && message === "fetch failed")
+  )
     return {
       fault: new FacilitatorFault(
         503,
