@@ -20,6 +20,7 @@ import {
   LIVE_STATUSES_SQL,
   receiptFromRow,
 } from "./ledger-rows.js";
+import { noCheckpointer, type WalCheckpointerOptions, walCheckpointer } from "./wal-checkpointer.js";
 import { noFlush, walFlusher } from "./wal-flush.js";
 
 /**
@@ -106,7 +107,19 @@ function migrateLegacy(db: Database.Database): void {
     DROP TABLE IF EXISTS idempotency; DROP TABLE IF EXISTS proof_locks;`);
 }
 
-export function openSqliteLedger(path: string): LedgerPort {
+/**
+ * SQLite's own automatic checkpoint, in WAL pages. Checkpoints normally run in a worker (`wal-checkpointer.ts`); this
+ * one only bounds the WAL (~40 MB) if the worker lags, and SQLite's default comes back if the worker fails.
+ */
+const BACKSTOP_AUTOCHECKPOINT = 10_000;
+const DEFAULT_AUTOCHECKPOINT = 1_000;
+
+export interface SqliteLedgerOptions {
+  /** How the checkpoint worker is triggered and where its failure is reported (default: a process warning). */
+  checkpoint?: WalCheckpointerOptions;
+}
+
+export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}): LedgerPort {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path);
   db.pragma("journal_mode = WAL");
@@ -124,6 +137,27 @@ export function openSqliteLedger(path: string): LedgerPort {
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
   const durable = <T>(value: T): Promise<T> => wal.flush().then(() => value);
+  let open = true;
+  const report =
+    options.checkpoint?.onError ??
+    ((err: Error) => process.emitWarning(`ledger: WAL checkpoint worker failed (${err.message})`));
+  const checkpointer =
+    path === ":memory:"
+      ? noCheckpointer
+      : walCheckpointer(path, {
+          ...options.checkpoint,
+          onError: (err) => {
+            // Back to checkpoints on the event loop: slower at the tail, but the WAL stays small.
+            if (open) db.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT}`);
+            report(err);
+          },
+        });
+  if (path !== ":memory:") db.pragma(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT}`);
+  /** Every write goes through here: the checkpointer counts commits to decide when to run. */
+  const written = <T>(value: T): T => {
+    checkpointer.wrote();
+    return value;
+  };
 
   const st = {
     byId: db.prepare("SELECT * FROM receipts WHERE id = ?"),
@@ -215,7 +249,8 @@ export function openSqliteLedger(path: string): LedgerPort {
     if (r.response === null) return null;
     const stored = JSON.parse(r.response) as StoredHead & { body?: string };
     if (typeof stored.body === "string") return stored as StoredResponse; // a row written before response_bodies
-    const body = r.response_digest === null ? undefined : (st.bodyOf.get(r.response_digest) as string | undefined);
+    const body =
+      r.response_digest === null ? undefined : (st.bodyOf.get(r.response_digest) as string | undefined);
     return body === undefined ? null : { ...stored, body };
   };
   /** `known`: the response just written, so it is not read back and parsed again. */
@@ -328,7 +363,10 @@ export function openSqliteLedger(path: string): LedgerPort {
     });
     // No such receipt: the update touched nothing (a body it may have kept is purged with the unreferenced ones).
     if (changes === 0) return { ok: false as const, reason: "not_found" as const };
-    return { ok: true as const, receipt: r.response ? receiptWith(row(id), r.response.value) : toReceipt(row(id)) };
+    return {
+      ok: true as const,
+      receipt: r.response ? receiptWith(row(id), r.response.value) : toReceipt(row(id)),
+    };
   });
 
   const fail = db.transaction((id: string, status: "failed" | "unknown", error: string, now: string) => {
@@ -363,24 +401,28 @@ export function openSqliteLedger(path: string): LedgerPort {
     return result;
   });
 
-  const storeResponse = db.transaction((id: string, value: StoredResponse, expiresAt: string, now: string) => {
-    const kept = keepResponse(value);
-    st.storeResponse.run(kept.response, kept.response_digest, expiresAt, now, id);
-  });
+  const storeResponse = db.transaction(
+    (id: string, value: StoredResponse, expiresAt: string, now: string) => {
+      const kept = keepResponse(value);
+      st.storeResponse.run(kept.response, kept.response_digest, expiresAt, now, id);
+    },
+  );
 
   return {
-    claimAuthorization: async (req) => claim(req),
-    releaseClaim: async (id, incarnation) => release(id, incarnation),
+    claimAuthorization: async (req) => written(claim(req)),
+    releaseClaim: async (id, incarnation) => written(release(id, incarnation)),
     // On disk before the facilitator is asked to settle: after a power loss the settlement is still known as possible.
     beginSettlement: async (id, incarnation, now) =>
-      durable(st.beginSettle.run(now.toISOString(), id, incarnation).changes === 1),
-    recordSettlement: async (id, record) => durable(settle(id, record)),
-    recordFailure: async (id, o) => durable(fail(id, o.status, o.error, o.now.toISOString())),
+      durable(written(st.beginSettle.run(now.toISOString(), id, incarnation).changes === 1)),
+    recordSettlement: async (id, record) => durable(written(settle(id, record))),
+    recordFailure: async (id, o) => durable(written(fail(id, o.status, o.error, o.now.toISOString()))),
     storeResponse: async (id, response, expiresAt, now) =>
-      durable(storeResponse(id, response, expiresAt.toISOString(), now.toISOString())),
+      durable(written(storeResponse(id, response, expiresAt.toISOString(), now.toISOString()))),
     reclaimUnresolved: async (id, incarnation, lockTtlMs, now) =>
-      st.reclaim.run(incarnation, new Date(now.getTime() + lockTtlMs).toISOString(), now.toISOString(), id)
-        .changes === 1,
+      written(
+        st.reclaim.run(incarnation, new Date(now.getTime() + lockTtlMs).toISOString(), now.toISOString(), id)
+          .changes === 1,
+      ),
     receipt: async (id) => {
       const row = getRow(id);
       return row ? toReceipt(row) : undefined;
@@ -392,9 +434,10 @@ export function openSqliteLedger(path: string): LedgerPort {
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
     countPaidSince: async (route, since) => (st.countPaid.get(route, since.toISOString()) as { n: number }).n,
     receipts: async () => (st.all.all() as ReceiptRow[]).map(toReceipt),
-    startIncarnation: async (id, now) => void st.startInc.run(id, now.toISOString(), now.toISOString()),
-    heartbeat: async (id, now) => void st.heartbeat.run(now.toISOString(), id),
-    endIncarnation: async (id, now) => void st.endInc.run(now.toISOString(), now.toISOString(), id),
+    startIncarnation: async (id, now) =>
+      void written(st.startInc.run(id, now.toISOString(), now.toISOString())),
+    heartbeat: async (id, now) => void written(st.heartbeat.run(now.toISOString(), id)),
+    endIncarnation: async (id, now) => void written(st.endInc.run(now.toISOString(), now.toISOString(), id)),
     incarnations: async () =>
       (
         st.incarnations.all() as {
@@ -411,9 +454,12 @@ export function openSqliteLedger(path: string): LedgerPort {
           endedAt: r.ended_at,
         }),
       ),
-    releaseIncarnation: async (id, now) => releaseIncarnation(id, now.toISOString()),
-    purgeExpired: async (now) => purge(now.toISOString()),
+    releaseIncarnation: async (id, now) => written(releaseIncarnation(id, now.toISOString())),
+    purgeExpired: async (now) => written(purge(now.toISOString())),
     close: async () => {
+      // The worker's connection closes first: the last one to close checkpoints and removes the WAL.
+      await checkpointer.close();
+      open = false;
       await wal.flush();
       wal.close();
       db.close();
