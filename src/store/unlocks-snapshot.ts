@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import { Compile } from "typebox/compile";
+import { readJsonFile } from "./json-file.js";
 import { dataPath } from "./paths.js";
 import { parseDay } from "./unlocks-dates.js";
 import { type PriceSeries, type SeriesSegment, type TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
@@ -170,19 +170,28 @@ export function defaultSnapshotPath(): string {
   return dataPath("unlocks.snapshot.json");
 }
 
-export function parseUnlockSnapshot(text: string, source: string): UnlockSnapshot {
+function parsed(parse: () => unknown, source: string): UnlockSnapshot {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parse();
   } catch (err) {
     throw new SnapshotValidationError(source, [`(file): not valid JSON (${(err as Error).message})`]);
   }
   return validateUnlockSnapshot(raw, source);
 }
 
+export function parseUnlockSnapshot(text: string, source: string): UnlockSnapshot {
+  return parsed(() => JSON.parse(text), source);
+}
+
+/** Reads and validates a snapshot file (parsed with half the transient memory: see readJsonFile). */
+export function readUnlockSnapshot(path: string): UnlockSnapshot {
+  return parsed(() => readJsonFile(path), path);
+}
+
 /** Loads, validates and indexes a snapshot. A bad snapshot throws, naming record and field. */
 export function loadUnlockStore(path: string = defaultSnapshotPath()): UnlockStore {
-  return buildUnlockStore(parseUnlockSnapshot(readFileSync(path, "utf8"), path));
+  return buildUnlockStore(readUnlockSnapshot(path));
 }
 
 /** Value of a daily series on `day`, or null outside its range or where missing. */
