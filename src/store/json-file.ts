@@ -23,15 +23,17 @@ function decodeStrings(value: unknown): unknown {
   if (typeof value === "string") return fromLatin1(value);
   if (value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      if (typeof v === "number") continue;
+    // for…of, not value[i]: an indexed load site that has seen arrays of objects turns an array of doubles it meets
+    // into an array of objects (V8 generalises the elements kind), boxing every price of the series into a HeapNumber.
+    let i = 0;
+    for (const v of value as unknown[]) {
       if (typeof v === "string") {
         if (HIGH.test(v)) value[i] = fromLatin1(v);
       } else if (v !== null && typeof v === "object") {
         const d = decodeStrings(v);
         if (d !== v) value[i] = d;
       }
+      i++;
     }
     return value;
   }
