@@ -1,5 +1,10 @@
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import { type DailySeries, seriesAt, type UnlockStore } from "../store/unlocks-snapshot.js";
+import {
+  type DailySeries,
+  type SeriesValues,
+  seriesAt,
+  type UnlockStore,
+} from "../store/unlocks-snapshot.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
 import { scheduledReleasedBefore } from "./events.js";
 import { ADV_DAYS, CIRCULATING_METHOD } from "./market-snapshot.js";
@@ -31,7 +36,7 @@ const MIN_ADV_POINTS = 20;
 /** Mean of the series over index days [from, to], or null when fewer than `minPoints` values are present. */
 export function meanOver(
   series: DailySeries,
-  values: readonly (number | null)[] | null,
+  values: SeriesValues | null,
   from: number,
   to: number,
   minPoints: number,
