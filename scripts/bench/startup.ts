@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../src/devnet/ports.js";
+import { changedInputs } from "../start.mjs";
 import { type BenchProcess, ROOT, stopChild, waitForStatus } from "./processes.js";
 
 /** npm start's bundle and code cache (scripts/start.mjs). */
@@ -91,9 +92,11 @@ export async function startService(
   }
 }
 
-/** Builds npm start's bundle and writes its code cache, when missing, with one uncounted start: later starts are warm. */
+/** Builds npm start's bundle and writes its code cache, when missing or stale, with one uncounted start: later starts are warm. */
 export async function primeNpmStart(): Promise<void> {
-  if (!existsSync(CODE_CACHE)) await npmStartToFirst402(60_000, () => existsSync(CODE_CACHE));
+  // A bundle older than the sources is rebuilt (and its code cache dropped) by the next start: that start is this one.
+  if (!existsSync(CODE_CACHE) || changedInputs(START_BUNDLE_DIR).length > 0)
+    await npmStartToFirst402(60_000, () => existsSync(CODE_CACHE));
 }
 
 /** What is left in dist/start/ before each measured run. */
