@@ -314,32 +314,22 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
         now,
         new Date(req.now.getTime() + req.idempotency.ttlMs).toISOString(),
       );
-    // A fresh row holds exactly what was just inserted: no need to read it back.
-    if (!existing)
-      return {
-        kind: "claimed",
-        receipt: {
-          id,
-          identity,
-          route: params.route,
-          requestFingerprint: params.request_fingerprint,
-          x402Version: params.x402_version,
-          amount: params.amount,
-          payTo: params.pay_to,
-          ppRef: params.pp_ref,
-          idempotencyKey: params.idempotency_key,
-          status: "claimed",
-          transaction: null,
-          error: null,
-          incarnation: params.incarnation,
-          createdAt: now,
-          updatedAt: now,
-          settledAt: null,
-          response: null,
-          responseExpiresAt: null,
-          validBefore: params.valid_before,
-        },
+    // A fresh row holds exactly what was just inserted: it is mapped as it stands, not read back.
+    if (!existing) {
+      const inserted: ReceiptRow = {
+        ...params,
+        status: "claimed",
+        transaction: null,
+        error: null,
+        created_at: now,
+        updated_at: now,
+        settled_at: null,
+        response: null,
+        response_expires_at: null,
+        response_digest: null,
       };
+      return { kind: "claimed", receipt: receiptWith(inserted, null) };
+    }
     return { kind: "claimed", receipt: toReceipt(row(id)) };
   });
 
@@ -349,9 +339,10 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
 
   const settle = db.transaction((id: string, r: Parameters<LedgerPort["recordSettlement"]>[1]) => {
     const other = st.byTransaction.get(r.transaction, id) as { id: string } | undefined;
-    if (other && !getRow(id)) return { ok: false as const, reason: "not_found" as const };
     if (other)
-      return { ok: false as const, reason: "transaction_already_credited" as const, receiptId: other.id };
+      return getRow(id)
+        ? { ok: false as const, reason: "transaction_already_credited" as const, receiptId: other.id }
+        : { ok: false as const, reason: "not_found" as const };
     const kept = r.response ? keepResponse(r.response.value) : { response: null, response_digest: null };
     const { changes } = st.settle.run({
       id,
