@@ -82,25 +82,31 @@ function discreteReleases(piece: SchedulePiece): Release[] {
   return days.map((d) => ({ day: d, endDay: d, amount: each, piece, linear: false }));
 }
 
-/** A linear piece streams amount/(end-start) per day on days [start, end); cut into calendar months. */
-function linearReleases(piece: SchedulePiece): Release[] {
+/** A linear piece's release in the calendar month starting on `month`, if the piece streams in it. */
+function linearReleaseIn(piece: SchedulePiece, month: number): Release | null {
   const start = parseDay(piece.start);
   const end = parseDay(piece.end as string);
   const perDay = piece.amount_tokens / (end - start);
+  const from = Math.max(start, month);
+  const to = Math.min(addMonths(month, 1), end);
+  if (!(from < to)) return null;
+  return {
+    day: from,
+    endDay: to - 1,
+    amount: perDay * (to - from),
+    piece,
+    linear: true,
+    stream: { from, to, perDay },
+  };
+}
+
+/** A linear piece streams amount/(end-start) per day on days [start, end); cut into calendar months. */
+function linearReleases(piece: SchedulePiece): Release[] {
+  const end = parseDay(piece.end as string);
   const out: Release[] = [];
-  let from = start;
-  while (from < end) {
-    const nextMonth = addMonths(monthStart(from), 1);
-    const to = Math.min(nextMonth, end);
-    out.push({
-      day: from,
-      endDay: to - 1,
-      amount: perDay * (to - from),
-      piece,
-      linear: true,
-      stream: { from, to, perDay },
-    });
-    from = to;
+  for (let month = monthStart(parseDay(piece.start)); month < end; month = addMonths(month, 1)) {
+    const r = linearReleaseIn(piece, month);
+    if (r) out.push(r);
   }
   return out;
 }
@@ -249,37 +255,6 @@ export function expandTokenEvents(token: TokenRecord): UnlockEvent[] {
   });
 }
 
-/** The releases of a discrete piece on `day` (what discreteReleases yields for that day), without the others. */
-function discreteReleasesOn(piece: SchedulePiece, day: number): Release[] {
-  if (piece.kind === "cliff") {
-    const d = parseDay(piece.start);
-    return d === day ? [{ day: d, endDay: d, amount: piece.amount_tokens, piece, linear: false }] : [];
-  }
-  const days = stepDays(piece);
-  const each = piece.amount_tokens / days.length;
-  const out: Release[] = [];
-  for (const d of days) if (d === day) out.push({ day: d, endDay: d, amount: each, piece, linear: false });
-  return out;
-}
-
-/** A linear piece's release in the calendar month starting on `month` (what linearReleases yields for it), if any. */
-function linearReleaseIn(piece: SchedulePiece, month: number): Release | null {
-  const start = parseDay(piece.start);
-  const end = parseDay(piece.end as string);
-  const perDay = piece.amount_tokens / (end - start);
-  const from = Math.max(start, month);
-  const to = Math.min(addMonths(month, 1), end);
-  if (!(from < to)) return null;
-  return {
-    day: from,
-    endDay: to - 1,
-    amount: perDay * (to - from),
-    piece,
-    linear: true,
-    stream: { from, to, perDay },
-  };
-}
-
 /**
  * The one event of `token` that expandTokenEvents dates on `day` (its linear month when `linear`), rebuilt from
  * the schedule alone, or null when there is none. Releases are added in the same order as there (piece by piece),
@@ -300,8 +275,8 @@ export function expandTokenEventAt(token: TokenRecord, day: number, linear: bool
       addRelease(group, r);
       continue;
     }
-    for (const r of discreteReleasesOn(piece, day)) {
-      if (r.amount <= 0) continue;
+    for (const r of discreteReleases(piece)) {
+      if (r.day !== day || r.amount <= 0) continue;
       discreteOnDay = true;
       if (linear) break;
       group ??= newGroup(r);
