@@ -1,5 +1,5 @@
 /** The load driver: autocannon against one server, and the order statistics the report prints. */
-import { get } from "node:http";
+import { Agent, get } from "node:http";
 import autocannon, { type Options, type Result } from "autocannon";
 import { cpuMsOf } from "./processes.js";
 
@@ -110,7 +110,6 @@ function cpuPerRequest(pid: number | undefined, before: number | undefined, requ
  * Stops after `amount` requests or `maxSeconds`.
  */
 export async function runSequential(c: LoadCase & { amount: number }): Promise<LoadResult> {
-  const { Agent } = await import("node:http");
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const cpu0 = c.serverPid === undefined ? undefined : cpuMsOf(c.serverPid);
   const latencies: number[] = [];

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
+import { claimNew, settleNew, testClaim } from "../helpers/ledger.js";
 import { ledgerContract } from "./ledger-contract.js";
 
 const dirs: string[] = [];
@@ -84,33 +85,22 @@ describe("sqlite ledger", () => {
     const path = tempDb();
     const ledger = openSqliteLedger(path);
     const now = new Date("2026-11-22T10:00:00Z");
-    const body = JSON.stringify({ items: Array.from({ length: 200 }, (_, i) => ({ i, note: "x".repeat(50) })) });
+    const body = JSON.stringify({
+      items: Array.from({ length: 200 }, (_, i) => ({ i, note: "x".repeat(50) })),
+    });
     const ids: string[] = [];
     for (const nonce of ["0x01", "0x02", "0x03"]) {
-      const c = await ledger.claimAuthorization({
-        identity: { ...identity, nonce },
-        route: "GET /x",
-        requestFingerprint: "rf",
-        x402Version: 2,
-        amount: "50000",
-        payTo: "0xaa",
-        incarnation: "i1",
-        lockTtlMs: 1000,
-        now,
-      });
-      if (c.kind !== "claimed") throw new Error(c.kind);
-      ids.push(c.receipt.id);
-      await ledger.beginSettlement(c.receipt.id, "i1", now);
-      const rec = await ledger.recordSettlement(c.receipt.id, {
+      const rec = await settleNew(ledger, testClaim(nonce, now), {
         status: "settled",
         transaction: `0xtx${nonce}`,
         response: {
           value: { statusCode: 200, headers: { "Content-Type": "application/json" }, body },
           expiresAt: new Date(now.getTime() + (nonce === "0x03" ? 7_200_000 : 3_600_000)),
         },
-        now,
       });
-      expect(rec.ok && rec.receipt.response?.body).toBe(body);
+      if (!rec.ok) throw new Error(rec.reason);
+      ids.push(rec.receipt.id);
+      expect(rec.receipt.response?.body).toBe(body);
     }
     const db = new Database(path, { readonly: true });
     const bodies = db.prepare("SELECT COUNT(*) AS n FROM response_bodies");
@@ -132,28 +122,16 @@ describe("sqlite ledger", () => {
   it("still reads a response stored whole in the receipt row (a ledger written before response_bodies)", async () => {
     const path = tempDb();
     const a = openSqliteLedger(path);
-    const now = new Date("2026-11-22T10:00:00Z");
-    const c = await a.claimAuthorization({
-      identity,
-      route: "GET /x",
-      requestFingerprint: "rf",
-      x402Version: 2,
-      amount: "50000",
-      payTo: "0xaa",
-      incarnation: "i1",
-      lockTtlMs: 1000,
-      now,
-    });
-    if (c.kind !== "claimed") throw new Error(c.kind);
+    const claimed = await claimNew(a, testClaim("0x01", new Date("2026-11-22T10:00:00Z")));
     await a.close();
     const old = { statusCode: 200, headers: { "Cache-Control": "private, no-store" }, body: '{"old":true}' };
     const db = new Database(path);
     db.prepare(
       "UPDATE receipts SET status = 'settled', \"transaction\" = '0xold', response = ?, response_expires_at = ? WHERE id = ?",
-    ).run(JSON.stringify(old), "2026-11-23T10:00:00.000Z", c.receipt.id);
+    ).run(JSON.stringify(old), "2026-11-23T10:00:00.000Z", claimed.id);
     db.close();
     const b = openSqliteLedger(path);
-    expect((await b.receipt(c.receipt.id))?.response).toEqual(old);
+    expect((await b.receipt(claimed.id))?.response).toEqual(old);
     await b.close();
   });
 

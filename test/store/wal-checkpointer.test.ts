@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
 import { walCheckpointer } from "../../src/store/wal-checkpointer.js";
+import { settleNew, testClaim } from "../helpers/ledger.js";
 
 const dirs: string[] = [];
 const tempPath = () => {
@@ -116,28 +117,11 @@ describe("WAL checkpointer", () => {
 });
 
 describe("sqlite ledger checkpoints", () => {
-  const identity = {
-    network: "eip155:8453",
-    asset: "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
-    payer: "0xb0b0",
-  };
-  const claimAndSettle = async (ledger: ReturnType<typeof openSqliteLedger>, n: number) => {
-    const now = new Date("2026-11-22T10:00:00Z");
-    const c = await ledger.claimAuthorization({
-      identity: { ...identity, nonce: `0x${n.toString(16)}` },
-      route: "GET /x",
-      requestFingerprint: "rf",
-      x402Version: 2,
-      amount: "50000",
-      payTo: "0xaa",
-      incarnation: "i1",
-      lockTtlMs: 1000,
-      now,
+  const claimAndSettle = (ledger: ReturnType<typeof openSqliteLedger>, n: number) =>
+    settleNew(ledger, testClaim(`0x${n.toString(16)}`, new Date("2026-11-22T10:00:00Z")), {
+      status: "settled",
+      transaction: `0xtx${n}`,
     });
-    if (c.kind !== "claimed") throw new Error(c.kind);
-    await ledger.beginSettlement(c.receipt.id, "i1", now);
-    await ledger.recordSettlement(c.receipt.id, { status: "settled", transaction: `0xtx${n}`, now });
-  };
 
   it("checkpoints after a ledger's commits through its worker: the database file takes the WAL's pages", async () => {
     const path = tempPath();
