@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseDay } from "../../src/store/unlocks-dates.js";
 import { buildUnlockStore, loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
-import type { SchedulePiece, TokenRecord } from "../../src/store/unlocks-types.js";
 import {
   buildEventIndex,
   categoryOf,
@@ -16,26 +15,12 @@ import { amountInWindow, expandTokenEventAt, expandTokenEvents } from "../../src
 import { evidenceFor, scoreEvent } from "../../src/unlocks/scoring.js";
 import type { UnlockLookupError } from "../../src/unlocks/service-types.js";
 import { amountInWindowAt } from "../../src/unlocks/window.js";
+import { piece, testToken } from "../helpers/schedules.js";
 
 const store = loadUnlockStore();
 const index = buildEventIndex(store);
 /** Every event the eager path builds, in the index's row order (token by token, expansion order). */
 const eager = store.tokens.flatMap((token) => expandTokenEvents(token).map((event) => ({ token, event })));
-
-const piece = (p: Partial<SchedulePiece>): SchedulePiece => ({
-  recipient: "Team",
-  category: "team",
-  kind: "cliff",
-  start: "2027-01-31",
-  end: null,
-  amount_tokens: 100,
-  steps: null,
-  step_days: null,
-  source_type: "official_docs",
-  timing_precision: "day",
-  source_url: null,
-  ...p,
-});
 
 describe("rebuilding one event from the schedule", () => {
   it("gives exactly the event the full expansion gives, for every shipped event", () => {
@@ -52,16 +37,12 @@ describe("rebuilding one event from the schedule", () => {
   });
 
   it("numbers a linear month that starts on a discrete release's day after it (_2), like the expansion", () => {
-    const token: TokenRecord = {
-      ...store.tokens[0]!,
-      symbol: "TST",
-      schedules: [
-        piece({ kind: "linear", start: "2027-03-05", end: "2027-06-05", amount_tokens: 900 }),
-        piece({ kind: "cliff", start: "2027-03-05", amount_tokens: 50, category: "investors" }),
-        piece({ kind: "step", start: "2027-02-05", end: "2027-05-05", steps: 4, step_days: "monthly" }),
-        piece({ kind: "cliff", start: "2027-04-01", amount_tokens: 0 }),
-      ],
-    };
+    const token = testToken(store, [
+      piece({ kind: "linear", start: "2027-03-05", end: "2027-06-05", amount_tokens: 900 }),
+      piece({ kind: "cliff", start: "2027-03-05", amount_tokens: 50, category: "investors" }),
+      piece({ kind: "step", start: "2027-02-05", end: "2027-05-05", steps: 4, step_days: "monthly" }),
+      piece({ kind: "cliff", start: "2027-04-01", amount_tokens: 0 }),
+    ]);
     const all = expandTokenEvents(token);
     expect(all.map((e) => e.id)).toContain("unlock_tst_2027_03_05_2");
     for (const e of all) expect(expandTokenEventAt(token, e.day, e.unlockType === "linear")).toEqual(e);

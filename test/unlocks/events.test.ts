@@ -3,27 +3,10 @@ import { parseDay } from "../../src/store/unlocks-dates.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import type { SchedulePiece, TokenRecord } from "../../src/store/unlocks-types.js";
 import { expandTokenEvents, releasedBefore, stepDays } from "../../src/unlocks/events.js";
+import { piece, testToken } from "../helpers/schedules.js";
 
 const store = loadUnlockStore();
-const piece = (p: Partial<SchedulePiece>): SchedulePiece => ({
-  recipient: "Team",
-  category: "team",
-  kind: "cliff",
-  start: "2027-01-31",
-  end: null,
-  amount_tokens: 100,
-  steps: null,
-  step_days: null,
-  source_type: "official_docs",
-  timing_precision: "day",
-  source_url: null,
-  ...p,
-});
-const token = (schedules: SchedulePiece[]): TokenRecord => ({
-  ...store.tokens[0]!,
-  symbol: "TST",
-  schedules,
-});
+const token = (schedules: SchedulePiece[]): TokenRecord => testToken(store, schedules);
 
 describe("event expansion", () => {
   it("gives ARB's 2026-12-16 monthly release (team + investors, 92.65M) a stable lowercase id", () => {
