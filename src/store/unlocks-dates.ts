@@ -3,18 +3,23 @@ const MS_PER_DAY = 86_400_000;
 /** Memo capacity: ample for every schedule date of a 100k-event store; past it, results are computed each time. */
 const MEMO_MAX = 100_000;
 
-const parsed = new Map<string, number>();
-
-/** Day number of a `YYYY-MM-DD` date, NaN when it is not a real calendar date. Memoised: schedules repeat dates. */
-export function parseDay(iso: string): number {
-  const hit = parsed.get(iso);
-  if (hit !== undefined) return hit;
-  const day = parseDayUncached(iso);
-  if (parsed.size < MEMO_MAX) parsed.set(iso, day);
-  return day;
+/**
+ * `compute`, remembered for up to MEMO_MAX keys. Expanding and scoring a store's schedules asks for the same few
+ * thousand dates and month steps again and again.
+ */
+function memoised<K, V>(compute: (key: K) => V): (key: K) => V {
+  const known = new Map<K, V>();
+  return (key) => {
+    const hit = known.get(key);
+    if (hit !== undefined) return hit;
+    const value = compute(key);
+    if (known.size < MEMO_MAX) known.set(key, value);
+    return value;
+  };
 }
 
-function parseDayUncached(iso: string): number {
+/** Day number of a `YYYY-MM-DD` date, NaN when it is not a real calendar date. */
+export const parseDay: (iso: string) => number = memoised((iso: string) => {
   const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(iso);
   if (!m) return Number.NaN;
   const y = Number(m[1]);
@@ -26,51 +31,41 @@ function parseDayUncached(iso: string): number {
   if (back.getUTCFullYear() !== y || back.getUTCMonth() !== mo - 1 || back.getUTCDate() !== d)
     return Number.NaN;
   return ms / MS_PER_DAY;
-}
+});
 
-const formatted = new Map<number, string>();
-
-/** `YYYY-MM-DD` of a day number. Memoised like parseDay: every event and market figure formats a few dates. */
-export function formatDay(day: number): string {
-  const hit = formatted.get(day);
-  if (hit !== undefined) return hit;
-  const iso = new Date(day * MS_PER_DAY).toISOString().slice(0, 10);
-  if (formatted.size < MEMO_MAX) formatted.set(day, iso);
-  return iso;
-}
+/** `YYYY-MM-DD` of a day number. */
+export const formatDay: (day: number) => string = memoised((day: number) =>
+  new Date(day * MS_PER_DAY).toISOString().slice(0, 10),
+);
 
 export function dayOf(date: Date): number {
   return Math.floor(date.getTime() / MS_PER_DAY);
 }
 
-const monthsLater = new Map<number, number>();
-const monthStarts = new Map<number, number>();
-
-/** The same day-of-month `months` later, clamped to the month's last day (Jan 31 + 1 month = Feb 28/29). */
-export function addMonths(day: number, months: number): number {
-  // Memoised (like parseDay): expanding a store's schedules asks for the same few thousand month steps again and again.
-  const key =
-    Number.isInteger(day) && Number.isInteger(months) && Math.abs(months) < 2048
-      ? day * 4096 + months + 2048
-      : null;
-  const hit = key === null ? undefined : monthsLater.get(key);
-  if (hit !== undefined) return hit;
+function addMonthsUncached(day: number, months: number): number {
   const d = new Date(day * MS_PER_DAY);
   const y = d.getUTCFullYear();
   const m = d.getUTCMonth() + months;
   const dom = d.getUTCDate();
   const last = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-  const out = Date.UTC(y, m, Math.min(dom, last)) / MS_PER_DAY;
-  if (key !== null && monthsLater.size < MEMO_MAX) monthsLater.set(key, out);
-  return out;
+  return Date.UTC(y, m, Math.min(dom, last)) / MS_PER_DAY;
+}
+
+/** One number per (whole day, |months| < 2048): the memo's key. */
+const monthStep = memoised((key: number) => {
+  const day = Math.floor(key / 4096);
+  return addMonthsUncached(day, key - day * 4096 - 2048);
+});
+
+/** The same day-of-month `months` later, clamped to the month's last day (Jan 31 + 1 month = Feb 28/29). */
+export function addMonths(day: number, months: number): number {
+  return Number.isInteger(day) && Number.isInteger(months) && Math.abs(months) < 2048
+    ? monthStep(day * 4096 + months + 2048)
+    : addMonthsUncached(day, months);
 }
 
 /** First day of the calendar month containing `day`. */
-export function monthStart(day: number): number {
-  const hit = monthStarts.get(day);
-  if (hit !== undefined) return hit;
+export const monthStart: (day: number) => number = memoised((day: number) => {
   const d = new Date(day * MS_PER_DAY);
-  const out = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / MS_PER_DAY;
-  if (monthStarts.size < MEMO_MAX) monthStarts.set(day, out);
-  return out;
-}
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / MS_PER_DAY;
+});
