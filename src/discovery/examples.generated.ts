@@ -348,10 +348,13 @@ export const EXAMPLES: Record<
         "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
         "observed_at": null,
         "availability": "available through capped provisional x402 metadata",
-        "confidence": "medium",
-        "confidence_reasons": [
-          "the price observation is undated"
-        ]
+        "confidence": "low",
+        "confidence_detail": {
+          "grade": "medium",
+          "reasons": [
+            "the price observation is undated"
+          ]
+        }
       },
       "match": {
         "type": "exact",
