@@ -32,7 +32,8 @@ export function freePort(): Promise<number> {
  * for nginx, so an nginx that fails to start ends it at once.
  */
 // (A background job's stdin is /dev/null unless redirected: the reader takes the pipe as fd 3.)
-const WATCHDOG = 'exec 3<&0; "$0" "$@" </dev/null & n=$!; (read -r _ <&3; kill -TERM $n 2>/dev/null) & wait $n';
+const WATCHDOG =
+  'exec 3<&0; "$0" "$@" </dev/null & n=$!; (read -r _ <&3; kill -TERM $n 2>/dev/null) & wait $n';
 
 /**
  * Debian's nginx as a child process with its own prefix, pid, logs and temp directories, one `server` per upstream
