@@ -452,6 +452,19 @@ async function main(): Promise<void> {
       `  ${"unpaid: pressure402 / fastest reference (target ≥ 1.5)".padEnd(52)} ${fmtSpread(fastestUnpaid)}`,
     );
     log(`  ${"paid:   pressure402 / fastest reference (target ≥ 1.2)".padEnd(52)} ${fmtSpread(fastestPaid)}`);
+    // On a busy machine throughput follows the neighbours more than the server; CPU per request much less so.
+    const cpuRatio = (m: Record<string, LoadResult[]>, other: string) =>
+      spread(m.pressure402!.map((x, i) => m[other]![i]!.cpuUsPerRequest / x.cpuUsPerRequest));
+    const cpuRatios = {
+      "unpaid: bare Fastify CPU / pressure402 CPU (as 0.6)": cpuRatio(unpaid, "fastify"),
+      "unpaid: @x402/hono CPU / pressure402 CPU (as 1.5)": cpuRatio(unpaid, "hono"),
+      "unpaid: @x402/express CPU / pressure402 CPU": cpuRatio(unpaid, "express"),
+      "paid:   @x402/hono CPU / pressure402 CPU (as 1.2)": cpuRatio(paid, "hono"),
+      "paid:   @x402/express CPU / pressure402 CPU": cpuRatio(paid, "express"),
+    };
+    log("");
+    log("Server CPU per request, as ratios (each within one round; higher is better for pressure402)");
+    for (const [k, v] of Object.entries(cpuRatios)) log(`  ${k.padEnd(52)} ${fmtSpread(v)}`);
     if (big) {
       log("");
       logStore(big);
@@ -471,6 +484,7 @@ async function main(): Promise<void> {
       ratios,
       fastestUnpaid,
       fastestPaid,
+      cpuRatios,
       ...(big ? { store100k: storeReport(big) } : {}),
       npmStartMs: npmStart,
     });
