@@ -1,7 +1,7 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { type Problem, problem } from "../http/problem.js";
-import { mcpBazaar } from "./discovery.js";
+import { ascii, mcpBazaar } from "./discovery.js";
 import { MCP_PATH, type PaidTool } from "./tools.js";
 
 /** `_meta` keys of the x402 MCP transport (coinbase/x402 specs/transports-v2/mcp.md). */
@@ -67,7 +67,8 @@ export const problemResult = (p: Problem): ToolResult => structured(p, true);
 
 /**
  * The route's PaymentRequired as the tool's: the same price, terms and reason, with the MCP endpoint as `resource.url`
- * (same origin and base path as the route's) and the tool's Bazaar extension in place of the route's HTTP one.
+ * (same origin and base path as the route's) and the tool's Bazaar extension in place of the route's HTTP one. What the
+ * client echoes in its payment (resource, extensions) is ASCII.
  */
 export function toolPaymentRequired(pr: PaymentRequired, call: Dispatched): PaymentRequired {
   const url = pr.resource.url;
@@ -75,7 +76,8 @@ export function toolPaymentRequired(pr: PaymentRequired, call: Dispatched): Paym
   return {
     ...pr,
     ...(call.paid ? {} : { error: NO_PAYMENT }),
-    resource: { ...pr.resource, url: `${base}${MCP_PATH}` },
+    // Echoed by the client in its payment, like the extension: ASCII (see `ascii`).
+    resource: ascii({ ...pr.resource, url: `${base}${MCP_PATH}` }),
     extensions: { ...pr.extensions, ...mcpBazaar(call.tool) },
   };
 }

@@ -9,6 +9,7 @@ import {
 import { describe, expect, it } from "vitest";
 import { HEADER_BUDGET } from "../../src/discovery/bazaar.js";
 import { discoverable } from "../../src/discovery/catalog.js";
+import { ascii } from "../../src/mcp/discovery.js";
 import { type Dispatched, NO_PAYMENT, toolResult } from "../../src/mcp/results.js";
 import { httpCall, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "../../src/mcp/tools.js";
 import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
@@ -192,7 +193,7 @@ describe("each tool's Bazaar extension (x402 bazaar spec, MCP tools)", () => {
         type: "mcp",
         toolName: t.name,
         transport: "streamable-http",
-        inputSchema: t.inputSchema,
+        inputSchema: ascii(t.inputSchema),
         example: discoverable(`${t.method} ${t.path}`).inputExample,
       });
       expect(validateDiscoveryExtension(bazaar)).toEqual({ valid: true });
@@ -200,6 +201,8 @@ describe("each tool's Bazaar extension (x402 bazaar spec, MCP tools)", () => {
         valid: true,
       });
       expect(JSON.stringify(pr.extensions).length).toBeLessThanOrEqual(HEADER_BUDGET);
+      // What a client echoes is ASCII: btoa (Cloudflare's client) takes it, and it decodes as UTF-8 unchanged.
+      expect(JSON.stringify({ resource: pr.resource, extensions: pr.extensions })).toMatch(/^[\x20-\x7e]*$/);
 
       // What a Bazaar facilitator reads from the payment a client builds from this PaymentRequired.
       const payment = { ...v2Proof(pr.accepts[0]!), resource: pr.resource, extensions: pr.extensions };
@@ -212,6 +215,17 @@ describe("each tool's Bazaar extension (x402 bazaar spec, MCP tools)", () => {
       expect(decodeProof("payment-signature", encoded).ok).toBe(true);
     });
   }
+});
+
+describe("ascii: what a client echoes in its payment", () => {
+  it("transliterates every string, deep, and leaves other values alone", () => {
+    expect(ascii({ a: ["0–100", { b: "USDⓈ-M…" }], n: 1, t: true, z: null })).toEqual({
+      a: ["0-100", { b: "USDS-M..." }],
+      n: 1,
+      t: true,
+      z: null,
+    });
+  });
 });
 
 describe("priceMeta: each tool's price in tools/list", () => {
