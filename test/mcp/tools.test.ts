@@ -8,6 +8,7 @@ import {
 } from "@x402/extensions/bazaar";
 import { describe, expect, it } from "vitest";
 import { HEADER_BUDGET } from "../../src/discovery/bazaar.js";
+import { problem } from "../../src/http/problem.js";
 import { discoverable } from "../../src/discovery/catalog.js";
 import { ascii } from "../../src/mcp/discovery.js";
 import { type Dispatched, NO_PAYMENT, toolResult } from "../../src/mcp/results.js";
@@ -144,13 +145,12 @@ describe("toolResult: the tool result of an HTTP answer", () => {
   });
 
   it("a malformed proof's 400 names _meta['x402/payment'], not the header the adapter used", () => {
-    const p = {
-      type: "/problems/invalid-payment-header",
-      title: "Bad Request",
-      status: 400,
-      detail: "PAYMENT-SIGNATURE is not standard base64",
-      instance: "/v1/unlocks/upcoming",
-    };
+    const p = problem(
+      400,
+      "invalid-payment-header",
+      "PAYMENT-SIGNATURE is not standard base64",
+      "/v1/unlocks/upcoming",
+    );
     const r = toolResult(
       { statusCode: 400, headers: {}, body: JSON.stringify(p) },
       dispatched("unlocks_upcoming", "", true),
