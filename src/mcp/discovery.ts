@@ -1,6 +1,6 @@
 import { type DiscoveryExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import anyAscii from "any-ascii";
-import { HEADER_BUDGET } from "../discovery/bazaar.js";
+import { headline } from "../discovery/bazaar.js";
 import { discoverable } from "../discovery/catalog.js";
 import type { PaidTool } from "./tools.js";
 
@@ -9,8 +9,9 @@ import type { PaidTool } from "./tools.js";
  * schema, transport `streamable-http`), built with @x402/extensions. A Bazaar catalogues an MCP tool by the pair
  * (`resource.url`, `toolName`), so the tool's PaymentRequired names the MCP endpoint as its resource.
  *
- * A client echoes the extension inside its payment, which the adapter hands to the route as PAYMENT-SIGNATURE: the
- * output example stays only while the extension fits the same budget as the HTTP routes' own.
+ * A client echoes the extension inside its payment, which the adapter hands to the route as PAYMENT-SIGNATURE: like
+ * the HTTP routes' 402, it shows the answer's headline fields as the output example (the full one is in the OpenAPI
+ * document).
  */
 function build(tool: PaidTool): Record<string, DiscoveryExtension> {
   const d = discoverable(`${tool.method} ${tool.path}`);
@@ -21,8 +22,10 @@ function build(tool: PaidTool): Record<string, DiscoveryExtension> {
     inputSchema: tool.inputSchema,
     example: d.inputExample,
   };
-  const full = declareDiscoveryExtension({ ...declared, output: { example: d.outputExample } });
-  return JSON.stringify(full).length <= HEADER_BUDGET ? full : declareDiscoveryExtension(declared);
+  return declareDiscoveryExtension({
+    ...declared,
+    output: { example: headline(d.outputExample, d.outputHeadline) },
+  });
 }
 
 /**

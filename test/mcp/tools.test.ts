@@ -7,7 +7,7 @@ import {
   validateDiscoveryExtensionSpec,
 } from "@x402/extensions/bazaar";
 import { describe, expect, it } from "vitest";
-import { HEADER_BUDGET } from "../../src/discovery/bazaar.js";
+import { headline } from "../../src/discovery/bazaar.js";
 import { problem } from "../../src/http/problem.js";
 import { discoverable } from "../../src/discovery/catalog.js";
 import { ascii } from "../../src/mcp/discovery.js";
@@ -200,7 +200,9 @@ describe("each tool's Bazaar extension (x402 bazaar spec, MCP tools)", () => {
       expect(validateDiscoveryExtensionSpec(bazaar as unknown as Record<string, unknown>)).toEqual({
         valid: true,
       });
-      expect(JSON.stringify(pr.extensions).length).toBeLessThanOrEqual(HEADER_BUDGET);
+      // The answer's headline, as in the HTTP routes' 402: the echo stays a couple of kilobytes.
+      const d = discoverable(`${t.method} ${t.path}`);
+      expect(bazaar.info.output?.example).toEqual(ascii(headline(d.outputExample, d.outputHeadline)));
       // What a client echoes is ASCII: btoa (Cloudflare's client) takes it, and it decodes as UTF-8 unchanged.
       expect(JSON.stringify({ resource: pr.resource, extensions: pr.extensions })).toMatch(/^[\x20-\x7e]*$/);
 
