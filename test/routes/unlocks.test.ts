@@ -297,6 +297,33 @@ describe("backtest tells the truth", () => {
     },
   );
 
+  it.each([
+    ["TIA", "2024-10-31"],
+    ["PYTH", "2024-05-20"],
+    ["AVAX", "2024-02-22"],
+  ])("%s %s: a paid backtest answers from the event itself (history kept from the listing)", async (sym, date) => {
+    const id = `unlock_${sym.toLowerCase()}_${date.replaceAll("-", "_")}`;
+    const res = await post(
+      "/v1/unlock/backtest",
+      { token: sym, unlock_event_id: id, windowDays: 14 },
+      pay(PRICES.backtest),
+    );
+    expect(res.statusCode).toBe(200);
+    const body = res.json() as { basis: string; reactions: { token: string; unlock_event_id: string }[] };
+    expect(body.basis).toBe("event");
+    expect(body.reactions.map((r) => [r.token, r.unlock_event_id])).toEqual([[sym, id]]);
+  });
+
+  it("ARB 2024-03-16: pct_circulating from the complete schedule is within 15 % of 87 (1.11B against ~1.28B)", async () => {
+    const res = await post(
+      "/v1/unlock/backtest",
+      { token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", windowDays: 14 },
+      pay(PRICES.backtest),
+    );
+    const r = (res.json() as { reactions: { pct_circulating: number }[] }).reactions[0]!;
+    expect(Math.abs(r.pct_circulating / 87 - 1)).toBeLessThan(0.15);
+  });
+
   it("a backtest with no measurable reaction is refused with a problem before any payment request", async () => {
     const before = t.gateway.calls.verify;
     const unpaid = await post("/v1/unlock/backtest", {
