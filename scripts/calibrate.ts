@@ -1,6 +1,6 @@
 /**
  * Event study and out-of-sample check of the risk model, from shipped data only
- * (data/unlocks.snapshot.json, data/market-history/, data/unlock-history-6mv/). Regenerates the
+ * (data/unlocks.snapshot.json, data/market-history/, data/unlock-history-6mv/, test/fixtures/unlocks/coingecko-markets.json). Regenerates the
  * figures block of docs/risk-model.md and its SVG figures.
  *
  *   npm run calibrate [-- --json] [--check]
@@ -20,12 +20,21 @@ import {
   toDailySeries,
   validateUnlockSnapshot,
 } from "../src/store/unlocks-snapshot.js";
+import { formatDay } from "../src/store/unlocks-dates.js";
 import {
   BOOT,
   CANDIDATES,
   DEDUP_DAYS,
+  diffPathBand,
+  eventMinusBaseline,
+  HOLDOUT_DAYS,
+  holdoutFromDay,
+  LEAVE_OUT_EVERY,
+  MIN_SUPPLY_SHARE_PCT,
+  MIN_TOKENS,
   meanCar,
   NON_EVENT,
+  type NonEvent,
   nonEventStudies,
   pathBands,
   RECIPIENT_GROUPS,
@@ -33,8 +42,10 @@ import {
   SIZE_GROUPS,
   SKILL_WINDOW,
   type SkillFigures,
+  type StudiedEvent,
   type StudySet,
   scoreWith,
+  shippedSampler,
   sizeGroup,
   sizeOnly,
   skill,
@@ -42,8 +53,9 @@ import {
   WINDOWS,
   yearOf,
 } from "../src/unlocks/calibration.js";
+import { agreementRows, compare6mv, compareGecko, type GeckoMarketRow, within } from "../src/unlocks/circulating-check.js";
 import { ESTIMATION, type Interval } from "../src/unlocks/event-study.js";
-import { load6mv } from "../src/unlocks/import-6mv.js";
+import { load6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../src/unlocks/market-history.js";
 import { MODEL_VERSION } from "../src/unlocks/risk-model.js";
 import { createUnlockService } from "../src/unlocks/service.js";
@@ -57,12 +69,27 @@ const iv = (x: Interval, digits = 2) =>
   x.estimate === null
     ? "—"
     : `${x.estimate.toFixed(digits)} [${x.lo === null ? "—" : x.lo.toFixed(digits)}, ${x.hi === null ? "—" : x.hi.toFixed(digits)}]`;
-const excludesZeroBelow = (x: Interval) => x.hi !== null && x.hi < 0;
 
 export interface CalibrationOutput {
   markdown: string;
   figures: Record<string, string>;
   json: unknown;
+}
+
+const tokensOf = (xs: readonly { token: string }[]) => new Set(xs.map((x) => x.token));
+
+/** An interval, or "too few tokens" when its bootstrap has fewer than MIN_TOKENS tokens to resample. */
+const ivT = (x: Interval, digits = 2) =>
+  x.clusters < MIN_TOKENS ? `too few tokens (${x.clusters})` : iv(x, digits);
+const excludesZero = (x: Interval) =>
+  x.clusters >= MIN_TOKENS && x.lo !== null && x.hi !== null && (x.hi < 0 || x.lo > 0);
+const pct = (a: number, b: number) => (b === 0 ? "—" : `${((a / b) * 100).toFixed(1)} %`);
+const STUDY_WINDOWS = WINDOWS.filter((w) => w.key !== "d01");
+
+interface Sample {
+  name: string;
+  events: StudiedEvent[];
+  baseline: NonEvent[];
 }
 
 export async function runCalibration(): Promise<CalibrationOutput> {
@@ -72,164 +99,228 @@ export async function runCalibration(): Promise<CalibrationOutput> {
 
   const store = loadUnlockStore();
   const svc = createUnlockService(store, () => new Date(`${store.snapshot.as_of}T00:00:00Z`));
-  const shipped: StudySet = studyStore(store, svc.events(), btc, (s) => {
-    const y = yearOf(s.event.day);
-    return y >= 2023 && y <= 2025 ? "fit" : y === 2026 ? "holdout-2026" : null;
-  });
+  const scored = svc.events();
+  const shipped: StudySet = studyStore(store, scored, btc, shippedSampler(store));
+  const holdoutFrom = holdoutFromDay(store);
+  const sixFiles = read6mvDir(dataPath("unlock-history-6mv"));
   const six = load6mv(dataPath("unlock-history-6mv"), marketDir);
   const store6 = buildUnlockStore(validateUnlockSnapshot(six.snapshot, "6mv"));
   const svc6 = createUnlockService(store6, () => new Date(`${store6.snapshot.as_of}T00:00:00Z`));
   const sixSet: StudySet = studyStore(store6, svc6.events(), btc, () => "holdout-6mv");
 
-  const all = [...shipped.events, ...sixSet.events];
-  const fit = all.filter((e) => e.sample === "fit");
-  const h26 = all.filter((e) => e.sample === "holdout-2026");
-  const h6 = all.filter((e) => e.sample === "holdout-6mv");
-  const samples = [
-    { name: "fit: shipped tokens, 2023–2025", events: fit, store, scored: svc.events(), range: [2023, 2025] },
-    { name: "holdout: shipped tokens, 2026", events: h26, store, scored: svc.events(), range: [2026, 2026] },
-    {
-      name: "holdout: 6MV history (2020–2023)",
-      events: h6,
-      store: store6,
-      scored: svc6.events(),
-      range: [2000, 2100],
-    },
-  ] as const;
-  const nonEvents = samples.map((s) =>
-    nonEventStudies(s.store, s.scored, new Set(s.events.map((e) => e.token)), btc, (d) => {
-      const y = yearOf(d);
-      return y >= s.range[0] && y <= s.range[1];
-    }),
-  );
+  const fit = shipped.events.filter((e) => e.sample === "fit");
+  const hTime = shipped.events.filter((e) => e.sample === "holdout-time");
+  const hTokens = shipped.events.filter((e) => e.sample === "holdout-tokens");
+  const h6 = sixSet.events;
+  const preHoldout = (d: number) => d < holdoutFrom && yearOf(d) >= 2023;
+  const baseFit = nonEventStudies(store, scored, tokensOf(fit), btc, preHoldout);
+  const baseTime = nonEventStudies(store, scored, tokensOf(hTime), btc, (d) => d >= holdoutFrom);
+  const baseTokens = nonEventStudies(store, scored, tokensOf(hTokens), btc, preHoldout);
+  const base6 = nonEventStudies(store6, svc6.events(), tokensOf(h6), btc, () => true);
+  const samples: Sample[] = [
+    { name: "fit: shipped tokens before the holdout", events: fit, baseline: baseFit },
+    { name: "holdout: last six months (time)", events: hTime, baseline: baseTime },
+    { name: "holdout: left-out tokens", events: hTokens, baseline: baseTokens },
+    { name: "holdout: 6MV history (2020–2023)", events: h6, baseline: base6 },
+  ];
+  const shippedAll = shipped.events;
+  const shippedBase = [...baseFit, ...baseTime, ...baseTokens];
+  const all = [...shippedAll, ...h6];
+  const allBase = [...shippedBase, ...base6];
 
-  const tokens = new Set(all.map((e) => e.token));
   const lines: string[] = [];
+  const json: Record<string, unknown> = { model_version: MODEL_VERSION };
   lines.push(BEGIN, "");
+
+  // Coverage
+  const usable = store.tokens;
+  const wideOnly = usable.filter((t) => t.schedule_set === "wide");
+  const withSupply = usable.filter((t) => t.supply_schedule);
+  const incomplete = withSupply.filter((t) => t.supply_schedule && !t.supply_schedule.complete);
+  const emission = usable.filter((t) => t.supply_model === "emission");
   lines.push(
-    `Model \`${MODEL_VERSION}\`. Measured events: **${all.length}** across **${tokens.size}** tokens ` +
-      `(fit ${fit.length} events / ${new Set(fit.map((e) => e.token)).size} tokens; holdout 2026 ${h26.length} / ${new Set(h26.map((e) => e.token)).size}; ` +
-      `holdout 6MV ${h6.length} / ${new Set(h6.map((e) => e.token)).size}).`,
+    "### Coverage",
     "",
-    `Shipped tokens: ${shipped.considered} discrete unlocks dated 2023–2026; ${shipped.uncovered} lack real prices over days ${ESTIMATION.from}..+30; ` +
-      `${shipped.overlapping} dropped as within ${DEDUP_DAYS} days of a higher-scored unlock of the same token. ` +
-      `6MV: ${sixSet.considered} discrete unlocks in the ${six.gates.filter((g) => g.passed).length} tables that pass the ETH gate; ${sixSet.uncovered} uncovered; ${sixSet.overlapping} overlapping. ` +
-      `Tables excluded by the lag-0 ETH gate: ${six.gates
+    `**${usable.length} tokens** are served (${usable.length - wideOnly.length} curated, ${wideOnly.length} from the wide adapter set; ` +
+      "the wide set's ETH is the benchmark, not a token). " +
+      `${withSupply.length} have a complete-schedule supply basis (${withSupply.length - incomplete.length} complete, ` +
+      `${incomplete.length} with unevaluated sections → circulating is a lower bound); ${usable.length - withSupply.length} (curated only) have none → circulating unknown. ` +
+      `${emission.length} are emission-type (≥ 50 % of modelled supply is issuance): ${emission.map((t) => t.symbol).join(", ")}.`,
+    "",
+  );
+  json.coverage = {
+    tokens: usable.length,
+    wide_only: wideOnly.length,
+    with_supply_schedule: withSupply.length,
+    incomplete: incomplete.length,
+    emission: emission.map((t) => t.symbol),
+  };
+
+  // Circulating agreement
+  const sixCmp = compare6mv(sixFiles, store.tokens);
+  const gecko = JSON.parse(
+    readFileSync(join(repoRoot(), "test", "fixtures", "unlocks", "coingecko-markets.json"), "utf8"),
+  ) as GeckoMarketRow[];
+  const geckoCmp = compareGecko(gecko, store.tokens, "CoinGecko excerpt (hand-written fixture)");
+  const cmp = [...sixCmp, ...geckoCmp];
+  const complete = cmp.filter((c) => !c.lowerBound);
+  const lower = cmp.filter((c) => c.lowerBound);
+  const checkedTables = new Set(sixCmp.map((c) => c.source));
+  lines.push(
+    "### Circulating supply against every reported figure the repository holds",
+    "",
+    `Rebuilt = what the complete schedule has unlocked by the end of the reported day. Checked: every unlock day of the ${checkedTables.size} 6MV tables ` +
+      `whose token has a complete schedule (${sixFiles.length - checkedTables.size} tables are of tokens outside the wide set and cannot be checked), and the CoinGecko excerpt in test/fixtures. ` +
+      `**Within 10 %: ${cmp.filter(within).length} of ${cmp.length} checkable token-days (${pct(cmp.filter(within).length, cmp.length)})** — ` +
+      `${complete.filter(within).length} of ${complete.length} where the schedule is complete, ${lower.filter(within).length} of ${lower.length} where it is a lower bound. ` +
+      "The target (≥ 90 %) is **not met**; the table says where and why.",
+    "",
+    "| source | token | days checked | within 10 % | median rebuilt ÷ reported | basis |",
+    "|---|---|---:|---:|---:|---|",
+  );
+  for (const r of agreementRows(cmp))
+    lines.push(
+      `| ${r.source} | ${r.symbol} | ${r.n} | ${r.within} (${pct(r.within, r.n)}) | ${r.medianRatio.toFixed(3)} | ${r.lowerBound ? "lower bound (unevaluated sections)" : "complete"} |`,
+    );
+  lines.push("");
+  json.circulating_agreement = {
+    checkable: cmp.length,
+    within_10pct: cmp.filter(within).length,
+    rows: agreementRows(cmp),
+  };
+
+  // Event study
+  lines.push(
+    "### Event study",
+    "",
+    `Events: discrete releases merged per token-day, ≥ ${MIN_SUPPLY_SHARE_PCT} % of supply, estimation window (days ${ESTIMATION.from}..${ESTIMATION.to}) and days −30..+30 covered by real prices, ` +
+      `releases of one token within ${DEDUP_DAYS} days counted once. **${all.length} events on ${tokensOf(all).size} tokens**: ` +
+      samples.map((s) => `${s.name} ${s.events.length} / ${tokensOf(s.events).size} tokens`).join("; ") +
+      `. Time holdout: events from ${formatDay(holdoutFrom)} (the last ${HOLDOUT_DAYS} days of price data); token holdout: every ${LEAVE_OUT_EVERY}th token in symbol order, before that date. ` +
+      `Shipped store: ${shipped.considered} candidate releases; ${shipped.uncovered} lack prices over the windows; ${shipped.overlapping} within ${DEDUP_DAYS} days of a higher-scored one. ` +
+      `6MV: ${sixSet.considered} candidates in the ${six.gates.filter((g) => g.passed).length} tables that pass the lag-0 ETH gate; excluded: ${six.gates
         .filter((g) => !g.passed)
-        .map((g) => `${g.table} (${(g.share_within_1pct * 100).toFixed(0)} % of days within 1 %)`)
+        .map((g) => g.table)
         .join(", ")}.`,
     "",
-    `Intervals are 95 % percentile intervals of a bootstrap that resamples whole tokens (${BOOT.reps} draws, seed ${BOOT.seed}). CAR in %, sum of daily abnormal log returns.`,
+    "Abnormal return = token − β·ETH (daily log returns; β fitted on the estimation window, **no intercept**); the market model with its alpha is the robustness column. " +
+      `Baseline: the same tokens' days, every ${NON_EVENT.stride} days, with no studied release within ±${NON_EVENT.quiet} days, measured the same way. ` +
+      `Intervals: 95 % percentile, bootstrap resampling whole tokens (${BOOT.reps} draws, seed ${BOOT.seed}); fewer than ${MIN_TOKENS} tokens → "too few tokens". CAR in %.`,
     "",
-    "### Cumulative abnormal returns (market model vs ETH)",
-    "",
-    "| sample | window | events: mean CAR [95 % CI] | non-event days: mean CAR [95 % CI] | mean CAR vs BTC model |",
-    "|---|---|---:|---:|---:|",
+    "| sample | window | events: CAR | baseline: CAR | **event − baseline** | event − baseline, with alpha |",
+    "|---|---|---:|---:|---:|---:|",
   );
-  const json: Record<string, unknown> = {
-    model_version: MODEL_VERSION,
-    events: all.length,
-    tokens: tokens.size,
-  };
-  samples.forEach((s, i) => {
-    for (const w of WINDOWS) {
+  const pooled: Sample[] = [
+    ...samples,
+    { name: "all shipped tokens", events: shippedAll, baseline: shippedBase },
+    { name: "all (shipped + 6MV)", events: all, baseline: allBase },
+  ];
+  for (const s of pooled)
+    for (const w of STUDY_WINDOWS) {
       const ev = meanCar(s.events, w.key);
-      const ne = meanCar(nonEvents[i] as { token: string; study: (typeof all)[number]["study"] }[], w.key);
-      const withBtc = s.events.filter((e) => e.study.carBtc !== null);
-      const btcMean =
-        withBtc.length === 0
-          ? null
-          : withBtc.reduce((a, e) => a + (e.study.carBtc?.[w.key] ?? 0), 0) / withBtc.length;
+      const ne = meanCar(s.baseline, w.key);
+      const d = eventMinusBaseline(s.events, s.baseline, w.key);
+      const da = eventMinusBaseline(s.events, s.baseline, w.key, true);
       lines.push(
-        `| ${s.name} | ${w.label} | ${iv(ev)} (n=${ev.n}) | ${iv(ne)} (n=${ne.n}) | ${f2(btcMean)} (n=${withBtc.length}) |`,
+        `| ${s.name} | ${w.label} | ${ivT(ev)} (n=${ev.n}, ${ev.clusters} tokens) | ${ivT(ne)} (n=${ne.n}) | **${ivT(d)}** | ${ivT(da)} |`,
       );
-      json[`car:${s.name}:${w.key}`] = { events: ev, non_event: ne, btc_mean: btcMean };
+      json[`car:${s.name}:${w.key}`] = { events: ev, baseline: ne, diff: d, diff_alpha: da };
     }
-  });
 
   lines.push(
     "",
-    "### By group (all samples pooled)",
+    "### By bucket: event − baseline (all samples pooled; each bucket against its own tokens' baseline)",
     "",
-    "| group | events | tokens | CAR [−30,−1] | CAR [0,+14] | CAR [0,+30] |",
+    "| bucket | events | tokens | [−30,−1] | [0,+14] | [0,+30] |",
     "|---|---:|---:|---:|---:|---:|",
   );
   for (const [title, groupOf, order] of [
-    ["size", sizeGroup, SIZE_GROUPS],
+    ["size (% of circulating)", sizeGroup, SIZE_GROUPS],
     ["recipient", recipientGroup, RECIPIENT_GROUPS],
   ] as const) {
     for (const g of order) {
       const es = all.filter((e) => groupOf(e) === g);
       if (es.length === 0) continue;
-      lines.push(
-        `| ${title}: ${g} | ${es.length} | ${new Set(es.map((e) => e.token)).size} | ${iv(meanCar(es, "pre"))} | ${iv(meanCar(es, "d014"))} | ${iv(meanCar(es, "d030"))} |`,
-      );
+      const cells = STUDY_WINDOWS.map((w) => ivT(eventMinusBaseline(es, allBase, w.key)));
+      lines.push(`| ${title}: ${g} | ${es.length} | ${tokensOf(es).size} | ${cells.join(" | ")} |`);
     }
   }
+
+  // Skill
   lines.push(
     "",
-    `### Skill: does a higher score precede a lower CAR ${WINDOWS.find((w) => w.key === SKILL_WINDOW)?.label}?`,
+    `### Skill: does a higher score precede a lower abnormal return ${WINDOWS.find((w) => w.key === SKILL_WINDOW)?.label}?`,
     "",
-    "Skill would show as a negative Spearman and a negative top-minus-bottom quintile spread, with intervals below zero.",
+    "Skill shows as a negative Spearman whose interval excludes zero. The candidate weights are compared on the fit sample only; the holdouts are read once, with the shipped model, beside the size-only baseline (% of circulating).",
     "",
     "| sample | scorer | Spearman [95 % CI] | top − bottom quintile CAR, pp [95 % CI] |",
     "|---|---|---:|---:|",
   );
   const row = (sample: string, scorer: string, f: SkillFigures) =>
     lines.push(
-      `| ${sample} | ${scorer} | ${iv(f.spearman, 3)} (n=${f.spearman.n}) | ${iv(f.quintile_spread_pp)} |`,
+      `| ${sample} | ${scorer} | ${ivT(f.spearman, 3)} (n=${f.spearman.n}) | ${ivT(f.quintile_spread_pp)} |`,
     );
   const fitSkill = CANDIDATES.map((c) => ({ c, f: skill(fit, scoreWith(c.params)) }));
-  for (const { c, f } of fitSkill) row(samples[0].name, c.name, f);
-  row(samples[0].name, "size only (% of est. circulating)", skill(fit, sizeOnly));
-  row(
-    `${samples[0].name}, pre-unlock window [−30,−1]`,
-    CANDIDATES[0]!.name,
-    skill(fit, scoreWith(CANDIDATES[0]!.params), "pre"),
-  );
+  for (const { c, f } of fitSkill) row(samples[0]!.name, c.name, f);
+  row(samples[0]!.name, "size only", skill(fit, sizeOnly));
   const best = [...fitSkill].sort((a, b) => (a.f.spearman.estimate ?? 0) - (b.f.spearman.estimate ?? 0))[0]!;
-  const holdoutSkill: SkillFigures[] = [];
-  for (const s of [samples[1], samples[2]]) {
+  const verdicts: string[] = [];
+  const holdoutJson: Record<string, unknown> = {};
+  for (const s of samples.slice(1)) {
     const f = skill(s.events, scoreWith(CANDIDATES[0]!.params));
-    holdoutSkill.push(f);
-    row(s.name, CANDIDATES[0]!.name, f);
-    row(s.name, "size only (% of est. circulating)", skill(s.events, sizeOnly));
+    const size = skill(s.events, sizeOnly);
+    row(s.name, "shipped model", f);
+    row(s.name, "size only", size);
+    holdoutJson[s.name] = { events: s.events.length, tokens: tokensOf(s.events).size, model: f, size_only: size };
+    const skilled = excludesZero(f.spearman) && (f.spearman.hi ?? 0) < 0;
+    verdicts.push(
+      `${s.name}: ${
+        f.spearman.clusters < MIN_TOKENS
+          ? "too few tokens to say"
+          : skilled
+            ? "**skill** (interval below zero)"
+            : excludesZero(f.spearman)
+              ? "interval excludes zero **in the wrong direction** (higher score, higher return): no skill"
+              : "**no skill** (interval includes zero)"
+      }`,
+    );
   }
-  const hasSkill = holdoutSkill.every(
-    (f) => excludesZeroBelow(f.spearman) && excludesZeroBelow(f.quintile_spread_pp),
-  );
+  json.holdouts = holdoutJson;
+  json.events = all.length;
+  json.tokens = tokensOf(all).size;
   lines.push(
     "",
     `Most negative Spearman on the fit sample: “${best.c.name}”. ` +
       (best.c === CANDIDATES[0]
         ? "It is the shipped model."
-        : "The shipped model is kept: the difference is inside the intervals and no candidate shows skill."),
+        : "The shipped model is kept: the candidates' intervals overlap and none shows skill out of sample."),
     "",
-    hasSkill
-      ? "**Verdict:** the score ranks abnormal returns out of sample in both holdouts."
-      : "**Verdict: no out-of-sample skill.** In the holdouts the intervals include zero (or point the wrong way), no better than size alone. The score is a **supply-pressure ranking** — it orders unlocks by how much supply they add relative to circulation and liquidity, weighted by who receives it — **not a forecast** of price moves; every response says so in `score_kind`.",
+    `**Verdict by holdout:** ${verdicts.join("; ")}. Where there is no skill the score is a **supply-pressure ranking**, not a forecast; every response says so in \`score_kind\`.`,
     "",
     "### Figures",
+    "",
+    "![Event minus baseline CAR, day −30 to +30](car-event-minus-baseline.svg)",
     "",
     "![Average CAR from day −30 to +30 by unlock size](car-by-size.svg)",
     "",
     "![Average CAR from day −30 to +30 by recipient](car-by-recipient.svg)",
     "",
-    `Non-event baseline: the same tokens on days sampled every ${NON_EVENT.stride} days with no discrete unlock within ±${NON_EVENT.quiet} days, same market model and windows.`,
-    "",
     END,
   );
-  json.has_skill = hasSkill;
   json.gates = six.gates;
 
   const figures = {
+    "car-event-minus-baseline.svg": await renderCarFigure(
+      [...diffPathBand(shippedAll, shippedBase, "shipped tokens"), ...diffPathBand(h6, base6, "6MV history")],
+      "Event minus matched non-event baseline, CAR (token − β·ETH), 95% token-clustered band",
+    ),
     "car-by-size.svg": await renderCarFigure(
       pathBands(all, sizeGroup, SIZE_GROUPS),
-      "Average CAR around unlocks by size (% of estimated circulating supply), 95% token-clustered band",
+      "Average CAR (token − β·ETH) around unlocks by size (% of circulating supply), 95% token-clustered band",
     ),
     "car-by-recipient.svg": await renderCarFigure(
       pathBands(all, recipientGroup, RECIPIENT_GROUPS),
-      "Average CAR around unlocks by recipient, 95% token-clustered band",
+      "Average CAR (token − β·ETH) around unlocks by recipient, 95% token-clustered band",
     ),
   };
   return { markdown: lines.join("\n"), figures, json };

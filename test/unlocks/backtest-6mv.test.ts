@@ -148,37 +148,33 @@ describe("backtest fallback hierarchy", () => {
 });
 
 describe("6MV importer", () => {
-  it("names and excludes the 12 tables whose own ETH column fails the lag-0 gate", () => {
+  it("realigns the 4 tables labelled at lag 0 and excludes the 8 whose own ETH column matches at neither shift", () => {
     const failed = imported.gates
       .filter((g) => !g.passed)
       .map((g) => g.table)
       .sort();
     expect(failed).toEqual([
       "bitdao.public",
-      "curve-dao-token.private",
       "euler.private",
       "filecoin.private",
       "nym.public",
-      "pooltogether.public",
       "stakewise.private",
       "stakewise.public",
-      "sweatcoin.private",
-      "sweatcoin.public",
       "tornado-cash.private",
       "uniswap.private",
     ]);
-    expect(imported.gates.filter((g) => g.passed)).toHaveLength(14);
+    const lag0 = imported.gates
+      .filter((g) => g.passed && g.shift === 0)
+      .map((g) => g.table)
+      .sort();
+    expect(lag0).toEqual(["curve-dao-token.private", "pooltogether.public", "sweatcoin.private", "sweatcoin.public"]);
+    expect(imported.gates.filter((g) => g.passed)).toHaveLength(18);
     const symbols = snap.tokens.map((t) => t.symbol);
-    for (const gone of [
-      "CURVEDAOTOKEN",
-      "EULER",
-      "FILECOIN",
-      "STAKEWISE",
-      "SWEATCOIN",
-      "TORNADOCASH",
-      "UNISWAP",
-    ])
-      expect(symbols).not.toContain(gone);
+    for (const gone of ["EULER", "FILECOIN", "STAKEWISE", "TORNADOCASH", "UNISWAP"]) expect(symbols).not.toContain(gone);
+    for (const kept of ["CURVEDAOTOKEN", "SWEATCOIN"]) expect(symbols).toContain(kept);
+    // A lag-0 table keeps its dates: its first row's price is the series' first value on the same day.
+    const sweat = snap.tokens.find((t) => t.symbol === "SWEATCOIN")!;
+    expect(sweat.prices!.start).toBe("2022-09-12");
     expect(snap.tokens.every((t) => t.prices?.benchmark_close === undefined)).toBe(true);
   });
 
