@@ -13,9 +13,11 @@ export const EXAMPLES: Record<
       "minRisk": 50,
       "window_start": "2026-11-22",
       "window_end": "2026-12-22",
-      "count": 2,
+      "count": 4,
       "window_amount_tokens_by_token": {
         "MON": 16612500000,
+        "WET": 142500000,
+        "LISTA": 29687500,
         "ZRO": 24041666.6667
       },
       "model_version": "unlock-risk-2.0.0",
@@ -38,7 +40,7 @@ export const EXAMPLES: Record<
           "absorption_ratio": 26.2153,
           "recipient_category": "team",
           "unlock_type": "cliff",
-          "confidence": 0.475,
+          "confidence": 0.0015,
           "recipients": [
             {
               "recipient": "Team",
@@ -59,13 +61,25 @@ export const EXAMPLES: Record<
             "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
             "source_url": "https://github.com/silertrades/gravestone-data/blob/d718ae827105189257afa86cece6b651e0e1cbd7/da…",
             "circulating_supply_estimate": 49300000000,
-            "circulating_method": "estimated circulating supply = tokens the shipped schedule has released before the day (cliffs,…",
-            "stale_days": 249
+            "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+            "stale_days": 249,
+            "market_age_days": 248,
+            "liquidity_confidence": 0.0026
+          },
+          "supply_coverage": {
+            "circulating_is_lower_bound": true,
+            "supply_model": "vesting",
+            "schedule_set": "curated",
+            "schedule_complete": false,
+            "unevaluated_sections": [
+              "Staking Rewards: needs the Dune API"
+            ]
           },
           "model_version": "unlock-risk-2.0.0",
           "as_of": "2026-11-22",
           "synthetic": false,
           "days_until": 2,
+          "schedule_confidence": 0.475,
           "window_amount_tokens": 16612500000,
           "window_amount_usd": 382087500
         }
@@ -81,19 +95,19 @@ export const EXAMPLES: Record<
     "output": {
       "token": "ARB",
       "unlock_event_id": "unlock_arb_2026_11_01",
-      "risk_score": 4.7,
+      "risk_score": 4.2,
       "risk_level": "low",
       "score_kind": "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
       "token_name": "Arbitrum",
       "unlock_date": "2026-11-01",
       "amount_tokens": 15400410.6776,
       "amount_usd": 1583162.22,
-      "pct_circulating": 0.3313,
+      "pct_circulating": 0.2651,
       "pct_max_supply": 0.154,
       "absorption_ratio": 0.0295,
       "recipient_category": "foundation",
       "unlock_type": "linear",
-      "confidence": 0.855,
+      "confidence": 0.0045,
       "recipients": [
         {
           "recipient": "Arbitrum Foundation",
@@ -113,9 +127,20 @@ export const EXAMPLES: Record<
         "venue": "Binance",
         "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
         "source_url": "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-        "circulating_supply_estimate": 4648041880.56,
-        "circulating_method": "estimated circulating supply = tokens the shipped schedule has released before the day (cliffs,…",
-        "stale_days": 249
+        "circulating_supply_estimate": 5810041880.56,
+        "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+        "stale_days": 249,
+        "market_age_days": 227,
+        "liquidity_confidence": 0.0042
+      },
+      "supply_coverage": {
+        "circulating_is_lower_bound": true,
+        "supply_model": "vesting",
+        "schedule_set": "curated",
+        "schedule_complete": false,
+        "unevaluated_sections": [
+          "Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"
+        ]
       },
       "model_version": "unlock-risk-2.0.0",
       "as_of": "2026-11-22",
@@ -126,13 +151,14 @@ export const EXAMPLES: Record<
         "month_amount_tokens": 15400410.6776
       },
       "days_until": -21,
+      "schedule_confidence": 0.855,
       "evidence": [
         {
           "factor": "unlock_size",
-          "value": 0.3313,
+          "value": 0.2651,
           "unit": "% of estimated circulating supply",
           "weight": 0.5294,
-          "contribution": 12.03,
+          "contribution": 10.3,
           "source_url": "https://github.com/DefiLlama/emissions-adapters/blob/ef62935896b0a558bdd13101e8cb8654fb32c26d/p…",
           "observed_at": "2026-11-01",
           "confidence": 0.6,
@@ -156,7 +182,7 @@ export const EXAMPLES: Record<
       "window_end": "2027-02-20",
       "window_covers": "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete rel…",
       "eventCount": 7,
-      "mean_risk_score": 17,
+      "mean_risk_score": 15.76,
       "next_unlock": {
         "unlock_event_id": "unlock_arb_2026_12_01",
         "unlock_date": "2026-12-01",
@@ -164,15 +190,24 @@ export const EXAMPLES: Record<
         "in_window": true,
         "amount_tokens": 15913757.7002,
         "amount_usd": 1635934.29,
-        "risk_score": 4.8,
+        "risk_score": 4.2,
         "risk_level": "low"
       },
       "tokens_unlocking": 324652079.0554,
       "usd_unlocking": 33374233.73,
       "pct_max_supply_unlocking": 3.2465,
-      "pct_circulating_unlocking": 6.8327,
-      "circulating_supply": 4751468001.37,
-      "circulating_method": "estimated circulating supply = tokens the shipped schedule has released before the day (cliffs,…",
+      "pct_circulating_unlocking": 5.49,
+      "circulating_supply": 5913468001.37,
+      "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+      "supply_coverage": {
+        "circulating_is_lower_bound": true,
+        "supply_model": "vesting",
+        "schedule_set": "curated",
+        "schedule_complete": false,
+        "unevaluated_sections": [
+          "Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"
+        ]
+      },
       "market": {
         "price_usd": 0.1028,
         "price_as_of": "2026-03-18",
@@ -183,8 +218,8 @@ export const EXAMPLES: Record<
         "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
         "source_url": "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
         "stale_days": 249,
-        "circulating_supply_estimate": 4751468001.37,
-        "circulating_method": "estimated circulating supply = tokens the shipped schedule has released before the day (cliffs,…"
+        "circulating_supply_estimate": 5913468001.37,
+        "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…"
       },
       "by_category": [
         {
@@ -198,19 +233,19 @@ export const EXAMPLES: Record<
         {
           "token": "ARB",
           "unlock_event_id": "unlock_arb_2026_12_16",
-          "risk_score": 33.7,
+          "risk_score": 31.5,
           "risk_level": "medium",
           "score_kind": "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
           "token_name": "Arbitrum",
           "unlock_date": "2026-12-16",
           "amount_tokens": 92645833.3333,
           "amount_usd": 9523991.67,
-          "pct_circulating": 1.9448,
+          "pct_circulating": 1.5394,
           "pct_max_supply": 0.9265,
           "absorption_ratio": 0.1774,
           "recipient_category": "team",
           "unlock_type": "step",
-          "confidence": 0.855,
+          "confidence": 0.0028,
           "recipients": [
             {
               "recipient": "Team & Advisors (Offchain Labs)",
@@ -230,14 +265,26 @@ export const EXAMPLES: Record<
             "venue": "Binance",
             "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
             "source_url": "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-            "circulating_supply_estimate": 4763788329.91,
-            "circulating_method": "estimated circulating supply = tokens the shipped schedule has released before the day (cliffs,…",
-            "stale_days": 249
+            "circulating_supply_estimate": 6018434163.24,
+            "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+            "stale_days": 249,
+            "market_age_days": 248,
+            "liquidity_confidence": 0.0026
+          },
+          "supply_coverage": {
+            "circulating_is_lower_bound": true,
+            "supply_model": "vesting",
+            "schedule_set": "curated",
+            "schedule_complete": false,
+            "unevaluated_sections": [
+              "Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"
+            ]
           },
           "model_version": "unlock-risk-2.0.0",
           "as_of": "2026-11-22",
           "synthetic": false,
           "days_until": 24,
+          "schedule_confidence": 0.855,
           "window_amount_tokens": 92645833.3333,
           "window_amount_usd": 9523991.67
         }
@@ -246,7 +293,7 @@ export const EXAMPLES: Record<
       "score_kind": "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
       "as_of": "2026-11-22",
       "synthetic": false,
-      "maxRiskScore": 33.7,
+      "maxRiskScore": 31.5,
       "riskLevel": "medium"
     }
   },
@@ -281,15 +328,16 @@ export const EXAMPLES: Record<
           "recipient_category": "team",
           "unlock_type": "cliff",
           "risk_score": 90.1,
-          "pct_circulating": 648.4099,
+          "pct_circulating": 83.3735,
           "window_days": 14,
           "pre_return_pct": -5.0442,
           "post_return_pct": -12.9418,
           "benchmark": "ETH",
           "benchmark_pre_return_pct": 8.9987,
           "benchmark_post_return_pct": -6.2093,
-          "pre_abnormal_return_pct": -14.0429,
-          "abnormal_return_pct": -6.7325,
+          "beta": 1.308,
+          "pre_abnormal_return_pct": -16.4463,
+          "abnormal_return_pct": -5.4745,
           "max_drawdown_pct": -15.5397,
           "volume_change_pct": -15.9561,
           "synthetic": false
@@ -297,8 +345,8 @@ export const EXAMPLES: Record<
       ],
       "summary": {
         "sample_size": 24,
-        "mean_abnormal_return_pct": -2.8731,
-        "median_abnormal_return_pct": -4.5216,
+        "mean_abnormal_return_pct": -2.8274,
+        "median_abnormal_return_pct": -4.1685,
         "mean_post_return_pct": -3.0416,
         "median_post_return_pct": -6.2753,
         "share_negative_abnormal": 0.75,
@@ -311,7 +359,7 @@ export const EXAMPLES: Record<
           "symbol": "ARB",
           "segments": [
             {
-              "from": "2023-04-18",
+              "from": "2023-03-24",
               "to": "2024-01-10",
               "venue": "Binance",
               "instrument": "spot"
