@@ -49,15 +49,20 @@ export const TimingPrecision = Type.Union([
 ]);
 export type TimingPrecision = Static<typeof TimingPrecision>;
 
-export const SchedulePiece = Type.Object({
-  recipient: Type.String({ minLength: 1 }),
-  category: RecipientCategory,
+/** When and how much a piece releases: shared by vesting pieces and the complete supply schedule's pieces. */
+const pieceTiming = {
   kind: Type.Union([Type.Literal("cliff"), Type.Literal("linear"), Type.Literal("step")]),
   start: IsoDate,
   end: Type.Union([IsoDate, Type.Null()]),
   amount_tokens: Type.Number({ minimum: 0 }),
   steps: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
   step_days: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("monthly"), Type.Null()]),
+};
+
+export const SchedulePiece = Type.Object({
+  recipient: Type.String({ minLength: 1 }),
+  category: RecipientCategory,
+  ...pieceTiming,
   source_type: SourceType,
   timing_precision: TimingPrecision,
   source_url: Type.Union([Type.String(), Type.Null()]),
@@ -127,14 +132,7 @@ export const PriceSeries = Type.Object({
 export type PriceSeries = Static<typeof PriceSeries>;
 
 /** A piece of the complete supply schedule: only what circulating supply needs (no recipient or source per piece). */
-export const SupplyPiece = Type.Object({
-  kind: Type.Union([Type.Literal("cliff"), Type.Literal("linear"), Type.Literal("step")]),
-  start: IsoDate,
-  end: Type.Union([IsoDate, Type.Null()]),
-  amount_tokens: Type.Number({ minimum: 0 }),
-  steps: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
-  step_days: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("monthly"), Type.Null()]),
-});
+export const SupplyPiece = Type.Object(pieceTiming);
 export type SupplyPiece = Static<typeof SupplyPiece>;
 
 /** An allocation the adapter models but could not evaluate offline (its releases are missing from `pieces`). */

@@ -318,14 +318,7 @@ export function pathBands(
           seed: BOOT.seed + i,
         },
       );
-      out.push({
-        group: `${g} (n=${es.length})`,
-        day: k,
-        car: iv.estimate as number,
-        lo: iv.lo ?? (iv.estimate as number),
-        hi: iv.hi ?? (iv.estimate as number),
-        n: es.length,
-      });
+      out.push(bandPoint(g, k, es.length, iv));
     }
   }
   return out;
@@ -366,6 +359,51 @@ export function shippedSampler(store: UnlockStore): (s: ScoredEvent) => string |
 export const holdoutFromDay = (store: UnlockStore): number =>
   store.benchmark.series.startDay + store.benchmark.series.close.length - 1 - HOLDOUT_DAYS;
 
+interface Matched {
+  readonly token: string;
+  readonly ev: boolean;
+  readonly v: number;
+}
+
+/** Events and baseline days of the tokens that have both (a token without baseline days cannot be matched). */
+function matchedItems(
+  events: readonly { token: string; study: EventStudy }[],
+  baseline: readonly { token: string; study: EventStudy }[],
+  value: (s: EventStudy) => number,
+): { items: Matched[]; events: number } {
+  const withBase = new Set(baseline.map((b) => b.token));
+  const ev = events.filter((e) => withBase.has(e.token));
+  const tokens = new Set(ev.map((e) => e.token));
+  const items = [
+    ...ev.map((e) => ({ token: e.token, ev: true, v: value(e.study) })),
+    ...baseline.filter((b) => tokens.has(b.token)).map((b) => ({ token: b.token, ev: false, v: value(b.study) })),
+  ];
+  return { items, events: ev.length };
+}
+
+/** Mean over events minus mean over baseline days, recomputed on every bootstrap draw of tokens. */
+function differenceOfMeans(items: readonly Matched[], opts: { reps: number; seed: number }): Interval {
+  return clusterBootstrap(
+    items,
+    (x) => x.token,
+    (xs) => {
+      const a = mean(xs.filter((x) => x.ev).map((x) => x.v));
+      const b = mean(xs.filter((x) => !x.ev).map((x) => x.v));
+      return a === null || b === null ? null : a - b;
+    },
+    opts,
+  );
+}
+
+const bandPoint = (group: string, day: number, n: number, iv: Interval): PathBand => ({
+  group: `${group} (n=${n})`,
+  day,
+  car: iv.estimate as number,
+  lo: iv.lo ?? (iv.estimate as number),
+  hi: iv.hi ?? (iv.estimate as number),
+  n,
+});
+
 /**
  * Mean event CAR minus mean non-event CAR over the same tokens, with a token-cluster bootstrap: each draw resamples
  * tokens and takes both means over the draw, so the baseline moves with the events it is matched to.
@@ -376,27 +414,8 @@ export function eventMinusBaseline(
   w: WindowKey,
   withAlpha = false,
 ): Interval {
-  // Matched: only tokens with both events and baseline days take part.
-  const withBase = new Set(baseline.map((b) => b.token));
-  const tokens = new Set(events.map((e) => e.token).filter((t) => withBase.has(t)));
-  const items = [
-    ...events
-      .filter((e) => tokens.has(e.token))
-      .map((e) => ({ token: e.token, ev: true, car: (withAlpha ? e.study.carAlpha : e.study.car)[w] })),
-    ...baseline
-      .filter((b) => tokens.has(b.token))
-      .map((b) => ({ token: b.token, ev: false, car: (withAlpha ? b.study.carAlpha : b.study.car)[w] })),
-  ];
-  return clusterBootstrap(
-    items,
-    (x) => x.token,
-    (xs) => {
-      const a = mean(xs.filter((x) => x.ev).map((x) => x.car));
-      const b = mean(xs.filter((x) => !x.ev).map((x) => x.car));
-      return a === null || b === null ? null : a - b;
-    },
-    BOOT,
-  );
+  const { items } = matchedItems(events, baseline, (s) => (withAlpha ? s.carAlpha : s.car)[w]);
+  return differenceOfMeans(items, BOOT);
 }
 
 /** The same difference along the −30..+30 path, with a token-clustered band. */
@@ -405,35 +424,11 @@ export function diffPathBand(
   baseline: readonly { token: string; study: EventStudy }[],
   group: string,
 ): PathBand[] {
-  const withBase = new Set(baseline.map((b) => b.token));
-  const matched = events.filter((e) => withBase.has(e.token));
-  const tokens = new Set(matched.map((e) => e.token));
-  const base = baseline.filter((b) => tokens.has(b.token));
   const out: PathBand[] = [];
   for (let k = PATH.from; k <= PATH.to; k++) {
     const i = k - PATH.from;
-    const items = [
-      ...matched.map((e) => ({ token: e.token, ev: true, v: e.study.path[i] as number })),
-      ...base.map((b) => ({ token: b.token, ev: false, v: b.study.path[i] as number })),
-    ];
-    const iv = clusterBootstrap(
-      items,
-      (x) => x.token,
-      (xs) => {
-        const a = mean(xs.filter((x) => x.ev).map((x) => x.v));
-        const b = mean(xs.filter((x) => !x.ev).map((x) => x.v));
-        return a === null || b === null ? null : a - b;
-      },
-      { reps: 200, seed: BOOT.seed + i },
-    );
-    out.push({
-      group: `${group} (n=${matched.length})`,
-      day: k,
-      car: iv.estimate as number,
-      lo: iv.lo ?? (iv.estimate as number),
-      hi: iv.hi ?? (iv.estimate as number),
-      n: matched.length,
-    });
+    const m = matchedItems(events, baseline, (s) => s.path[i] as number);
+    out.push(bandPoint(group, k, m.events, differenceOfMeans(m.items, { reps: 200, seed: BOOT.seed + i })));
   }
   return out;
 }
