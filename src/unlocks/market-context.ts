@@ -7,7 +7,12 @@ import {
 } from "../store/unlocks-snapshot.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
 import { ADV_DAYS } from "./market-snapshot.js";
-import { CIRCULATING_UNKNOWN_NO_SCHEDULE, circulatingMethodOf, unlockedBefore } from "./supply.js";
+import {
+  CIRCULATING_UNKNOWN_NO_SCHEDULE,
+  CURATED_DATE_TOLERANCE_DAYS,
+  circulatingMethodOf,
+  unlockedBefore,
+} from "./supply.js";
 
 /** The market figures an event is scored against, each with where and when it was observed. */
 export interface MarketContext {
@@ -96,7 +101,11 @@ export function circulatingFor(token: TokenRecord, series: DailySeries | undefin
       circulatingMethod: CIRCULATING_UNKNOWN_NO_SCHEDULE,
       circulatingLowerBound: null,
     };
-  const unlocked = unlockedBefore(sched.pieces, day);
+  // Curated events and the adapter's pieces date the same release up to ±2 days apart (TIA's 2024-10-31 cliff is
+  // 2024-10-30 19:48 UTC in the adapter): for curated tokens the two days before the event are left out, so the
+  // event is never counted in its own denominator. Wide tokens' events are those very pieces: no lag.
+  const lag = token.schedule_set === "wide" ? 0 : CURATED_DATE_TOLERANCE_DAYS;
+  const unlocked = unlockedBefore(sched.pieces, day - lag);
   if (!(unlocked > 0))
     return {
       circulatingBefore: null,
@@ -109,7 +118,10 @@ export function circulatingFor(token: TokenRecord, series: DailySeries | undefin
     circulatingBefore: unlocked,
     circulatingObservedAt: formatDay(day),
     circulatingSource: sched.source,
-    circulatingMethod: circulatingMethodOf(sched),
+    circulatingMethod:
+      lag === 0
+        ? circulatingMethodOf(sched)
+        : `${circulatingMethodOf(sched)}. Counted to ${formatDay(day - lag - 1)}: the adapter dates releases up to ±${lag} days from the curated schedule, so the ${lag} days before are left out`,
     circulatingLowerBound: !sched.complete,
   };
 }

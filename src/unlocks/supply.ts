@@ -8,6 +8,9 @@ export function unlockedBefore(pieces: readonly SupplyPiece[], day: number): num
   return sum;
 }
 
+/** How far apart the adapter and the curated set may date one release (data/unlocks-wide/README.md, trap 3). */
+export const CURATED_DATE_TOLERANCE_DAYS = 2;
+
 export const CIRCULATING_UNKNOWN_NO_SCHEDULE =
   "unknown: no complete schedule for this token (its curated schedule lists only the locked allocations, so what it " +
   "has released is not the circulating supply); size is scored on % of max supply";

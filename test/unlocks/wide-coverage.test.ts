@@ -107,9 +107,19 @@ describe("coverage of the shipped store", () => {
   it("ARB 2024-03-16: circulating is the complete schedule's unlocked total before the day (airdrop + foundation stream)", () => {
     const arb = store.tokenBySymbol.get("arb")!;
     const day = parseDay("2024-03-16");
-    const circ = unlockedBefore(arb.supply_schedule!.pieces, day);
-    const foundation = (750e6 * (day - parseDay("2023-04-17"))) / (parseDay("2027-04-17") - parseDay("2023-04-17"));
+    const circ = unlockedBefore(arb.supply_schedule!.pieces, day - 2);
+    const foundation =
+      (750e6 * (day - 2 - parseDay("2023-04-17"))) / (parseDay("2027-04-17") - parseDay("2023-04-17"));
     expect(circ).toBeCloseTo(1.162e9 + foundation, -3);
+    const e = svc.events().find((s) => s.event.id === "unlock_arb_2024_03_16")!;
+    expect(e.context.circulatingBefore).toBeCloseTo(circ, 0);
+  });
+
+  it("never counts a curated event in its own denominator when the adapter dates it a day early (TIA 2024-10-31)", () => {
+    // The adapter has TIA's cliffs at 2024-10-30 19:48 UTC; the curated event is 2024-10-31.
+    const e = svc.events().find((s) => s.event.id === "unlock_tia_2024_10_31")!;
+    expect(e.context.circulatingBefore).toBeCloseTo(267e6, -3);
+    expect(e.context.circulatingMethod).toContain("Counted to 2024-10-28");
   });
 });
 
