@@ -16,7 +16,13 @@ import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { dataPath } from "../src/store/paths.js";
 import { formatDay, parseDay } from "../src/store/unlocks-dates.js";
 import { validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
-import type { PriceSeries, SupplyModel, SupplySchedule, TokenRecord, UnlockSnapshot } from "../src/store/unlocks-types.js";
+import type {
+  PriceSeries,
+  SupplyModel,
+  SupplySchedule,
+  TokenRecord,
+  UnlockSnapshot,
+} from "../src/store/unlocks-types.js";
 import { type CompiledSchedules, defillamaSlugFrom, scheduleFacts } from "../src/unlocks/import-schedules.js";
 import {
   adapterUrl,
@@ -67,7 +73,9 @@ function listingFacts(
 ): Pick<TokenRecord, "listing_date" | "listing_basis"> {
   // Series values are 00:00 UTC prices: value 0 is the close of the first kept candle, the day before `start`.
   const first = parseDay(prices.start) - 1;
-  const earliest = Math.min(...index.files.filter((f) => f.symbol === symbol).map((f) => parseDay(f.first_date)));
+  const earliest = Math.min(
+    ...index.files.filter((f) => f.symbol === symbol).map((f) => parseDay(f.first_date)),
+  );
   const cut = tgeDay !== null && earliest < tgeDay && first >= tgeDay;
   return {
     listing_date: formatDay(first),
@@ -156,7 +164,9 @@ export function buildShippedSnapshot(inputs: SnapshotInputs): UnlockSnapshot {
 
 export function shippedInputs(): SnapshotInputs {
   return {
-    compiled: JSON.parse(readFileSync(dataPath("unlock-schedules/schedules.json"), "utf8")) as CompiledSchedules,
+    compiled: JSON.parse(
+      readFileSync(dataPath("unlock-schedules/schedules.json"), "utf8"),
+    ) as CompiledSchedules,
     marketDir: dataPath("market-history"),
     wide: JSON.parse(readFileSync(dataPath("unlocks-wide/schedules.json"), "utf8")) as WideSchedules,
     wideDir: dataPath("unlocks-wide"),

@@ -53,7 +53,13 @@ import {
   WINDOWS,
   yearOf,
 } from "../src/unlocks/calibration.js";
-import { agreementRows, compare6mv, compareGecko, type GeckoMarketRow, within } from "../src/unlocks/circulating-check.js";
+import {
+  agreementRows,
+  compare6mv,
+  compareGecko,
+  type GeckoMarketRow,
+  within,
+} from "../src/unlocks/circulating-check.js";
 import { ESTIMATION, type Interval } from "../src/unlocks/event-study.js";
 import { load6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../src/unlocks/market-history.js";
@@ -270,7 +276,12 @@ export async function runCalibration(): Promise<CalibrationOutput> {
     const size = skill(s.events, sizeOnly);
     row(s.name, "shipped model", f);
     row(s.name, "size only", size);
-    holdoutJson[s.name] = { events: s.events.length, tokens: tokensOf(s.events).size, model: f, size_only: size };
+    holdoutJson[s.name] = {
+      events: s.events.length,
+      tokens: tokensOf(s.events).size,
+      model: f,
+      size_only: size,
+    };
     const skilled = excludesZero(f.spearman) && (f.spearman.hi ?? 0) < 0;
     verdicts.push(
       `${s.name}: ${

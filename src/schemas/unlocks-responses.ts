@@ -60,7 +60,9 @@ const MarketFigures = Type.Object(
     ),
     circulating_method: Str("How circulating supply was estimated"),
     market_age_days: Type.Optional(
-      Int("Days between these figures and the event (or today when the event is ahead); 0 = the event's own day"),
+      Int(
+        "Days between these figures and the event (or today when the event is ahead); 0 = the event's own day",
+      ),
     ),
     liquidity_confidence: Type.Optional(
       Num("Confidence of the liquidity evidence: 0.8 × 0.5^(market_age_days / 30) (docs/risk-model.md)"),
@@ -77,13 +79,16 @@ export const SupplyCoverage = Type.Object(
         "emission: most modelled supply is issuance (block rewards, staking, gauges); its emission sections count toward circulating supply but are never scored as vesting unlocks",
     }),
     schedule_set: Type.Union([Type.Literal("curated"), Type.Literal("wide")], {
-      description: "curated: the 46 hand-checked tokens (official figures kept); wide: DefiLlama emissions adapters",
+      description:
+        "curated: the 46 hand-checked tokens (official figures kept); wide: DefiLlama emissions adapters",
     }),
     schedule_complete: Type.Union([Type.Boolean(), Type.Null()], {
       description:
         "false: some allocations could not be evaluated, so circulating supply is a lower bound; null: no complete schedule (circulating unknown)",
     }),
-    unevaluated_sections: Type.Array(Type.String(), { description: "Allocations left out, each with the reason" }),
+    unevaluated_sections: Type.Array(Type.String(), {
+      description: "Allocations left out, each with the reason",
+    }),
     circulating_is_lower_bound: Type.Union([Type.Boolean(), Type.Null()], {
       description: "true when the circulating figure is a lower bound; null when it is unknown",
     }),
@@ -250,7 +255,9 @@ export const Reaction = Type.Object(
     benchmark: Str("Benchmark symbol"),
     benchmark_pre_return_pct: Num("Benchmark return day −w → 0, %"),
     benchmark_post_return_pct: Num("Benchmark return day 0 → +w, %"),
-    beta: Type.Optional(Num("β of the token's daily log returns on the benchmark's, fitted on days −120..−31")),
+    beta: Type.Optional(
+      Num("β of the token's daily log returns on the benchmark's, fitted on days −120..−31"),
+    ),
     pre_abnormal_return_pct: Num("Token log return − β × benchmark log return, day −w → day 0, in %"),
     abnormal_return_pct: Num("Token log return − β × benchmark log return, day 0 → day +w, in %"),
     max_drawdown_pct: Num("Worst peak-to-trough fall over days 0..+w, % (≤ 0)"),

@@ -141,7 +141,10 @@ export function nonEventStudies(
   // days of many tokens and would leave no baseline at all.
   const unlockDays = new Map<string, number[]>();
   for (const s of scored)
-    if (s.event.unlockType !== "linear" && (supplySharePct(s) ?? Number.POSITIVE_INFINITY) >= MIN_SUPPLY_SHARE_PCT)
+    if (
+      s.event.unlockType !== "linear" &&
+      (supplySharePct(s) ?? Number.POSITIVE_INFINITY) >= MIN_SUPPLY_SHARE_PCT
+    )
       unlockDays.set(s.token.symbol, [...(unlockDays.get(s.token.symbol) ?? []), s.event.day]);
   const out: NonEvent[] = [];
   for (const sym of [...tokens].sort()) {
@@ -376,7 +379,9 @@ function matchedItems(
   const tokens = new Set(ev.map((e) => e.token));
   const items = [
     ...ev.map((e) => ({ token: e.token, ev: true, v: value(e.study) })),
-    ...baseline.filter((b) => tokens.has(b.token)).map((b) => ({ token: b.token, ev: false, v: value(b.study) })),
+    ...baseline
+      .filter((b) => tokens.has(b.token))
+      .map((b) => ({ token: b.token, ev: false, v: value(b.study) })),
   ];
   return { items, events: ev.length };
 }

@@ -31,14 +31,23 @@ export interface AgreementRow {
  * snapshot of D+1, so the rebuilt figure is everything released before D+1. Tables of tokens without a complete
  * schedule cannot be checked and are skipped (listed by the caller).
  */
-export function compare6mv(files: readonly SixMvFile[], tokens: readonly TokenRecord[]): CirculatingComparison[] {
-  const byGecko = new Map(tokens.filter((t) => t.supply_schedule && t.coingecko_id).map((t) => [t.coingecko_id, t]));
+export function compare6mv(
+  files: readonly SixMvFile[],
+  tokens: readonly TokenRecord[],
+): CirculatingComparison[] {
+  const byGecko = new Map(
+    tokens.filter((t) => t.supply_schedule && t.coingecko_id).map((t) => [t.coingecko_id, t]),
+  );
   const out: CirculatingComparison[] = [];
   for (const f of files) {
     const t = byGecko.get(f.coingecko_id);
     if (!t?.supply_schedule) continue;
     for (const d of f.days) {
-      if (!(d.unlocked_tokens && d.unlocked_tokens > 0) || !(d.circulating_supply && d.circulating_supply > 0)) continue;
+      if (
+        !(d.unlocked_tokens && d.unlocked_tokens > 0) ||
+        !(d.circulating_supply && d.circulating_supply > 0)
+      )
+        continue;
       const rebuilt = unlockedBefore(t.supply_schedule.pieces, parseDay(d.date) + 1);
       out.push({
         source: `6MV ${f.coingecko_id}.${f.allocation_class}`,

@@ -95,7 +95,8 @@ const CATEGORY: Record<string, RecipientCategory> = {
   liquity: "other",
 };
 
-export const recipientCategory = (c: string | null): RecipientCategory => (c ? (CATEGORY[c] ?? "other") : "other");
+export const recipientCategory = (c: string | null): RecipientCategory =>
+  c ? (CATEGORY[c] ?? "other") : "other";
 
 /**
  * The UTC day of a timestamp. 23:00 UTC is a local-midnight input meaning the next day (README trap 3); any other
@@ -117,19 +118,55 @@ function stepReleaseDays(p: WideStep): number[] {
 export function toSupplyPieces(p: WidePiece): SupplyPiece[] {
   if (!(p.amount > 0)) return [];
   if (p.kind === "cliff")
-    return [{ kind: "cliff", start: formatDay(dayOfUnix(p.unix)), end: null, amount_tokens: p.amount, steps: null, step_days: null }];
+    return [
+      {
+        kind: "cliff",
+        start: formatDay(dayOfUnix(p.unix)),
+        end: null,
+        amount_tokens: p.amount,
+        steps: null,
+        step_days: null,
+      },
+    ];
   if (p.kind === "linear") {
     const from = dayOfUnix(p.start_unix);
     const to = Math.max(from + 1, dayOfUnix(p.end_unix));
-    return [{ kind: "linear", start: formatDay(from), end: formatDay(to), amount_tokens: p.amount, steps: null, step_days: null }];
+    return [
+      {
+        kind: "linear",
+        start: formatDay(from),
+        end: formatDay(to),
+        amount_tokens: p.amount,
+        steps: null,
+        step_days: null,
+      },
+    ];
   }
   const days = stepReleaseDays(p);
   const first = days[0] as number;
   const last = days[days.length - 1] as number;
   if (p.step_duration_s < CONTINUOUS_BELOW_S)
-    return [{ kind: "linear", start: formatDay(first - 1), end: formatDay(last), amount_tokens: p.amount, steps: null, step_days: null }];
+    return [
+      {
+        kind: "linear",
+        start: formatDay(first - 1),
+        end: formatDay(last),
+        amount_tokens: p.amount,
+        steps: null,
+        step_days: null,
+      },
+    ];
   if (days.length === 1)
-    return [{ kind: "cliff", start: formatDay(first), end: null, amount_tokens: p.amount, steps: null, step_days: null }];
+    return [
+      {
+        kind: "cliff",
+        start: formatDay(first),
+        end: null,
+        amount_tokens: p.amount,
+        steps: null,
+        step_days: null,
+      },
+    ];
   const monthly = Math.abs(p.step_duration_s - ADAPTER_MONTH_S) < 60;
   // Multi-month periods (quarters, halves, years) are listed release by release: a fixed day count would drift.
   if (!monthly && p.step_duration_s > 40 * DAY_S)

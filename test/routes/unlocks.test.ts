@@ -288,7 +288,8 @@ describe("backtest tells the truth", () => {
       const pre = (arb(d, 0) / arb(d, -w) - 1) * 100;
       const postRet = (arb(d, w) / arb(d, 0) - 1) * 100;
       const beta = betaOver(arb, eth, d);
-      const lr = (f: (d: string, k: number) => number, a: number, b: number) => Math.log(f(d, b) / f(d, a)) * 100;
+      const lr = (f: (d: string, k: number) => number, a: number, b: number) =>
+        Math.log(f(d, b) / f(d, a)) * 100;
       const abPre = lr(arb, -w, 0) - beta * lr(eth, -w, 0);
       const abPost = lr(arb, 0, w) - beta * lr(eth, 0, w);
       const res = await post(
@@ -324,18 +325,21 @@ describe("backtest tells the truth", () => {
     ["TIA", "2024-10-31"],
     ["PYTH", "2024-05-20"],
     ["AVAX", "2024-02-22"],
-  ])("%s %s: a paid backtest answers from the event itself (history kept from the listing)", async (sym, date) => {
-    const id = `unlock_${sym.toLowerCase()}_${date.replaceAll("-", "_")}`;
-    const res = await post(
-      "/v1/unlock/backtest",
-      { token: sym, unlock_event_id: id, windowDays: 14 },
-      pay(PRICES.backtest),
-    );
-    expect(res.statusCode).toBe(200);
-    const body = res.json() as { basis: string; reactions: { token: string; unlock_event_id: string }[] };
-    expect(body.basis).toBe("event");
-    expect(body.reactions.map((r) => [r.token, r.unlock_event_id])).toEqual([[sym, id]]);
-  });
+  ])(
+    "%s %s: a paid backtest answers from the event itself (history kept from the listing)",
+    async (sym, date) => {
+      const id = `unlock_${sym.toLowerCase()}_${date.replaceAll("-", "_")}`;
+      const res = await post(
+        "/v1/unlock/backtest",
+        { token: sym, unlock_event_id: id, windowDays: 14 },
+        pay(PRICES.backtest),
+      );
+      expect(res.statusCode).toBe(200);
+      const body = res.json() as { basis: string; reactions: { token: string; unlock_event_id: string }[] };
+      expect(body.basis).toBe("event");
+      expect(body.reactions.map((r) => [r.token, r.unlock_event_id])).toEqual([[sym, id]]);
+    },
+  );
 
   it("ARB 2024-03-16: pct_circulating from the complete schedule is within 15 % of 87 (1.11B against ~1.28B)", async () => {
     const res = await post(

@@ -167,10 +167,16 @@ describe("6MV importer", () => {
       .filter((g) => g.passed && g.shift === 0)
       .map((g) => g.table)
       .sort();
-    expect(lag0).toEqual(["curve-dao-token.private", "pooltogether.public", "sweatcoin.private", "sweatcoin.public"]);
+    expect(lag0).toEqual([
+      "curve-dao-token.private",
+      "pooltogether.public",
+      "sweatcoin.private",
+      "sweatcoin.public",
+    ]);
     expect(imported.gates.filter((g) => g.passed)).toHaveLength(18);
     const symbols = snap.tokens.map((t) => t.symbol);
-    for (const gone of ["EULER", "FILECOIN", "STAKEWISE", "TORNADOCASH", "UNISWAP"]) expect(symbols).not.toContain(gone);
+    for (const gone of ["EULER", "FILECOIN", "STAKEWISE", "TORNADOCASH", "UNISWAP"])
+      expect(symbols).not.toContain(gone);
     for (const kept of ["CURVEDAOTOKEN", "SWEATCOIN"]) expect(symbols).toContain(kept);
     // A lag-0 table keeps its dates: its first row's price is the series' first value on the same day.
     const sweat = snap.tokens.find((t) => t.symbol === "SWEATCOIN")!;

@@ -39,7 +39,13 @@ describe("wide schedule conversion", () => {
       amount_per_step: 10,
       amount: 360,
     });
-    expect(p).toMatchObject({ kind: "step", start: "2024-04-15", steps: 36, step_days: "monthly", amount_tokens: 360 });
+    expect(p).toMatchObject({
+      kind: "step",
+      start: "2024-04-15",
+      steps: 36,
+      step_days: "monthly",
+      amount_tokens: 360,
+    });
     // Daily steps are a stream, not 1,095 unlock events.
     const [daily] = toSupplyPieces({
       kind: "step",
