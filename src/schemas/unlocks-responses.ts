@@ -59,8 +59,41 @@ const MarketFigures = Type.Object(
       "Estimated circulating supply before the unlock; null when unknown",
     ),
     circulating_method: Str("How circulating supply was estimated"),
+    market_age_days: Type.Optional(
+      Int(
+        "Days between these figures and the event (or today when the event is ahead); 0 = the event's own day",
+      ),
+    ),
+    liquidity_confidence: Type.Optional(
+      Num("Confidence of the liquidity evidence: 0.8 × 0.5^(market_age_days / 30) (docs/risk-model.md)"),
+    ),
   },
   { ...open, description: "The market figures this item was valued with" },
+);
+
+/** How completely the token's supply is known (issue 17: the wide schedule set). */
+export const SupplyCoverage = Type.Object(
+  {
+    supply_model: Type.Union([Type.Literal("vesting"), Type.Literal("emission")], {
+      description:
+        "emission: most modelled supply is issuance (block rewards, staking, gauges); its emission sections count toward circulating supply but are never scored as vesting unlocks",
+    }),
+    schedule_set: Type.Union([Type.Literal("curated"), Type.Literal("wide")], {
+      description:
+        "curated: the 46 hand-checked tokens (official figures kept); wide: DefiLlama emissions adapters",
+    }),
+    schedule_complete: Type.Union([Type.Boolean(), Type.Null()], {
+      description:
+        "false: some allocations could not be evaluated, so circulating supply is a lower bound; null: no complete schedule (circulating unknown)",
+    }),
+    unevaluated_sections: Type.Array(Type.String(), {
+      description: "Allocations left out, each with the reason",
+    }),
+    circulating_is_lower_bound: Type.Union([Type.Boolean(), Type.Null()], {
+      description: "true when the circulating figure is a lower bound; null when it is unknown",
+    }),
+  },
+  { ...open, description: "Completeness of the supply schedule behind circulating supply" },
 );
 
 const riskItemFields = {
@@ -104,7 +137,11 @@ const riskItemFields = {
   unlock_type: Type.Optional(
     Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)"),
   ),
-  confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
+  confidence: Type.Optional(
+    Num("Score confidence 0–1: schedule confidence × the decay of stale market inputs (1 when fresh)"),
+  ),
+  schedule_confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
+  supply_coverage: Type.Optional(SupplyCoverage),
   recipients: Type.Optional(
     Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" }),
   ),
@@ -189,6 +226,7 @@ export const RiskSummary = Type.Object(
     pct_max_supply_unlocking: Type.Optional(NullableNum("Tokens unlocking as % of max supply")),
     circulating_supply: Type.Optional(NullableNum("Estimated circulating supply today; null when unknown")),
     circulating_method: Type.Optional(Str("How circulating supply was estimated")),
+    supply_coverage: Type.Optional(SupplyCoverage),
     market: Type.Optional(MarketFigures),
     score_kind: Type.Optional(Str("What the risk scores are")),
     by_category: Type.Optional(Type.Array(CategoryTotal, { description: "Totals by recipient category" })),
@@ -217,8 +255,11 @@ export const Reaction = Type.Object(
     benchmark: Str("Benchmark symbol"),
     benchmark_pre_return_pct: Num("Benchmark return day −w → 0, %"),
     benchmark_post_return_pct: Num("Benchmark return day 0 → +w, %"),
-    pre_abnormal_return_pct: Num("pre_return_pct − benchmark_pre_return_pct"),
-    abnormal_return_pct: Num("post_return_pct − benchmark_post_return_pct"),
+    beta: Type.Optional(
+      Num("β of the token's daily log returns on the benchmark's, fitted on days −120..−31"),
+    ),
+    pre_abnormal_return_pct: Num("Token log return − β × benchmark log return, day −w → day 0, in %"),
+    abnormal_return_pct: Num("Token log return − β × benchmark log return, day 0 → day +w, in %"),
     max_drawdown_pct: Num("Worst peak-to-trough fall over days 0..+w, % (≤ 0)"),
     volume_change_pct: NullableNum("Mean volume days 0..w−1 vs days −w..−1, %; null when volume unknown"),
     synthetic: Type.Boolean({ description: "true when the prices are synthetic" }),

@@ -49,15 +49,20 @@ export const TimingPrecision = Type.Union([
 ]);
 export type TimingPrecision = Static<typeof TimingPrecision>;
 
-export const SchedulePiece = Type.Object({
-  recipient: Type.String({ minLength: 1 }),
-  category: RecipientCategory,
+/** When and how much a piece releases: shared by vesting pieces and the complete supply schedule's pieces. */
+const pieceTiming = {
   kind: Type.Union([Type.Literal("cliff"), Type.Literal("linear"), Type.Literal("step")]),
   start: IsoDate,
   end: Type.Union([IsoDate, Type.Null()]),
   amount_tokens: Type.Number({ minimum: 0 }),
   steps: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
   step_days: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("monthly"), Type.Null()]),
+};
+
+export const SchedulePiece = Type.Object({
+  recipient: Type.String({ minLength: 1 }),
+  category: RecipientCategory,
+  ...pieceTiming,
   source_type: SourceType,
   timing_precision: TimingPrecision,
   source_url: Type.Union([Type.String(), Type.Null()]),
@@ -126,6 +131,37 @@ export const PriceSeries = Type.Object({
 });
 export type PriceSeries = Static<typeof PriceSeries>;
 
+/** A piece of the complete supply schedule: only what circulating supply needs (no recipient or source per piece). */
+export const SupplyPiece = Type.Object(pieceTiming);
+export type SupplyPiece = Static<typeof SupplyPiece>;
+
+/** An allocation the adapter models but could not evaluate offline (its releases are missing from `pieces`). */
+export const UnevaluatedSection = Type.Object({
+  name: Type.String(),
+  reason: Type.String(),
+  allocation_in_meta: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
+});
+
+/**
+ * Every allocation a public tokenomics adapter models (genesis, public sale, airdrop, community, emissions and the
+ * locked ones): the basis of point-in-time circulating supply. `complete: false` → some sections could not be
+ * evaluated, so what it says has circulated is a lower bound.
+ */
+export const SupplySchedule = Type.Object({
+  source: Type.String({ minLength: 1 }),
+  source_url: Type.String({ minLength: 1 }),
+  complete: Type.Boolean(),
+  unevaluated_sections: Type.Array(UnevaluatedSection),
+  /** Share of the pieces' total in emission-like sections (farming, staking, rewards, inflation, mining). */
+  emission_like_share: Type.Number({ minimum: 0, maximum: 1 }),
+  pieces: Type.Array(SupplyPiece),
+});
+export type SupplySchedule = Static<typeof SupplySchedule>;
+
+/** `emission`: most of the modelled supply is issuance (block rewards, staking, gauges), not vesting. */
+export const SupplyModel = Type.Union([Type.Literal("vesting"), Type.Literal("emission")]);
+export type SupplyModel = Static<typeof SupplyModel>;
+
 export const TokenRecord = Type.Object({
   symbol: Type.String({ pattern: "^[A-Za-z0-9]{1,20}$" }),
   name: Type.String({ minLength: 1 }),
@@ -139,6 +175,14 @@ export const TokenRecord = Type.Object({
   sources: Type.Array(Type.String()),
   notes: Type.String(),
   prices: Type.Union([PriceSeries, Type.Null()]),
+  /** Where `schedules` come from: the curated 46-token set, or the wide adapter set. */
+  schedule_set: Type.Optional(Type.Union([Type.Literal("curated"), Type.Literal("wide")])),
+  supply_model: Type.Optional(SupplyModel),
+  /** The complete schedule circulating supply is rebuilt from; absent → circulating supply is unknown. */
+  supply_schedule: Type.Optional(SupplySchedule),
+  /** First day of real price history kept (its listing, or its TGE when a pre-market perp traded before it). */
+  listing_date: Type.Optional(IsoDate),
+  listing_basis: Type.Optional(Type.String()),
 });
 export type TokenRecord = Static<typeof TokenRecord>;
 

@@ -155,7 +155,7 @@ export function backtestResult(
     reactions,
     summary: summarizeReactions(reactions),
     method:
-      "prices at 00:00 UTC (the close of the previous UTC day's candle), so day 0 is the last close before the unlock; pre = day −w → day 0, post = day 0 → day +w; abnormal = token return − ETH return over the same days (market-adjusted); unlocks of one token closer than w days are counted once (the higher-risk one is kept)",
+      "prices at 00:00 UTC (the close of the previous UTC day's candle), so day 0 is the last close before the unlock; pre = day −w → day 0, post = day 0 → day +w; abnormal = token log return − β × ETH log return over the same days, in %, with β fitted on the token's daily log returns over days −120..−31 and no intercept (the event study's definition, docs/risk-model.md); unlocks whose estimation window is not covered are not measurable; unlocks of one token closer than w days are counted once (the higher-risk one is kept)",
     data_through: Number.isFinite(through) ? formatDay(through) : "unknown",
     price_sources: [...new Set([...reactions.map((r) => r.token), store.benchmark.symbol])].map((symbol) => {
       const s =

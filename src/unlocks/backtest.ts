@@ -1,5 +1,6 @@
 import { formatDay } from "../store/unlocks-dates.js";
 import { type DailySeries, seriesAt } from "../store/unlocks-snapshot.js";
+import { fitMarketModel } from "./event-study.js";
 
 export interface Reaction {
   unlock_event_id: string;
@@ -15,6 +16,8 @@ export interface Reaction {
   benchmark: string;
   benchmark_pre_return_pct: number;
   benchmark_post_return_pct: number;
+  /** β of the token's daily log returns on the benchmark's, fitted on days −120..−31. */
+  beta: number;
   pre_abnormal_return_pct: number;
   abnormal_return_pct: number;
   max_drawdown_pct: number;
@@ -93,9 +96,13 @@ export interface ReactionSubject {
   readonly pctCirculating: number | null;
 }
 
+/** ln(b/a) × 100: a log return in %. */
+const logPct = (a: number, b: number): number => Math.log(b / a) * 100;
+
 /**
- * Market reaction of one unlock: returns over −w..0 and 0..+w, abnormal = token return − benchmark
- * return over the same days (market-adjusted model). Null when prices are missing at any end.
+ * Market reaction of one unlock: returns over −w..0 and 0..+w, and abnormal returns with the event study's definition
+ * (docs/risk-model.md): token log return − β·benchmark log return over the same days, β fitted on the estimation
+ * window (days −120..−31) and no intercept. Null when prices are missing at any end or β cannot be fitted.
  */
 export function computeReaction(
   subject: ReactionSubject,
@@ -110,6 +117,8 @@ export function computeReaction(
     : benchmark.series;
   const bm = priceWindow(bmSeries, subject.day, w);
   if (tok === null || bm === null) return null;
+  const model = fitMarketModel(series, bmSeries, subject.day);
+  if (model === null) return null;
   const pre = (tok.zero / tok.pre - 1) * 100;
   const post = (tok.post / tok.zero - 1) * 100;
   const bPre = (bm.zero / bm.pre - 1) * 100;
@@ -129,8 +138,9 @@ export function computeReaction(
     benchmark: benchmark.symbol,
     benchmark_pre_return_pct: r4(bPre),
     benchmark_post_return_pct: r4(bPost),
-    pre_abnormal_return_pct: r4(pre - bPre),
-    abnormal_return_pct: r4(post - bPost),
+    beta: r4(model.beta),
+    pre_abnormal_return_pct: r4(logPct(tok.pre, tok.zero) - model.beta * logPct(bm.pre, bm.zero)),
+    abnormal_return_pct: r4(logPct(tok.zero, tok.post) - model.beta * logPct(bm.zero, bm.post)),
     max_drawdown_pct: r4(maxDrawdownPct(series, subject.day, w)),
     volume_change_pct: vol === null ? null : r4(vol),
     synthetic: series.synthetic || bmSeries.synthetic,

@@ -1,5 +1,6 @@
 import { formatDay } from "../store/unlocks-dates.js";
 import type { DailySeries, UnlockStore } from "../store/unlocks-snapshot.js";
+import type { TokenRecord } from "../store/unlocks-types.js";
 import { mean, selectNonOverlapping } from "./backtest.js";
 import {
   clusterBootstrap,
@@ -19,9 +20,17 @@ import type { ScoredEvent } from "./scoring.js";
  * bootstrap carries their dependence.
  */
 export const DEDUP_DAYS = 3;
-/** Non-event days: sampled every STRIDE days, with no discrete unlock of the token within ±QUIET days. */
-export const NON_EVENT = { stride: 7, quiet: 14 } as const;
-export const BOOT = { reps: 2000, seed: 402 } as const;
+/** Non-event days: sampled every STRIDE days, with no release of the token (any size) within ±QUIET days. */
+export const NON_EVENT = { stride: 7, quiet: 30 } as const;
+/** Smallest release studied: 0.1 % of the token's supply (max supply, else the complete schedule's total). */
+export const MIN_SUPPLY_SHARE_PCT = 0.1;
+/** Below this many tokens a bucket prints "too few tokens", not an interval (a token-cluster bootstrap needs them). */
+export const MIN_TOKENS = 8;
+/** The untouched holdout: the last six months of price data (182 days to the last benchmark day). */
+export const HOLDOUT_DAYS = 182;
+/** Leave-tokens-out holdout: every LEAVE_OUT_EVERY-th token in symbol order (deterministic, no fitted choice). */
+export const LEAVE_OUT_EVERY = 4;
+export const BOOT = { reps: 1000, seed: 402 } as const;
 /** The window the skill figures are measured on. */
 export const SKILL_WINDOW: WindowKey = "d014";
 
@@ -32,6 +41,8 @@ export interface StudiedEvent {
   readonly date: string;
   readonly category: string;
   readonly sizePct: number | null;
+  /** Release as % of the token's supply (max supply, else the complete schedule's total). */
+  readonly supplySharePct: number | null;
   readonly score: number;
   readonly scored: ScoredEvent;
   readonly study: EventStudy;
@@ -44,14 +55,35 @@ export interface StudySet {
   readonly events: StudiedEvent[];
 }
 
-/** Every discrete unlock of the store whose estimation and event windows are covered by real prices. */
+/** The token's supply a release is measured against: max supply, else the complete schedule's total, else null. */
+export function supplyTotal(t: TokenRecord): number | null {
+  if (t.max_supply !== null && t.max_supply > 0) return t.max_supply;
+  const pieces = t.supply_schedule?.pieces ?? [];
+  const total = pieces.reduce((a, p) => a + p.amount_tokens, 0);
+  return total > 0 ? total : null;
+}
+
+const supplySharePct = (s: ScoredEvent): number | null => {
+  const total = supplyTotal(s.token);
+  return total === null ? null : (s.event.amount / total) * 100;
+};
+
+/**
+ * Every discrete unlock of the store of at least 0.1 % of supply whose estimation and event windows are covered by
+ * real prices. Releases of one token-day are already one event (events.ts merges them).
+ */
 export function studyStore(
   store: UnlockStore,
   scored: readonly ScoredEvent[],
   btc: DailySeries | null,
   sample: (s: ScoredEvent) => string | null,
 ): StudySet {
-  const discrete = scored.filter((s) => s.event.unlockType !== "linear" && sample(s) !== null);
+  const discrete = scored.filter(
+    (s) =>
+      s.event.unlockType !== "linear" &&
+      sample(s) !== null &&
+      (supplySharePct(s) ?? Number.POSITIVE_INFINITY) >= MIN_SUPPLY_SHARE_PCT,
+  );
   const studies = new Map<string, { s: ScoredEvent; study: EventStudy }>();
   for (const s of discrete) {
     const series = store.pricesBySymbol.get(s.token.symbol.toLowerCase());
@@ -78,6 +110,7 @@ export function studyStore(
       date: s.event.date,
       category: s.event.recipientCategory,
       sizePct: s.pctCirculating ?? s.pctMaxSupply,
+      supplySharePct: supplySharePct(s),
       score: s.risk.score,
       scored: s,
       study,
@@ -104,9 +137,14 @@ export function nonEventStudies(
   btc: DailySeries | null,
   inSample: (day: number) => boolean,
 ): NonEvent[] {
+  // Releases that would be studied as events (discrete, ≥ 0.1 % of supply): linear streams and dust steps run most
+  // days of many tokens and would leave no baseline at all.
   const unlockDays = new Map<string, number[]>();
   for (const s of scored)
-    if (s.event.unlockType !== "linear")
+    if (
+      s.event.unlockType !== "linear" &&
+      (supplySharePct(s) ?? Number.POSITIVE_INFINITY) >= MIN_SUPPLY_SHARE_PCT
+    )
       unlockDays.set(s.token.symbol, [...(unlockDays.get(s.token.symbol) ?? []), s.event.day]);
   const out: NonEvent[] = [];
   for (const sym of [...tokens].sort()) {
@@ -279,18 +317,11 @@ export function pathBands(
         (e) => e.token,
         (xs) => mean(xs.map((e) => e.study.path[i] as number)),
         {
-          reps: 500,
+          reps: 200,
           seed: BOOT.seed + i,
         },
       );
-      out.push({
-        group: `${g} (n=${es.length})`,
-        day: k,
-        car: iv.estimate as number,
-        lo: iv.lo ?? (iv.estimate as number),
-        hi: iv.hi ?? (iv.estimate as number),
-        n: es.length,
-      });
+      out.push(bandPoint(g, k, es.length, iv));
     }
   }
   return out;
@@ -311,3 +342,98 @@ export function recipientGroup(e: StudiedEvent): string {
 
 export const yearOf = (day: number): number => Number(formatDay(day).slice(0, 4));
 export { WINDOWS };
+
+/**
+ * Which sample an event of the shipped store belongs to: the last six months of data are the time holdout (no fitted
+ * or chosen number sees them); before that, every LEAVE_OUT_EVERY-th token is the token holdout; the rest is the fit.
+ */
+export function shippedSampler(store: UnlockStore): (s: ScoredEvent) => string | null {
+  const b = store.benchmark.series;
+  const holdoutFrom = b.startDay + b.close.length - 1 - HOLDOUT_DAYS;
+  const symbols = store.tokens.map((t) => t.symbol).sort();
+  const leftOut = new Set(symbols.filter((_, i) => i % LEAVE_OUT_EVERY === LEAVE_OUT_EVERY - 1));
+  return (s) => {
+    if (yearOf(s.event.day) < 2023) return null;
+    if (s.event.day >= holdoutFrom) return "holdout-time";
+    return leftOut.has(s.token.symbol) ? "holdout-tokens" : "fit";
+  };
+}
+
+export const holdoutFromDay = (store: UnlockStore): number =>
+  store.benchmark.series.startDay + store.benchmark.series.close.length - 1 - HOLDOUT_DAYS;
+
+interface Matched {
+  readonly token: string;
+  readonly ev: boolean;
+  readonly v: number;
+}
+
+/** Events and baseline days of the tokens that have both (a token without baseline days cannot be matched). */
+function matchedItems(
+  events: readonly { token: string; study: EventStudy }[],
+  baseline: readonly { token: string; study: EventStudy }[],
+  value: (s: EventStudy) => number,
+): { items: Matched[]; events: number } {
+  const withBase = new Set(baseline.map((b) => b.token));
+  const ev = events.filter((e) => withBase.has(e.token));
+  const tokens = new Set(ev.map((e) => e.token));
+  const items = [
+    ...ev.map((e) => ({ token: e.token, ev: true, v: value(e.study) })),
+    ...baseline
+      .filter((b) => tokens.has(b.token))
+      .map((b) => ({ token: b.token, ev: false, v: value(b.study) })),
+  ];
+  return { items, events: ev.length };
+}
+
+/** Mean over events minus mean over baseline days, recomputed on every bootstrap draw of tokens. */
+function differenceOfMeans(items: readonly Matched[], opts: { reps: number; seed: number }): Interval {
+  return clusterBootstrap(
+    items,
+    (x) => x.token,
+    (xs) => {
+      const a = mean(xs.filter((x) => x.ev).map((x) => x.v));
+      const b = mean(xs.filter((x) => !x.ev).map((x) => x.v));
+      return a === null || b === null ? null : a - b;
+    },
+    opts,
+  );
+}
+
+const bandPoint = (group: string, day: number, n: number, iv: Interval): PathBand => ({
+  group: `${group} (n=${n})`,
+  day,
+  car: iv.estimate as number,
+  lo: iv.lo ?? (iv.estimate as number),
+  hi: iv.hi ?? (iv.estimate as number),
+  n,
+});
+
+/**
+ * Mean event CAR minus mean non-event CAR over the same tokens, with a token-cluster bootstrap: each draw resamples
+ * tokens and takes both means over the draw, so the baseline moves with the events it is matched to.
+ */
+export function eventMinusBaseline(
+  events: readonly { token: string; study: EventStudy }[],
+  baseline: readonly { token: string; study: EventStudy }[],
+  w: WindowKey,
+  withAlpha = false,
+): Interval {
+  const { items } = matchedItems(events, baseline, (s) => (withAlpha ? s.carAlpha : s.car)[w]);
+  return differenceOfMeans(items, BOOT);
+}
+
+/** The same difference along the −30..+30 path, with a token-clustered band. */
+export function diffPathBand(
+  events: readonly StudiedEvent[],
+  baseline: readonly { token: string; study: EventStudy }[],
+  group: string,
+): PathBand[] {
+  const out: PathBand[] = [];
+  for (let k = PATH.from; k <= PATH.to; k++) {
+    const i = k - PATH.from;
+    const m = matchedItems(events, baseline, (s) => s.path[i] as number);
+    out.push(bandPoint(group, k, m.events, differenceOfMeans(m.items, { reps: 200, seed: BOOT.seed + i })));
+  }
+  return out;
+}

@@ -1,3 +1,10 @@
+import {
+  coverageOf,
+  FRESH_LIQUIDITY_CONFIDENCE,
+  liquidityConfidence,
+  marketAgeDays,
+  STALE_AFTER_DAYS,
+} from "./supply.js";
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import { RECIPIENT_CATEGORIES, type RecipientCategory, type TokenRecord } from "../store/unlocks-types.js";
@@ -252,6 +259,7 @@ export function preparedAt(store: UnlockStore, index: EventIndex, row: number): 
       circulating_supply_estimate: c.circulatingBefore === null ? null : round(c.circulatingBefore, 2),
       circulating_method: c.circulatingMethod,
     },
+    supply_coverage: coverageOf(token, c.circulatingLowerBound),
     model_version: MODEL_VERSION,
     as_of: store.snapshot.as_of,
     synthetic: c.synthetic,
@@ -309,9 +317,23 @@ export function lowerBound(index: EventIndex, rows: ArrayLike<number>, day: numb
 
 /** The response item for "today" = t. */
 export function itemFor(p: Prepared, t: number): RiskItem {
+  const age = marketAgeDays(p.priceDay, p.scored.event.day, t);
+  const liquidity = liquidityConfidence(age);
+  const stale = age > STALE_AFTER_DAYS;
   return {
     ...p.base,
     days_until: p.scored.event.day - t,
-    market: { ...p.base.market, stale_days: t - p.priceDay },
+    // The score's confidence: the schedule's, times how much the market inputs have decayed (1 when fresh).
+    confidence: round(p.base.confidence * (liquidity / FRESH_LIQUIDITY_CONFIDENCE), 4),
+    schedule_confidence: p.base.confidence,
+    score_kind: stale
+      ? `${p.base.score_kind}; STALE market inputs: price and volume are ${age} days older than the event or today (liquidity confidence ${round(liquidity, 4)})`
+      : p.base.score_kind,
+    market: {
+      ...p.base.market,
+      stale_days: t - p.priceDay,
+      market_age_days: age,
+      liquidity_confidence: round(liquidity, 4),
+    },
   };
 }

@@ -23,8 +23,13 @@ export interface MarketModel {
 export interface EventStudy {
   readonly betaEth: number;
   readonly betaBtc: number | null;
-  /** Cumulative abnormal return (sum of daily abnormal log returns) per window, in %. */
+  /**
+   * Cumulative abnormal return (sum of daily abnormal log returns) per window, in %: token − β·ETH, β from the
+   * estimation window, no intercept (an estimation-window alpha extrapolated over 31 days drove earlier results).
+   */
   readonly car: Readonly<Record<WindowKey, number>>;
+  /** The market model with its fitted alpha (token − α − β·ETH): the robustness column. */
+  readonly carAlpha: Readonly<Record<WindowKey, number>>;
   /** The same with BTC as the market (a robustness check); null when BTC cannot be fitted. */
   readonly carBtc: Readonly<Record<WindowKey, number>> | null;
   /** Cumulative abnormal return from day −30 through day k, k = −30..+30, in %. */
@@ -69,14 +74,21 @@ export function fitMarketModel(
   return { alpha: my - beta * mx, beta, n };
 }
 
-/** Daily abnormal returns on days PATH.from..PATH.to; null when any day is missing. */
-function abnormal(token: DailySeries, market: DailySeries, day: number, m: MarketModel): number[] | null {
+/** Daily abnormal returns on days PATH.from..PATH.to (r − alpha − β·x); null when any day is missing. */
+function abnormal(
+  token: DailySeries,
+  market: DailySeries,
+  day: number,
+  m: MarketModel,
+  withAlpha: boolean,
+): number[] | null {
   const out: number[] = [];
+  const alpha = withAlpha ? m.alpha : 0;
   for (let k = PATH.from; k <= PATH.to; k++) {
     const r = logReturn(token, day + k);
     const x = logReturn(market, day + k);
     if (r === null || x === null) return null;
-    out.push(r - (m.alpha + m.beta * x));
+    out.push(r - (alpha + m.beta * x));
   }
   return out;
 }
@@ -99,17 +111,25 @@ export function studyEvent(
 ): EventStudy | null {
   const m = fitMarketModel(token, eth, day);
   if (!m) return null;
-  const ar = abnormal(token, eth, day, m);
-  if (!ar) return null;
+  const ar = abnormal(token, eth, day, m, false);
+  const arAlpha = abnormal(token, eth, day, m, true);
+  if (!ar || !arAlpha) return null;
   const mb = btc ? fitMarketModel(token, btc, day) : null;
-  const arb = btc && mb ? abnormal(token, btc, day, mb) : null;
+  const arb = btc && mb ? abnormal(token, btc, day, mb, false) : null;
   const path: number[] = [];
   let c = 0;
   for (const a of ar) {
     c += a;
     path.push(c * 100);
   }
-  return { betaEth: m.beta, betaBtc: mb?.beta ?? null, car: cars(ar), carBtc: arb ? cars(arb) : null, path };
+  return {
+    betaEth: m.beta,
+    betaBtc: mb?.beta ?? null,
+    car: cars(ar),
+    carAlpha: cars(arAlpha),
+    carBtc: arb ? cars(arb) : null,
+    path,
+  };
 }
 
 /** Deterministic PRNG (mulberry32): the same seed gives the same bootstrap intervals. */

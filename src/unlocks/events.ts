@@ -3,6 +3,7 @@ import type {
   RecipientCategory,
   SchedulePiece,
   SourceType,
+  SupplyPiece,
   TimingPrecision,
   TokenRecord,
 } from "../store/unlocks-types.js";
@@ -57,9 +58,9 @@ interface Release {
 }
 
 /** Release days of a step piece: `steps` equal releases, the first on start, spaced by step_days or calendar months. */
-const stepDaysMemo = new WeakMap<SchedulePiece, number[]>();
+const stepDaysMemo = new WeakMap<SupplyPiece, number[]>();
 
-export function stepDays(piece: SchedulePiece): number[] {
+export function stepDays(piece: SupplyPiece): number[] {
   const memo = stepDaysMemo.get(piece);
   if (memo) return memo;
   const start = parseDay(piece.start);
@@ -112,7 +113,7 @@ function linearReleases(piece: SchedulePiece): Release[] {
 }
 
 /** Tokens a piece has released on days strictly before `day`. */
-export function releasedBefore(piece: SchedulePiece, day: number): number {
+export function releasedBefore(piece: SupplyPiece, day: number): number {
   const start = parseDay(piece.start);
   if (day <= start) return 0;
   if (piece.kind === "cliff") return piece.amount_tokens;

@@ -134,17 +134,18 @@ export interface TableGate {
   days_compared: number;
   share_within_1pct: number;
   passed: boolean;
+  /** Days the table's dates move: 1 (6MV's usual D → 00:00 UTC of D+1) or 0 (a table labelled at lag 0). */
+  shift: number;
 }
 
 export const tableName = (f: SixMvFile): string => `${f.coingecko_id}.${f.allocation_class}`;
 
-/** Compares a table's own ETH column (dates shifted) with the real ETH series on the same day. */
-export function gateTable(f: SixMvFile, eth: DailySeries): TableGate {
+function gateAt(f: SixMvFile, eth: DailySeries, shift: number): TableGate {
   let n = 0;
   let ok = 0;
   for (const row of f.days) {
     if (!(row.eth_usd !== null && row.eth_usd > 0)) continue;
-    const real = seriesAt(eth.close, eth.startDay, parseDay(row.date) + SIXMV_DAY_SHIFT);
+    const real = seriesAt(eth.close, eth.startDay, parseDay(row.date) + shift);
     if (real === null) continue;
     n++;
     if (Math.abs(row.eth_usd / real - 1) <= ETH_GATE.tolerance) ok++;
@@ -155,7 +156,19 @@ export function gateTable(f: SixMvFile, eth: DailySeries): TableGate {
     days_compared: n,
     share_within_1pct: share,
     passed: n > 0 && share >= ETH_GATE.minShare,
+    shift,
   };
+}
+
+/**
+ * Compares a table's own ETH column (dates shifted) with the real ETH series on the same day. A table that fails at
+ * 6MV's usual shift but passes unshifted is labelled at lag 0: it is realigned (shift 0), not discarded.
+ */
+export function gateTable(f: SixMvFile, eth: DailySeries): TableGate {
+  const usual = gateAt(f, eth, SIXMV_DAY_SHIFT);
+  if (usual.passed) return usual;
+  const lag0 = gateAt(f, eth, 0);
+  return lag0.passed ? lag0 : usual;
 }
 
 export interface SixMvImport {
@@ -165,12 +178,13 @@ export interface SixMvImport {
 
 /**
  * Converts the 6MV files into a snapshot: real prices, supplies and unlocks with dates shifted to
- * 00:00 UTC of D+1, measured against the real ETH series (`eth`) aligned by date. Tables whose own
- * ETH column fails the lag-0 gate are left out entirely (named in `gates`), their dates being suspect.
+ * 00:00 UTC of D+1 (or kept at D for the tables labelled at lag 0), measured against the real ETH series (`eth`)
+ * aligned by date. Tables whose own ETH column matches at neither shift are left out entirely (named in `gates`).
  */
 export function import6mv(allFiles: readonly SixMvFile[], ethPrices: PriceSeries): SixMvImport {
   const eth = toDailySeries(ethPrices);
   const gates = allFiles.map((f) => gateTable(f, eth));
+  const shiftOf = new Map(allFiles.map((f, i) => [f, (gates[i] as TableGate).shift]));
   const files = allFiles.filter((_, i) => (gates[i] as TableGate).passed);
   const byId = new Map<string, SixMvFile[]>();
   for (const f of files) byId.set(f.coingecko_id, [...(byId.get(f.coingecko_id) ?? []), f]);
@@ -184,7 +198,7 @@ export function import6mv(allFiles: readonly SixMvFile[], ethPrices: PriceSeries
     for (const f of group) {
       const perGroup = new Map<string, Map<number, number>>();
       for (const row of f.days) {
-        const d = parseDay(row.date) + SIXMV_DAY_SHIFT;
+        const d = parseDay(row.date) + (shiftOf.get(f) ?? SIXMV_DAY_SHIFT);
         lastDay = Math.max(lastDay, d);
         if (row.price_usd !== null && row.price_usd > 0 && !price.get(d)) price.set(d, row.price_usd);
         else if (!price.has(d)) price.set(d, null);

@@ -6,8 +6,13 @@ import {
   type UnlockStore,
 } from "../store/unlocks-snapshot.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
-import { scheduledReleasedBefore } from "./events.js";
-import { ADV_DAYS, CIRCULATING_METHOD } from "./market-snapshot.js";
+import { ADV_DAYS } from "./market-snapshot.js";
+import {
+  CIRCULATING_UNKNOWN_NO_SCHEDULE,
+  CURATED_DATE_TOLERANCE_DAYS,
+  circulatingMethodOf,
+  unlockedBefore,
+} from "./supply.js";
 
 /** The market figures an event is scored against, each with where and when it was observed. */
 export interface MarketContext {
@@ -27,6 +32,8 @@ export interface MarketContext {
   readonly circulatingObservedAt: string;
   readonly circulatingSource: string;
   readonly circulatingMethod: string;
+  /** true when the complete schedule has unevaluated sections: the figure is a lower bound; null when unknown. */
+  readonly circulatingLowerBound: boolean | null;
   readonly synthetic: boolean;
   readonly assumptions: readonly string[];
 }
@@ -61,14 +68,21 @@ function segmentAt(series: DailySeries, day: number): { venue: string; instrumen
   return seg ? { venue: seg.venue, instrument: seg.instrument } : null;
 }
 
-function circulatingFor(
-  token: TokenRecord,
-  series: DailySeries | undefined,
-  day: number,
-): Pick<
+type CirculatingFigures = Pick<
   MarketContext,
-  "circulatingBefore" | "circulatingObservedAt" | "circulatingSource" | "circulatingMethod"
-> {
+  | "circulatingBefore"
+  | "circulatingObservedAt"
+  | "circulatingSource"
+  | "circulatingMethod"
+  | "circulatingLowerBound"
+>;
+
+/**
+ * Point-in-time circulating supply: a reported series when one is shipped, else what the token's complete schedule
+ * (every allocation the adapter models) has unlocked before the day. A curated schedule alone lists only the locked
+ * allocations, so without a complete schedule the figure is unknown (null), never estimated from the vesting pieces.
+ */
+export function circulatingFor(token: TokenRecord, series: DailySeries | undefined, day: number): CirculatingFigures {
   const real = series?.circulating ? seriesAt(series.circulating, series.startDay, day - 1) : null;
   if (real !== null && real > 0)
     return {
@@ -76,13 +90,39 @@ function circulatingFor(
       circulatingObservedAt: formatDay(day - 1),
       circulatingSource: series?.source ?? token.supply.source,
       circulatingMethod: "reported circulating supply the day before the unlock",
+      circulatingLowerBound: false,
     };
-  const scheduled = scheduledReleasedBefore(token, day);
+  const sched = token.supply_schedule;
+  if (!sched)
+    return {
+      circulatingBefore: null,
+      circulatingObservedAt: formatDay(day),
+      circulatingSource: "none",
+      circulatingMethod: CIRCULATING_UNKNOWN_NO_SCHEDULE,
+      circulatingLowerBound: null,
+    };
+  // Curated events and the adapter's pieces date the same release up to ±2 days apart (TIA's 2024-10-31 cliff is
+  // 2024-10-30 19:48 UTC in the adapter): for curated tokens the two days before the event are left out, so the
+  // event is never counted in its own denominator. Wide tokens' events are those very pieces: no lag.
+  const lag = token.schedule_set === "wide" ? 0 : CURATED_DATE_TOLERANCE_DAYS;
+  const unlocked = unlockedBefore(sched.pieces, day - lag);
+  if (!(unlocked > 0))
+    return {
+      circulatingBefore: null,
+      circulatingObservedAt: formatDay(day),
+      circulatingSource: sched.source,
+      circulatingMethod: "unknown: the complete schedule releases nothing before this day (before the TGE)",
+      circulatingLowerBound: null,
+    };
   return {
-    circulatingBefore: scheduled > 0 ? scheduled : null,
+    circulatingBefore: unlocked,
     circulatingObservedAt: formatDay(day),
-    circulatingSource: "shipped vesting schedule",
-    circulatingMethod: CIRCULATING_METHOD,
+    circulatingSource: sched.source,
+    circulatingMethod:
+      lag === 0
+        ? circulatingMethodOf(sched)
+        : `${circulatingMethodOf(sched)}. Counted to ${formatDay(day - lag - 1)}: the adapter dates releases up to ±${lag} days from the curated schedule, so the ${lag} days before are left out`,
+    circulatingLowerBound: !sched.complete,
   };
 }
 

@@ -1,3 +1,4 @@
+import { parseDay } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import type { RecipientCategory, TokenRecord } from "../store/unlocks-types.js";
 import type { UnlockEvent, UnlockType } from "./events.js";
@@ -13,6 +14,7 @@ import {
   TIMING_CONFIDENCE,
   TYPE_FACTOR,
 } from "./risk-model.js";
+import { liquidityConfidence, marketAgeDays } from "./supply.js";
 
 export interface EvidenceRecord {
   factor: FactorName;
@@ -66,9 +68,13 @@ function shares<K extends string>(
   return [...m.entries()].map(([k, a]) => ({ key: k, share: event.amount > 0 ? a / event.amount : 0 }));
 }
 
-/** Market data confidence reported on evidence: generated figures are flagged as weak. */
-function marketConfidence(ctx: MarketContext): number {
-  return ctx.synthetic ? 0.2 : 0.8;
+/**
+ * Market data confidence reported on evidence: generated figures are weak; real ones decay with the age of the figures
+ * at the event (0 when the event is valued with its own day's market; the gap to the last candle when it is ahead).
+ */
+function marketConfidence(ctx: MarketContext, eventDay: number): number {
+  if (ctx.synthetic) return 0.2;
+  return r4(liquidityConfidence(marketAgeDays(parseDay(ctx.priceObservedAt), eventDay, eventDay)));
 }
 
 export function scoreCore(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredCore {
@@ -129,7 +135,7 @@ export function evidenceFor(store: UnlockStore, s: ScoredCore): EvidenceRecord[]
   const scheduleUrl = event.components[0]?.sourceUrl ?? token.sources[0] ?? null;
   const syntheticNote = ctx.synthetic ? ["market figures are SYNTHETIC (generated)"] : [];
   const venue = ctx.venue ? ` on ${ctx.venue} ${ctx.instrument ?? ""}`.trimEnd() : "";
-  const mkt = marketConfidence(ctx);
+  const mkt = marketConfidence(ctx, event.day);
 
   const evidence: EvidenceRecord[] = [
     {

@@ -2,6 +2,7 @@ import type { RecipientCategory } from "../store/unlocks-types.js";
 import type { Reaction, ReactionSummary } from "./backtest.js";
 import type { RiskLevel } from "./risk-model.js";
 import type { EvidenceRecord, ScoredEvent } from "./scoring.js";
+import type { Coverage } from "./supply.js";
 
 export type EventLookup = "ok" | "unknown_token" | "unknown_event";
 
@@ -29,6 +30,10 @@ export interface MarketFigures {
   stale_days: number;
   circulating_supply_estimate: number | null;
   circulating_method: string;
+  /** Items only: days between these figures and the event (or today when the event is ahead); 0 = its own day. */
+  market_age_days?: number;
+  /** Items only: 0.8 · 0.5^(market_age_days / 30). */
+  liquidity_confidence?: number;
 }
 
 export interface LinearStreamWindow {
@@ -55,8 +60,11 @@ export interface RiskItem {
   recipient_category: RecipientCategory;
   unlock_type: string;
   confidence: number;
+  /** The schedule's confidence alone (source type × timing precision); set on response items. */
+  schedule_confidence?: number;
   recipients: RecipientShare[];
   market: MarketFigures;
+  supply_coverage: Coverage;
   model_version: string;
   as_of: string;
   synthetic: boolean;
@@ -117,6 +125,7 @@ export interface RiskSummary {
   pct_circulating_unlocking: number | null;
   circulating_supply: number | null;
   circulating_method: string;
+  supply_coverage: Coverage;
   /** The token's latest real market figures (what future events in the window are valued at). */
   market: MarketFigures;
   by_category: CategoryTotal[];

@@ -11,8 +11,8 @@ import {
   tokenOf,
   UNLOCK_TYPES,
 } from "./event-index.js";
-import { scheduledReleasedBefore } from "./events.js";
-import { CIRCULATING_METHOD } from "./market-snapshot.js";
+import { circulatingFor } from "./market-context.js";
+import { coverageOf } from "./supply.js";
 import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
 import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
 
@@ -124,8 +124,13 @@ export function summaryIn(
   const next = nextRow === undefined ? null : preparedAt(store, index, nextRow);
   const tokensUnlocking = inWindow.reduce((s, w) => s + w.tokens, 0);
   const usdUnlocking = inWindow.reduce((s, w) => s + w.usd, 0);
-  // Estimated circulating supply today: what the schedule has released before today (method stated).
-  const circ = rec.supply.circulating ?? scheduledReleasedBefore(rec, t);
+  // Circulating supply today: a reported figure when ingested, else the complete schedule's unlocked total (method stated).
+  const pit = circulatingFor(rec, store.pricesBySymbol.get(rec.symbol.toLowerCase()), t);
+  const circ = rec.supply.circulating ?? pit.circulatingBefore ?? 0;
+  const circMethod =
+    rec.supply.circulating === null
+      ? pit.circulatingMethod
+      : `reported circulating supply as of ${rec.supply.as_of}`;
   const byCat = new Map<RecipientCategory, CategoryTotal>();
   for (const w of inWindow) {
     const c = categoryOf(index, w.row);
@@ -173,10 +178,8 @@ export function summaryIn(
         : null,
     pct_circulating_unlocking: circ > 0 ? round((tokensUnlocking / circ) * 100, 4) : null,
     circulating_supply: circ > 0 ? round(circ, 2) : null,
-    circulating_method:
-      rec.supply.circulating === null
-        ? CIRCULATING_METHOD
-        : `reported circulating supply as of ${rec.supply.as_of}`,
+    circulating_method: circMethod,
+    supply_coverage: coverageOf(rec, rec.supply.circulating === null ? pit.circulatingLowerBound : false),
     market: {
       price_usd: rec.market.price_usd,
       price_as_of: rec.market.as_of,
@@ -188,10 +191,7 @@ export function summaryIn(
       source_url: rec.market.source_url,
       stale_days: t - parseDay(rec.market.as_of),
       circulating_supply_estimate: circ > 0 ? round(circ, 2) : null,
-      circulating_method:
-        rec.supply.circulating === null
-          ? CIRCULATING_METHOD
-          : `reported circulating supply as of ${rec.supply.as_of}`,
+      circulating_method: circMethod,
     },
     by_category: [...byCat.values()]
       .map((c) => ({ ...c, amount_tokens: round(c.amount_tokens, 4), amount_usd: round(c.amount_usd, 2) }))

@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { buildShippedSnapshot } from "../../scripts/build-snapshot.js";
+import { buildShippedSnapshot, shippedInputs } from "../../scripts/build-snapshot.js";
 import { dataPath } from "../../src/store/paths.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
-import type { CompiledSchedules } from "../../src/unlocks/import-schedules.js";
 
 const shipped = loadUnlockStore().snapshot;
 
@@ -21,10 +20,7 @@ function csv(file: string): { date: string; close: number; volume: number }[] {
 
 describe("shipped snapshot is built from shipped real data only", () => {
   it("npm run snapshot rebuilds the shipped file byte for byte", () => {
-    const compiled = JSON.parse(
-      readFileSync(dataPath("unlock-schedules/schedules.json"), "utf8"),
-    ) as CompiledSchedules;
-    const built = buildShippedSnapshot(compiled, dataPath("market-history"));
+    const built = buildShippedSnapshot(shippedInputs());
     expect(`${JSON.stringify(built)}\n`).toBe(readFileSync(dataPath("unlocks.snapshot.json"), "utf8"));
   });
 
@@ -38,8 +34,11 @@ describe("shipped snapshot is built from shipped real data only", () => {
     expect(arb.market.adv_30d_usd).toBeCloseTo(adv, 4);
     expect(arb.market.venue).toBe("Binance");
     // 00:00 UTC convention: the series value on day D is the close of candle D−1.
-    // Rows before the first scheduled release are dropped (pre-TGE filter), older rows come from spot.
-    const first = arb.schedules.map((p) => p.start).sort()[0]!;
+    // History starts at the listing: rows before the TGE (the complete schedule's first release) are dropped,
+    // older rows come from spot.
+    const first = arb.supply_schedule!.pieces.map((p) => p.start).sort()[0]!;
+    expect(first).toBe("2023-03-23");
+    expect(arb.listing_date).toBe("2023-03-23");
     const spotFirst = csv("alt/binance-spot/ARB.csv").find((r) => r.date >= first)!;
     expect(arb.prices!.close[0]).toBe(spotFirst.close);
     const next = new Date(Date.parse(`${spotFirst.date}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
@@ -50,5 +49,22 @@ describe("shipped snapshot is built from shipped real data only", () => {
   it("drops pre-TGE pre-market rows (MON trades from 2025-10-10, TGE 2025-11-24)", () => {
     const mon = shipped.tokens.find((t) => t.symbol === "MON")!;
     expect(mon.prices!.start).toBe("2025-11-25");
+    expect(mon.listing_basis).toContain("pre-market perp candles dropped");
+  });
+
+  it("keeps price history from the listing, not from the first vesting piece (TIA, PYTH, AVAX)", () => {
+    const first = (s: string) => shipped.tokens.find((t) => t.symbol === s)!;
+    // The first vesting pieces are 2024-10-31 (TIA), 2024-05-20 (PYTH) and 2024 (AVAX); the history reaches before.
+    for (const [sym, vestingFrom] of [
+      ["TIA", "2024-10-31"],
+      ["PYTH", "2024-05-20"],
+      ["AVAX", "2024-01-01"],
+    ] as const) {
+      const t = first(sym);
+      expect(t.schedules.map((p) => p.start).sort()[0]! >= vestingFrom).toBe(true);
+      expect(t.prices!.start < vestingFrom).toBe(true);
+      expect(t.listing_date! < vestingFrom).toBe(true);
+    }
+    expect(first("TIA").listing_date).toBe("2023-10-31");
   });
 });

@@ -21,8 +21,10 @@ function problemsOf(raw: unknown): string[] {
 }
 
 describe("unlock snapshot", () => {
-  it("ships all 46 real schedules with real market series and nothing generated", () => {
-    expect(shipped.tokens).toHaveLength(46);
+  it("ships the 46 curated schedules and 109 wide-set tokens with real market series and nothing generated", () => {
+    expect(shipped.tokens).toHaveLength(155);
+    expect(shipped.tokens.filter((t) => t.schedule_set === "curated")).toHaveLength(46);
+    expect(shipped.tokens.filter((t) => t.schedule_set === "wide")).toHaveLength(109);
     expect(shipped.as_of).toBe("2026-11-22");
     expect(shipped.synthetic).toBe(false);
     expect(shipped.generator).toBeNull();
@@ -31,7 +33,8 @@ describe("unlock snapshot", () => {
     expect(
       shipped.tokens.every((t) => t.market.depth_2pct_usd === null && t.supply.circulating === null),
     ).toBe(true);
-    expect(shipped.tokens.reduce((n, t) => n + t.schedules.length, 0)).toBe(505);
+    const curated = shipped.tokens.filter((t) => t.schedule_set === "curated");
+    expect(curated.reduce((n, t) => n + t.schedules.length, 0)).toBe(505);
     const arb = shipped.tokens.find((t) => t.symbol === "ARB")!;
     expect(arb.sources[0]).toContain("emissions-adapters");
     expect(arb.defillama_slug).toBe("arbitrum");
@@ -42,7 +45,7 @@ describe("unlock snapshot", () => {
     try {
       process.chdir("/");
       expect(defaultSnapshotPath()).toMatch(/\/data\/unlocks\.snapshot\.json$/);
-      expect(loadUnlockStore().tokens.length).toBe(46);
+      expect(loadUnlockStore().tokens.length).toBe(155);
     } finally {
       process.chdir(cwd);
     }

@@ -6,7 +6,8 @@ import {
   toDailySeries,
   validateUnlockSnapshot,
 } from "../../src/store/unlocks-snapshot.js";
-import { studyStore, yearOf } from "../../src/unlocks/calibration.js";
+import { formatDay } from "../../src/store/unlocks-dates.js";
+import { holdoutFromDay, shippedSampler, studyStore } from "../../src/unlocks/calibration.js";
 import { load6mv } from "../../src/unlocks/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../../src/unlocks/market-history.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
@@ -17,24 +18,32 @@ describe("calibration sample", () => {
   const btc = toDailySeries(buildBenchmarkSeries(market, readMarketIndex(market), "BTC"));
   const store = loadUnlockStore();
   const svc = createUnlockService(store, () => new Date("2026-11-22T00:00:00Z"));
-  const shipped = studyStore(store, svc.events(), btc, (s) => {
-    const y = yearOf(s.event.day);
-    return y >= 2023 && y <= 2025 ? "fit" : y === 2026 ? "holdout-2026" : null;
-  });
+  const shipped = studyStore(store, svc.events(), btc, shippedSampler(store));
   const six = load6mv(dataPath("unlock-history-6mv"), market);
   const store6 = buildUnlockStore(validateUnlockSnapshot(six.snapshot, "6mv"));
   const sixSet = studyStore(store6, createUnlockService(store6).events(), btc, () => "holdout-6mv");
   const all = [...shipped.events, ...sixSet.events];
+  const holdoutFrom = formatDay(holdoutFromDay(store));
 
-  it("has at least 300 measured events across at least 30 tokens, each sample non-empty", () => {
-    expect(all.length).toBeGreaterThanOrEqual(300);
-    expect(new Set(all.map((e) => e.token)).size).toBeGreaterThanOrEqual(30);
-    for (const s of ["fit", "holdout-2026", "holdout-6mv"])
+  it("has at least 500 measured events across at least 55 tokens, each sample non-empty", () => {
+    expect(all.length).toBeGreaterThanOrEqual(500);
+    expect(new Set(all.map((e) => e.token)).size).toBeGreaterThanOrEqual(55);
+    for (const s of ["fit", "holdout-time", "holdout-tokens", "holdout-6mv"])
       expect(all.some((e) => e.sample === s)).toBe(true);
-    // Holdouts never leak into the fit sample.
-    expect(
-      all.filter((e) => e.sample === "fit").every((e) => e.date >= "2023-01-01" && e.date < "2026-01-01"),
-    ).toBe(true);
+    // Every studied release is at least 0.1 % of its token's supply.
+    expect(shipped.events.every((e) => e.supplySharePct === null || e.supplySharePct >= 0.1)).toBe(true);
+  });
+
+  it("keeps the last six months (≥ 150 events) and the left-out tokens out of the fit sample", () => {
+    expect(holdoutFrom).toBe("2025-09-18");
+    const time = all.filter((e) => e.sample === "holdout-time");
+    expect(time.length).toBeGreaterThanOrEqual(150);
+    expect(time.every((e) => e.date >= holdoutFrom)).toBe(true);
+    const fit = all.filter((e) => e.sample === "fit");
+    expect(fit.every((e) => e.date >= "2023-01-01" && e.date < holdoutFrom)).toBe(true);
+    const leftOut = new Set(all.filter((e) => e.sample === "holdout-tokens").map((e) => e.token));
+    expect(leftOut.size).toBeGreaterThan(0);
+    expect(fit.some((e) => leftOut.has(e.token))).toBe(false);
   });
 
   it("measures every event on real prices with a fitted beta to ETH and BTC", () => {
@@ -44,6 +53,7 @@ describe("calibration sample", () => {
       expect(e.study.path).toHaveLength(61);
       // The path's day +14 (index 44) is the [−30,+14] sum: [−30,−1] plus [0,+14].
       expect(e.study.path[44]).toBeCloseTo(e.study.car.pre + e.study.car.d014, 8);
+      expect(Number.isFinite(e.study.carAlpha.d030)).toBe(true);
     }
     expect(all.filter((e) => e.study.carBtc !== null).length).toBeGreaterThan(all.length * 0.9);
   });

@@ -31,9 +31,13 @@ describe("market-model event study", () => {
     expect(m.beta).toBeCloseTo(1.7, 10);
     expect(m.alpha).toBeCloseTo(0.001, 10);
     expect(m.n).toBe(90);
-    // No abnormal return anywhere: every CAR is zero.
+    // With its alpha the market model leaves no abnormal return: every robustness CAR is zero.
     const s = studyEvent(series(token), series(market), null, EVENT)!;
-    for (const v of Object.values(s.car)) expect(v).toBeCloseTo(0, 8);
+    for (const v of Object.values(s.carAlpha)) expect(v).toBeCloseTo(0, 8);
+    // The primary CAR (token − β·market, no intercept) keeps the drift: 0.1 % a day, in %, over each window's days.
+    expect(s.car.pre).toBeCloseTo(0.1 * 30, 8);
+    expect(s.car.d014).toBeCloseTo(0.1 * 15, 8);
+    expect(s.car.d030).toBeCloseTo(0.1 * 31, 8);
   });
 
   it("puts a −10 % shock on day 0 into [0,+1], [0,+14] and [0,+30] and not into [−30,−1]", () => {

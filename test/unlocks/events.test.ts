@@ -75,7 +75,8 @@ describe("event expansion", () => {
   });
 
   it("every token's events add up to its scheduled total", () => {
-    for (const t of store.tokens) {
+    // Pure emission tokens (DOGE, LTC, TAO, TON) have no vesting pieces: nothing to add up.
+    for (const t of store.tokens.filter((x) => x.schedules.length > 0)) {
       const total = t.schedules.reduce((s, p) => s + p.amount_tokens, 0);
       const sum = expandTokenEvents(t).reduce((s, e) => s + e.amount, 0);
       expect(sum / total).toBeCloseTo(1, 9);

@@ -154,9 +154,13 @@ export function piecesFromUnlockEvents(events: readonly DlUnlockEvent[], sourceU
   return pieces.sort((a, b) => a.start.localeCompare(b.start) || a.recipient.localeCompare(b.recipient));
 }
 
+/** A one-day increase is a cliff when the days either side release at most this share of it. */
+const CLIFF_JUMP = 0.1;
+
 /**
- * Pieces from the documented shape: the first point's cumulative amount is a cliff on its date;
- * each later increase streams linearly between the two dates (consecutive equal daily rates merge).
+ * Pieces from the documented shape: the first point's cumulative amount is a cliff on its date; a one-day
+ * increase standing far above its neighbours is a cliff on the later date; every other increase streams
+ * linearly between the two dates (consecutive equal daily rates merge).
  */
 export function piecesFromDocumented(
   series: readonly DlDocumentedSeries[],
@@ -195,6 +199,14 @@ export function piecesFromDocumented(
         });
       run = null;
     };
+    // Daily rate of interval i (between points i−1 and i), 0 where it does not increase.
+    const rateAt = (i: number): number => {
+      const p = pts[i - 1];
+      const q = pts[i];
+      if (!p || !q) return 0;
+      const d = dayOfTs(q.timestamp) - dayOfTs(p.timestamp);
+      return d > 0 && q.unlocked > p.unlocked ? (q.unlocked - p.unlocked) / d : 0;
+    };
     for (let i = 1; i < pts.length; i++) {
       const a = dayOfTs((pts[i - 1] as (typeof pts)[number]).timestamp);
       const b = dayOfTs((pts[i] as (typeof pts)[number]).timestamp);
@@ -204,6 +216,21 @@ export function piecesFromDocumented(
         continue;
       }
       const rate = inc / (b - a);
+      // A one-day jump far above the days around it is a cliff: it is in the cumulative figure of day b, so it
+      // happened on b (not a one-day stream over day a, which would date it a day early).
+      if (b - a === 1 && rateAt(i - 1) <= CLIFF_JUMP * rate && rateAt(i + 1) <= CLIFF_JUMP * rate) {
+        flush();
+        pieces.push({
+          ...base,
+          recipient: s.label,
+          category,
+          kind: "cliff",
+          start: formatDay(b),
+          end: null,
+          amount_tokens: inc,
+        });
+        continue;
+      }
       const r = run as { start: number; end: number; rate: number } | null;
       if (r && r.end === a && Math.abs(rate - r.rate) <= 1e-9 * r.rate) r.end = b;
       else {

@@ -135,6 +135,25 @@ describe("DefiLlama shapes", () => {
     ]);
   });
 
+  it("reads a one-day jump in the cumulative series as a cliff on its own day, not a stream dated a day early", () => {
+    const ts = (d: string) => Date.parse(`${d}T00:00:00Z`) / 1000;
+    const data = [
+      { timestamp: ts("2025-01-01"), unlocked: 100 },
+      { timestamp: ts("2025-01-02"), unlocked: 101 },
+      { timestamp: ts("2025-01-03"), unlocked: 102 },
+      { timestamp: ts("2025-01-04"), unlocked: 602 },
+      { timestamp: ts("2025-01-05"), unlocked: 603 },
+      { timestamp: ts("2025-01-06"), unlocked: 604 },
+    ];
+    const pieces = piecesFromDocumented([{ label: "Investors", data }], "https://defillama.com/unlocks/x");
+    expect(pieces.filter((p) => p.kind === "cliff").map((p) => [p.start, p.amount_tokens])).toEqual([
+      ["2025-01-01", 100],
+      ["2025-01-04", 500],
+    ]);
+    // The 1-a-day stream either side stays linear.
+    expect(pieces.filter((p) => p.kind === "linear").reduce((a, p) => a + p.amount_tokens, 0)).toBe(4);
+  });
+
   it("uses the keyless datasets host path", () => {
     expect(emissionUrl("https://defillama-datasets.llama.fi", "arbitrum")).toBe(
       "https://defillama-datasets.llama.fi/emissions/arbitrum",
