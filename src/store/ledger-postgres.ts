@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import {
+  type BindResult,
   type ClaimRequest,
   type ClaimResult,
   type Incarnation,
+  type KeyBinding,
   type LedgerPort,
   normalizeIdentity,
   type PaymentIdentity,
@@ -333,6 +335,42 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
       return { kind: "claimed", receipt: toReceipt(row as ReceiptRow) };
     });
 
+  const bindIdempotencyKey = (b: KeyBinding): Promise<BindResult> =>
+    inTransaction(pool, async (c) => {
+      const identity = normalizeIdentity(b.identity);
+      await lock(c, LOCK_IDEMPOTENCY, `${identity.payer}\n${b.key}`);
+      const rec = (
+        await c.query<IdempotencyRecord>(
+          "SELECT * FROM idempotency WHERE payer = $1 AND key = $2 AND expires_at > $3",
+          [identity.payer, b.key, b.now],
+        )
+      ).rows[0];
+      const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
+      if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
+      await c.query(
+        `INSERT INTO idempotency (payer, key, request_fingerprint, network, asset, nonce, receipt_id, incarnation,
+           created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         ON CONFLICT (payer, key) DO UPDATE SET request_fingerprint = EXCLUDED.request_fingerprint,
+           network = EXCLUDED.network, asset = EXCLUDED.asset, nonce = EXCLUDED.nonce,
+           receipt_id = EXCLUDED.receipt_id, incarnation = EXCLUDED.incarnation,
+           created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
+        [
+          identity.payer,
+          b.key,
+          b.requestFingerprint,
+          identity.network,
+          identity.asset,
+          identity.nonce,
+          b.receiptId,
+          b.incarnation,
+          b.now,
+          new Date(b.now.getTime() + b.ttlMs),
+        ],
+      );
+      await c.query("UPDATE receipts SET idempotency_key = $1 WHERE id = $2", [b.key, b.receiptId]);
+      return { ok: true };
+    });
+
   const settleOnce = (id: string, r: SettlementRecord): Promise<SettlementResult> =>
     inTransaction(pool, async (c) => {
       if (!(await rowById(c, id, true))) return { ok: false, reason: "not_found" };
@@ -404,6 +442,7 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
 
   return {
     claimAuthorization: claim,
+    bindIdempotencyKey,
     releaseClaim: (id, incarnation) =>
       inTransaction(pool, async (c) => {
         const gone = await c.query(

@@ -3,9 +3,11 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
+  type BindResult,
   type ClaimRequest,
   type ClaimResult,
   type Incarnation,
+  type KeyBinding,
   type LedgerPort,
   normalizeIdentity,
   type PaymentIdentity,
@@ -184,6 +186,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       db.prepare(`INSERT OR REPLACE INTO idempotency (payer, key, request_fingerprint, network, asset, nonce,
       receipt_id, incarnation, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     deleteIdemOf: db.prepare("DELETE FROM idempotency WHERE receipt_id = ?"),
+    nameKey: db.prepare("UPDATE receipts SET idempotency_key = ? WHERE id = ?"),
     deleteClaim: db.prepare("DELETE FROM receipts WHERE id = ? AND status = 'claimed' AND incarnation = ?"),
     beginSettle: db.prepare(
       "UPDATE receipts SET status = 'settling', updated_at = ? WHERE id = ? AND status = 'claimed' AND incarnation = ?",
@@ -333,6 +336,28 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     return { kind: "claimed", receipt: toReceipt(row(id)) };
   });
 
+  const bindKey = db.transaction((b: KeyBinding): BindResult => {
+    const identity = normalizeIdentity(b.identity);
+    const now = b.now.toISOString();
+    const rec = st.idem.get(identity.payer, b.key, now) as IdempotencyRecord | undefined;
+    const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
+    if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
+    st.upsertIdem.run(
+      identity.payer,
+      b.key,
+      b.requestFingerprint,
+      identity.network,
+      identity.asset,
+      identity.nonce,
+      b.receiptId,
+      b.incarnation,
+      now,
+      new Date(b.now.getTime() + b.ttlMs).toISOString(),
+    );
+    st.nameKey.run(b.key, b.receiptId);
+    return { ok: true };
+  });
+
   const release = db.transaction((id: string, incarnation: string) => {
     if (st.deleteClaim.run(id, incarnation).changes === 1) st.deleteIdemOf.run(id);
   });
@@ -401,6 +426,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
 
   return {
     claimAuthorization: async (req) => written(claim(req)),
+    bindIdempotencyKey: async (binding) => written(bindKey(binding)),
     releaseClaim: async (id, incarnation) => written(release(id, incarnation)),
     // On disk before the facilitator is asked to settle: after a power loss the settlement is still known as possible.
     beginSettlement: async (id, incarnation, now) =>

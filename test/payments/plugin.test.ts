@@ -340,7 +340,7 @@ describe("paid calls", () => {
     gateway.verifyResult = fakeGateway().verifyResult;
     gateway.settleResult = async (_p, r) => ({
       success: false,
-      errorReason: "invalid_exact_evm_transaction_failed",
+      errorReason: "invalid_exact_evm_insufficient_balance",
       errorMessage: "viem@2.57.20 RPC error at /home/x/node_modules",
       transaction: "",
       network: r.network,
@@ -348,8 +348,25 @@ describe("paid calls", () => {
     const s = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(s.statusCode).toBe(402);
     const all = `${s.body}${Buffer.from(s.headers["payment-required"] as string, "base64")}`;
-    expect(all).toContain("invalid_exact_evm_transaction_failed");
+    expect(all).toContain("invalid_exact_evm_insufficient_balance");
     expect(all).not.toMatch(/viem|node_modules|RPC/);
+  });
+
+  it("a settle failure that may hide a transfer (transaction_failed, no hash) is unknown: 409, never a fresh 402", async () => {
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_transaction_failed",
+      errorMessage: "viem@2.57.20 RPC error at /home/x/node_modules",
+      transaction: "",
+      network: r.network,
+    });
+    const s = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(s.statusCode).toBe(409);
+    expect(s.json().type).toMatch(/settlement-unconfirmed$/);
+    expect(s.headers["payment-required"]).toBeUndefined();
+    expect(s.headers["retry-after"]).toBeDefined();
+    expect(s.body).not.toMatch(/viem|node_modules|RPC|"paid"/);
+    expect((await ledger.receipts())[0]?.status).toBe("unknown");
   });
 
   it("HEAD never verifies nor settles, even with a proof", async () => {
