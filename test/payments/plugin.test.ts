@@ -404,6 +404,54 @@ describe("paid calls", () => {
   });
 });
 
+describe("issue 19, smaller items", () => {
+  it("with the chain down, a buyer whose earlier settlement is unknown is never told nothing was charged", async () => {
+    gateway.settleResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+    };
+    const signed = b64(await signedV2Proof(requirementsV2(both, terms)));
+    expect((await post("/both", { "payment-signature": signed })).statusCode).toBe(503);
+    expect((await ledger.receipts())[0]?.status).toBe("unknown"); // the buyer may have been charged
+    // The facilitator's chain is down: it calls the payer's own signature invalid.
+    gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_signature" });
+    const retry = await post("/both", { "payment-signature": signed });
+    expect(retry.statusCode).toBe(503);
+    expect(retry.headers["payment-required"]).toBeUndefined();
+    expect(retry.json().detail).not.toMatch(/nothing was charged/i);
+    expect(retry.json().detail).toMatch(/same proof/);
+    // …and a facilitator that cannot be reached at all says the same.
+    gateway.verifyResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_unreachable", 7, "connect ECONNREFUSED");
+    };
+    const again = await post("/both", { "payment-signature": signed });
+    expect(again.statusCode).toBe(503);
+    expect(again.json().detail).not.toMatch(/nothing was charged/i);
+    expect((await ledger.receipts())[0]?.status).toBe("unknown");
+  });
+
+  it("a v1 retry of an authorization that paid as v2 replays X-PAYMENT-RESPONSE, not PAYMENT-RESPONSE", async () => {
+    const base = v2Proof(requirementsV2(both, terms));
+    const first = await post("/both", { "payment-signature": b64(base) });
+    expect(first.statusCode).toBe(200);
+    const v2 = decodePaymentResponseHeader(first.headers["payment-response"] as string);
+    const v1 = { x402Version: 1, scheme: "exact", network: "base", payload: base.payload };
+    const retry = await post("/both", { "x-payment": b64(v1) });
+    expect(retry.statusCode).toBe(200);
+    expect(retry.headers["idempotent-replayed"]).toBe("true");
+    expect(retry.headers["payment-response"]).toBeUndefined();
+    const settlement = JSON.parse(
+      Buffer.from(retry.headers["x-payment-response"] as string, "base64").toString(),
+    );
+    expect(settlement).toMatchObject({ success: true, network: "base", transaction: v2.transaction });
+    expect(retry.body).toBe(first.body);
+    // And the other way round: the v2 retry still gets its own header.
+    const back = await post("/both", { "payment-signature": b64(base) });
+    expect(back.headers["payment-response"]).toBe(first.headers["payment-response"]);
+    expect(back.headers["x-payment-response"]).toBeUndefined();
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+});
+
 describe("provisional cap", () => {
   it("is reserved with the claim, before verification: 50 concurrent proofs under a cap of 3 → 3 verified, 3 settled", async () => {
     let open: () => void = () => {};
