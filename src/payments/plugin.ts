@@ -302,7 +302,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       });
       switch (admission.kind) {
         case "proceed":
-          request.payment = { ...admission.payment, log: request.log, done: false };
+          request.payment = { ...admission.payment, done: false };
           return;
         case "replay":
           return replay(reply, admission.response);

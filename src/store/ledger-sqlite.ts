@@ -19,6 +19,7 @@ import {
   type ReceiptRow as GenericReceiptRow,
   type IdempotencyRecord,
   idempotencyConflict,
+  keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
 } from "./ledger-rows.js";
@@ -266,6 +267,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   const rowFor = (i: PaymentIdentity) =>
     st.byIdentity.get(i.network, i.asset, i.payer, i.nonce) as ReceiptRow | undefined;
 
+  /** The payer's key record (identity already normalized), replacing an expired one. */
+  const writeKey = (b: KeyBinding) => st.upsertIdem.run(...keyRecordValues(b, (d) => d.toISOString()));
+
   const claim = db.transaction((req: ClaimRequest): ClaimResult => {
     const identity = normalizeIdentity(req.identity);
     const now = req.now.toISOString();
@@ -305,18 +309,15 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     if (existing) st.retakeClaim.run(params);
     else st.insertClaim.run(params);
     if (req.idempotency)
-      st.upsertIdem.run(
-        identity.payer,
-        req.idempotency.key,
-        req.requestFingerprint,
-        identity.network,
-        identity.asset,
-        identity.nonce,
-        id,
-        req.incarnation,
-        now,
-        new Date(req.now.getTime() + req.idempotency.ttlMs).toISOString(),
-      );
+      writeKey({
+        receiptId: id,
+        identity,
+        key: req.idempotency.key,
+        requestFingerprint: req.requestFingerprint,
+        ttlMs: req.idempotency.ttlMs,
+        incarnation: req.incarnation,
+        now: req.now,
+      });
     // A fresh row holds exactly what was just inserted: it is mapped as it stands, not read back.
     if (!existing) {
       const inserted: ReceiptRow = {
@@ -342,18 +343,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     const rec = st.idem.get(identity.payer, b.key, now) as IdempotencyRecord | undefined;
     const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
     if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
-    st.upsertIdem.run(
-      identity.payer,
-      b.key,
-      b.requestFingerprint,
-      identity.network,
-      identity.asset,
-      identity.nonce,
-      b.receiptId,
-      b.incarnation,
-      now,
-      new Date(b.now.getTime() + b.ttlMs).toISOString(),
-    );
+    writeKey({ ...b, identity });
     st.nameKey.run(b.key, b.receiptId);
     return { ok: true };
   });

@@ -64,6 +64,20 @@ async function expectDelivered(res: Response, fac: FaultFacilitator, nonce: stri
   expect(((await res.json()) as { unlocks: unknown[] }).unlocks).toBeInstanceOf(Array);
 }
 
+/** A stack whose first settle of a fresh proof failed with no hash; its transfer waits for `land.open()`. */
+async function failedOnce() {
+  const fac = await startFaultFacilitator();
+  stack.fac = fac;
+  const http = await startHttpApp(fac.url, {}, { chain: fac.chain });
+  stack.http = http;
+  const land = gate();
+  fac.settle = "fail-then-transfer";
+  fac.landGate = land.promise;
+  const proof = proofFor(http);
+  await expectConfirming(await pay(http, proof.encoded));
+  return { fac, http, land, proof };
+}
+
 describe("a settle failure with no transaction is an unknown until the chain proves it", () => {
   for (const landAfterMs of [300, 1500])
     for (const key of [undefined, "order-19"])
@@ -103,15 +117,7 @@ describe("a settle failure with no transaction is an unknown until the chain pro
       });
 
   it("a retry whose own settle meets nonce_already_used looks the transfer up and delivers it", async () => {
-    const fac = await startFaultFacilitator();
-    stack.fac = fac;
-    const http = await startHttpApp(fac.url, {}, { chain: fac.chain });
-    stack.http = http;
-    const land = gate();
-    fac.settle = "fail-then-transfer";
-    fac.landGate = land.promise;
-    const proof = proofFor(http);
-    await expectConfirming(await pay(http, proof.encoded));
+    const { fac, http, land, proof } = await failedOnce();
 
     // The retry finds the authorization unused, verifies, and is held at settle while the first transfer lands.
     const hold = gate();
@@ -127,15 +133,7 @@ describe("a settle failure with no transaction is an unknown until the chain pro
   });
 
   it("the reconciler alone resolves it: settled from the chain, and the buyer's retry costs no facilitator call", async () => {
-    const fac = await startFaultFacilitator();
-    stack.fac = fac;
-    const http = await startHttpApp(fac.url, {}, { chain: fac.chain });
-    stack.http = http;
-    const land = gate();
-    fac.settle = "fail-then-transfer";
-    fac.landGate = land.promise;
-    const proof = proofFor(http);
-    await expectConfirming(await pay(http, proof.encoded));
+    const { fac, http, land, proof } = await failedOnce();
     expect(await http.app.payments.reconcileNow()).toEqual({ resolved: 0, remaining: 1 }); // not on chain yet
 
     land.open();
