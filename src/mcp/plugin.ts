@@ -134,9 +134,31 @@ function webHeaders(request: FastifyRequest): Headers {
   return h;
 }
 
+/**
+ * A tools/call whose `arguments` is not an object: answered here with JSON-RPC's invalid-params error, since the SDK
+ * would turn its own schema failure into a -32603 carrying zod's text. Undefined for anything else.
+ */
+function nonObjectArguments(body: unknown) {
+  const m = body as { method?: unknown; id?: unknown; params?: { arguments?: unknown } } | null;
+  if (typeof m !== "object" || m === null || Array.isArray(m) || m.method !== "tools/call") return undefined;
+  const args = m.params?.arguments;
+  if (args === undefined || (typeof args === "object" && args !== null && !Array.isArray(args)))
+    return undefined;
+  return {
+    jsonrpc: "2.0",
+    id: typeof m.id === "string" || typeof m.id === "number" ? m.id : null,
+    error: {
+      code: ErrorCode.InvalidParams,
+      message: "Invalid params: tools/call arguments must be an object of the tool's named arguments.",
+    },
+  };
+}
+
 /** `/mcp`: the MCP streamable HTTP transport in stateless mode with JSON responses (no SSE stream, no sessions). */
 const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
   app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
+    const invalid = nonObjectArguments(request.body);
+    if (invalid) return reply.code(200).type("application/json").send(invalid);
     const server = mcpServer(app, request, opts.version);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -98,6 +98,22 @@ export type ClaimResult =
   /** The route's provisional cap is taken by live or paid claims. */
   | { kind: "cap_reached"; used: number };
 
+/** Binds a payer's Idempotency-Key to a claim once its proof has verified (never before: see bindIdempotencyKey). */
+export interface KeyBinding {
+  receiptId: string;
+  identity: PaymentIdentity;
+  key: string;
+  requestFingerprint: string;
+  ttlMs: number;
+  incarnation: string;
+  now: Date;
+}
+
+export type BindResult =
+  | { ok: true }
+  /** The payer's key already stands for another request or another authorization: nothing was written. */
+  | { ok: false; reason: "different_request" | "different_payment" };
+
 export type SettlementRecord = {
   status: "settled" | "pending";
   transaction: string;
@@ -134,6 +150,12 @@ export interface ReleasedIncarnation {
 
 export interface LedgerPort {
   claimAuthorization(req: ClaimRequest): Promise<ClaimResult>;
+  /**
+   * Writes the payer's key record for a claim whose proof's signature checked out (the facilitator verified it), and
+   * names the key on the receipt. Called after verification, so a proof that merely claims to be the payer can neither
+   * squat on the payer's key nor learn whether it was used.
+   */
+  bindIdempotencyKey(binding: KeyBinding): Promise<BindResult>;
   /** Gives up a claim that never reached settlement (proof refused, handler error): deletes it and its key record. */
   releaseClaim(receiptId: string, incarnation: string): Promise<void>;
   /** claimed → settling, only for the incarnation holding it; false when the claim was lost (expired, taken over). */

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import {
+  type BindResult,
   type ClaimRequest,
   type ClaimResult,
   type Incarnation,
+  type KeyBinding,
   type LedgerPort,
   normalizeIdentity,
   type PaymentIdentity,
@@ -17,6 +19,7 @@ import {
   type ReceiptRow as GenericReceiptRow,
   type IdempotencyRecord,
   idempotencyConflict,
+  keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
 } from "./ledger-rows.js";
@@ -232,6 +235,18 @@ function incarnationLocks(url: string) {
   };
 }
 
+/** The payer's key record (identity already normalized), replacing an expired one. */
+const writeKey = (c: pg.PoolClient, b: KeyBinding) =>
+  c.query(
+    `INSERT INTO idempotency (payer, key, request_fingerprint, network, asset, nonce, receipt_id, incarnation,
+       created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT (payer, key) DO UPDATE SET request_fingerprint = EXCLUDED.request_fingerprint,
+       network = EXCLUDED.network, asset = EXCLUDED.asset, nonce = EXCLUDED.nonce,
+       receipt_id = EXCLUDED.receipt_id, incarnation = EXCLUDED.incarnation,
+       created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
+    [...keyRecordValues(b, (d) => d)],
+  );
+
 function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
   const locks = incarnationLocks(url);
   const claim = (req: ClaimRequest): Promise<ClaimResult> =>
@@ -310,27 +325,33 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
             )
           ).rows[0];
       if (req.idempotency)
-        await c.query(
-          `INSERT INTO idempotency (payer, key, request_fingerprint, network, asset, nonce, receipt_id, incarnation,
-             created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-           ON CONFLICT (payer, key) DO UPDATE SET request_fingerprint = EXCLUDED.request_fingerprint,
-             network = EXCLUDED.network, asset = EXCLUDED.asset, nonce = EXCLUDED.nonce,
-             receipt_id = EXCLUDED.receipt_id, incarnation = EXCLUDED.incarnation,
-             created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
-          [
-            identity.payer,
-            req.idempotency.key,
-            req.requestFingerprint,
-            identity.network,
-            identity.asset,
-            identity.nonce,
-            id,
-            req.incarnation,
-            now,
-            new Date(now.getTime() + req.idempotency.ttlMs),
-          ],
-        );
+        await writeKey(c, {
+          receiptId: id,
+          identity,
+          key: req.idempotency.key,
+          requestFingerprint: req.requestFingerprint,
+          ttlMs: req.idempotency.ttlMs,
+          incarnation: req.incarnation,
+          now,
+        });
       return { kind: "claimed", receipt: toReceipt(row as ReceiptRow) };
+    });
+
+  const bindIdempotencyKey = (b: KeyBinding): Promise<BindResult> =>
+    inTransaction(pool, async (c) => {
+      const identity = normalizeIdentity(b.identity);
+      await lock(c, LOCK_IDEMPOTENCY, `${identity.payer}\n${b.key}`);
+      const rec = (
+        await c.query<IdempotencyRecord>(
+          "SELECT * FROM idempotency WHERE payer = $1 AND key = $2 AND expires_at > $3",
+          [identity.payer, b.key, b.now],
+        )
+      ).rows[0];
+      const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
+      if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
+      await writeKey(c, { ...b, identity });
+      await c.query("UPDATE receipts SET idempotency_key = $1 WHERE id = $2", [b.key, b.receiptId]);
+      return { ok: true };
     });
 
   const settleOnce = (id: string, r: SettlementRecord): Promise<SettlementResult> =>
@@ -404,6 +425,7 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
 
   return {
     claimAuthorization: claim,
+    bindIdempotencyKey,
     releaseClaim: (id, incarnation) =>
       inTransaction(pool, async (c) => {
         const gone = await c.query(

@@ -1,5 +1,6 @@
 import type {
   ClaimResult,
+  KeyBinding,
   PaymentIdentity,
   Receipt,
   ReceiptStatus,
@@ -80,6 +81,24 @@ export interface IdempotencyRecord {
   asset: string;
   nonce: string;
 }
+
+/**
+ * The idempotency row's values in column order (payer, key, request_fingerprint, network, asset, nonce, receipt_id,
+ * incarnation, created_at, expires_at), times as the backend stores them.
+ */
+export const keyRecordValues = <T>(b: KeyBinding, time: (d: Date) => T) =>
+  [
+    b.identity.payer,
+    b.key,
+    b.requestFingerprint,
+    b.identity.network,
+    b.identity.asset,
+    b.identity.nonce,
+    b.receiptId,
+    b.incarnation,
+    time(b.now),
+    time(new Date(b.now.getTime() + b.ttlMs)),
+  ] as const;
 
 /** A claim's answer when the payer's key already stands for another request or another payment; else undefined. */
 export function idempotencyConflict(

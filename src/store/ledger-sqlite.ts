@@ -3,9 +3,11 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import {
+  type BindResult,
   type ClaimRequest,
   type ClaimResult,
   type Incarnation,
+  type KeyBinding,
   type LedgerPort,
   normalizeIdentity,
   type PaymentIdentity,
@@ -17,6 +19,7 @@ import {
   type ReceiptRow as GenericReceiptRow,
   type IdempotencyRecord,
   idempotencyConflict,
+  keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
 } from "./ledger-rows.js";
@@ -184,6 +187,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       db.prepare(`INSERT OR REPLACE INTO idempotency (payer, key, request_fingerprint, network, asset, nonce,
       receipt_id, incarnation, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     deleteIdemOf: db.prepare("DELETE FROM idempotency WHERE receipt_id = ?"),
+    nameKey: db.prepare("UPDATE receipts SET idempotency_key = ? WHERE id = ?"),
     deleteClaim: db.prepare("DELETE FROM receipts WHERE id = ? AND status = 'claimed' AND incarnation = ?"),
     beginSettle: db.prepare(
       "UPDATE receipts SET status = 'settling', updated_at = ? WHERE id = ? AND status = 'claimed' AND incarnation = ?",
@@ -263,6 +267,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   const rowFor = (i: PaymentIdentity) =>
     st.byIdentity.get(i.network, i.asset, i.payer, i.nonce) as ReceiptRow | undefined;
 
+  /** The payer's key record (identity already normalized), replacing an expired one. */
+  const writeKey = (b: KeyBinding) => st.upsertIdem.run(...keyRecordValues(b, (d) => d.toISOString()));
+
   const claim = db.transaction((req: ClaimRequest): ClaimResult => {
     const identity = normalizeIdentity(req.identity);
     const now = req.now.toISOString();
@@ -302,18 +309,15 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     if (existing) st.retakeClaim.run(params);
     else st.insertClaim.run(params);
     if (req.idempotency)
-      st.upsertIdem.run(
-        identity.payer,
-        req.idempotency.key,
-        req.requestFingerprint,
-        identity.network,
-        identity.asset,
-        identity.nonce,
-        id,
-        req.incarnation,
-        now,
-        new Date(req.now.getTime() + req.idempotency.ttlMs).toISOString(),
-      );
+      writeKey({
+        receiptId: id,
+        identity,
+        key: req.idempotency.key,
+        requestFingerprint: req.requestFingerprint,
+        ttlMs: req.idempotency.ttlMs,
+        incarnation: req.incarnation,
+        now: req.now,
+      });
     // A fresh row holds exactly what was just inserted: it is mapped as it stands, not read back.
     if (!existing) {
       const inserted: ReceiptRow = {
@@ -331,6 +335,17 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       return { kind: "claimed", receipt: receiptWith(inserted, null) };
     }
     return { kind: "claimed", receipt: toReceipt(row(id)) };
+  });
+
+  const bindKey = db.transaction((b: KeyBinding): BindResult => {
+    const identity = normalizeIdentity(b.identity);
+    const now = b.now.toISOString();
+    const rec = st.idem.get(identity.payer, b.key, now) as IdempotencyRecord | undefined;
+    const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
+    if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
+    writeKey({ ...b, identity });
+    st.nameKey.run(b.key, b.receiptId);
+    return { ok: true };
   });
 
   const release = db.transaction((id: string, incarnation: string) => {
@@ -401,6 +416,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
 
   return {
     claimAuthorization: async (req) => written(claim(req)),
+    bindIdempotencyKey: async (binding) => written(bindKey(binding)),
     releaseClaim: async (id, incarnation) => written(release(id, incarnation)),
     // On disk before the facilitator is asked to settle: after a power loss the settlement is still known as possible.
     beginSettlement: async (id, incarnation, now) =>

@@ -38,6 +38,7 @@ export function appWith(deps: {
   config: Config;
   gateway: FacilitatorGateway;
   ledger: Ledger;
+  ledgerShared?: boolean;
   clock?: () => Date;
   logger?: AppDeps["logger"];
   facilitatorLabel?: string;
@@ -52,6 +53,7 @@ export function appWith(deps: {
     unlocks: createUnlockService(unlockStore, clock),
     benchmark: createBenchmarkService(catalog, { clock }),
     ledger: deps.ledger,
+    ...(deps.ledgerShared ? { ledgerShared: true } : {}),
     gateway: deps.gateway,
     payTo: deps.payTo ?? TEST_PAY_TO,
     facilitatorLabel: deps.facilitatorLabel ?? "fake",

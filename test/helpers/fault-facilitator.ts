@@ -32,6 +32,7 @@ export type Behaviour =
   | "malformed" // 200 with a body that is not JSON
   | "wrong-shape" // 200 with JSON that is not a Verify/SettleResponse
   | "pending" // settle only: transfer broadcast, {success:false, errorReason:"settlement_pending", transaction}
+  | "fail-then-transfer" // settle only: {success:false, transaction_failed, no hash}, the transfer lands later (landAfterMs)
   | "chain-down" // verify only: what @x402/evm answers when its RPC is down: {isValid:false, invalid signature}
   | "http400"; // 400 with a text body (the facilitator refusing the request, not failing)
 
@@ -45,6 +46,14 @@ export interface FaultFacilitator {
   /** When set, each call waits for it after being counted (a barrier the test opens); settle transfers first. */
   verifyGate: Promise<void> | undefined;
   settleGate: Promise<void> | undefined;
+  /**
+   * "fail-then-transfer": the transfer lands this long after the failed answer and after `landGate` opens (when set),
+   * as @x402/evm's broadcast that threw although the node took the transaction.
+   */
+  landAfterMs: number;
+  landGate: Promise<void> | undefined;
+  /** Resolves once the "chain" holds a transfer of `nonce` (a barrier, not a sleep). */
+  untilTransferred(nonce: string): Promise<void>;
   /** Resolves once `calls[kind]` has reached `n` (a barrier, not a sleep). */
   untilCalls(kind: "verify" | "settle", n: number): Promise<void>;
   /** The "chain" behind it, as the payment core reads it (authorizationState + the transfer's transaction). */
@@ -88,6 +97,8 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
   const sockets = new Set<Socket>();
   const payers = new Map<string, string>(); // nonce → payer
   const waiters: { kind: "verify" | "settle"; n: number; resolve: () => void }[] = [];
+  const landed: { nonce: string; resolve: () => void }[] = [];
+  const landing = new Set<string>(); // nonces whose transfer is broadcast and not yet on the "chain"
   const counted = (kind: "verify" | "settle") => {
     f.calls[kind] += 1;
     for (const w of waiters.filter((x) => x.kind === kind && f.calls[kind] >= x.n)) {
@@ -103,12 +114,23 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
     settleDelayMs: 0,
     verifyGate: undefined,
     settleGate: undefined,
+    landAfterMs: 300,
+    landGate: undefined,
+    untilTransferred: (nonce) =>
+      f.transfers.has(nonce.toLowerCase())
+        ? Promise.resolve()
+        : new Promise((resolve) => landed.push({ nonce: nonce.toLowerCase(), resolve })),
     untilCalls: (kind, n) =>
       f.calls[kind] >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ kind, n, resolve })),
     chain: {
       async lookup(q) {
         const tx = f.transfers.get(q.nonce.toLowerCase()) ?? f.transfers.get(q.nonce);
-        if (!tx) return { kind: "unused", expired: false };
+        if (!tx)
+          return {
+            kind: "unused",
+            // Past its validBefore an unused authorization can never be used: what the real reader answers.
+            expired: q.validBefore != null && Math.floor(q.now.getTime() / 1000) >= Number(q.validBefore),
+          };
         const payer = payers.get(q.nonce.toLowerCase()) ?? payers.get(q.nonce);
         if (payer !== q.payer.toLowerCase()) return { kind: "used_elsewhere" };
         return { kind: "settled", transaction: tx as `0x${string}` };
@@ -139,7 +161,26 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
     const tx = txFor(nonce);
     f.transfers.set(nonce, tx);
     payers.set(nonce, (auth.from ?? "").toLowerCase());
+    for (const w of landed.filter((x) => x.nonce === nonce.toLowerCase())) {
+      landed.splice(landed.indexOf(w), 1);
+      w.resolve();
+    }
     return tx;
+  };
+
+  /** A broadcast whose answer was lost: the transfer lands later, once (the chain refuses a second use). */
+  const landLater = (auth: Authorization) => {
+    const nonce = auth.nonce ?? "";
+    if (landing.has(nonce) || f.transfers.has(nonce)) return;
+    landing.add(nonce);
+    const gate = f.landGate ?? Promise.resolve();
+    const delay = f.landAfterMs;
+    void gate.then(() =>
+      setTimeout(() => {
+        landing.delete(nonce);
+        transfer(auth);
+      }, delay),
+    );
   };
 
   /** Faults shared by both endpoints; true when the request was answered (or deliberately left hanging). */
@@ -232,6 +273,16 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
       }
       await f.settleGate;
     }
+    if (behaviour === "fail-then-transfer" && !f.transfers.has(nonce)) {
+      landLater(auth);
+      return json(res, 200, {
+        success: false,
+        errorReason: "invalid_exact_evm_transaction_failed",
+        transaction: "",
+        network: NETWORK,
+        payer,
+      });
+    }
     if (behaviour === "transfer-then-hang") {
       transfer(auth);
       return;
@@ -307,6 +358,9 @@ export async function startHttpApp(
   env: Record<string, string> = {},
   opts: {
     ledgerPath?: string;
+    /** An open ledger to use instead (closed with the app), shared by other instances when `ledgerShared`. */
+    ledger?: Ledger;
+    ledgerShared?: boolean;
     logger?: Parameters<typeof buildApp>[0]["logger"];
     chain?: ChainReader;
     /** The payment core's clock (retention, key TTLs) and the circuit breaker's, for tests that move time. */
@@ -326,13 +380,14 @@ export async function startHttpApp(
     config.circuit,
     opts.paymentsClock ? () => (opts.paymentsClock as () => Date)().getTime() : undefined,
   );
-  const ledger = openLedger(opts.ledgerPath ?? ":memory:");
+  const ledger = opts.ledger ?? openLedger(opts.ledgerPath ?? ":memory:");
   const app = await appWith({
     config,
     gateway,
     ledger,
     logger: opts.logger,
     facilitatorLabel: facilitatorUrl,
+    ...(opts.ledgerShared ? { ledgerShared: true } : {}),
     ...(opts.chain ? { chain: opts.chain } : {}),
     ...(opts.paymentObserver ? { paymentObserver: opts.paymentObserver } : {}),
     ...(opts.paymentsClock ? { paymentsClock: opts.paymentsClock } : {}),

@@ -1,8 +1,8 @@
+import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { randomBytes } from "node:crypto";
-import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
@@ -349,6 +349,28 @@ describe("the MCP caller is the client of the dispatched route", () => {
       ).toBe(true);
       expect(text).not.toMatch(/node_modules|at .*\.js|\/src\//);
     }
+  });
+
+  it("tools/call with arguments that are not an object: JSON-RPC invalid params (-32602), not zod's text in a -32603", async () => {
+    const { address } = await listen();
+    for (const args of ["days=30", [1], 5, null, true]) {
+      const res = await fetch(`${address}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 7,
+          method: "tools/call",
+          params: { name: "unlocks_upcoming", arguments: args },
+        }),
+      });
+      const reply = (await res.json()) as { id: unknown; error?: { code: number; message: string } };
+      expect(reply.id).toBe(7);
+      expect(reply.error?.code, JSON.stringify(args)).toBe(-32602);
+      expect(reply.error?.message).toMatch(/arguments must be an object/);
+      expect(reply.error?.message).not.toMatch(/invalid_type|expected|record/);
+    }
+    expect(t?.gateway.calls).toEqual({ verify: 0, settle: 0 });
   });
 
   it("GET and DELETE /mcp are 405 problems (stateless endpoint)", async () => {

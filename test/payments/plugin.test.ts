@@ -111,8 +111,14 @@ describe("402 without a proof", () => {
     const res = await post("/v2only");
     expect(res.statusCode).toBe(402);
     expect(res.headers["content-type"]).toMatch(/application\/json/);
-    expect(res.json()).toMatchObject({ x402Version: 1, accepts: [], error: expect.stringMatching(/^x402_v2_only: /) });
-    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe("50000");
+    expect(res.json()).toMatchObject({
+      x402Version: 1,
+      accepts: [],
+      error: expect.stringMatching(/^x402_v2_only: /),
+    });
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe(
+      "50000",
+    );
   });
 });
 
@@ -340,7 +346,7 @@ describe("paid calls", () => {
     gateway.verifyResult = fakeGateway().verifyResult;
     gateway.settleResult = async (_p, r) => ({
       success: false,
-      errorReason: "invalid_exact_evm_transaction_failed",
+      errorReason: "invalid_exact_evm_insufficient_balance",
       errorMessage: "viem@2.57.20 RPC error at /home/x/node_modules",
       transaction: "",
       network: r.network,
@@ -348,8 +354,25 @@ describe("paid calls", () => {
     const s = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(s.statusCode).toBe(402);
     const all = `${s.body}${Buffer.from(s.headers["payment-required"] as string, "base64")}`;
-    expect(all).toContain("invalid_exact_evm_transaction_failed");
+    expect(all).toContain("invalid_exact_evm_insufficient_balance");
     expect(all).not.toMatch(/viem|node_modules|RPC/);
+  });
+
+  it("a settle failure that may hide a transfer (transaction_failed, no hash) is unknown: 409, never a fresh 402", async () => {
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_transaction_failed",
+      errorMessage: "viem@2.57.20 RPC error at /home/x/node_modules",
+      transaction: "",
+      network: r.network,
+    });
+    const s = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
+    expect(s.statusCode).toBe(409);
+    expect(s.json().type).toMatch(/settlement-unconfirmed$/);
+    expect(s.headers["payment-required"]).toBeUndefined();
+    expect(s.headers["retry-after"]).toBeDefined();
+    expect(s.body).not.toMatch(/viem|node_modules|RPC|"paid"/);
+    expect((await ledger.receipts())[0]?.status).toBe("unknown");
   });
 
   it("HEAD never verifies nor settles, even with a proof", async () => {
@@ -378,6 +401,54 @@ describe("paid calls", () => {
     // Nothing was held: the signed proof pays once the facilitator sees the chain again.
     gateway.verifyResult = fakeGateway().verifyResult;
     expect((await post("/both", { "payment-signature": b64(signed) })).statusCode).toBe(200);
+  });
+});
+
+describe("issue 19, smaller items", () => {
+  it("with the chain down, a buyer whose earlier settlement is unknown is never told nothing was charged", async () => {
+    gateway.settleResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+    };
+    const signed = b64(await signedV2Proof(requirementsV2(both, terms)));
+    expect((await post("/both", { "payment-signature": signed })).statusCode).toBe(503);
+    expect((await ledger.receipts())[0]?.status).toBe("unknown"); // the buyer may have been charged
+    // The facilitator's chain is down: it calls the payer's own signature invalid.
+    gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_signature" });
+    const retry = await post("/both", { "payment-signature": signed });
+    expect(retry.statusCode).toBe(503);
+    expect(retry.headers["payment-required"]).toBeUndefined();
+    expect(retry.json().detail).not.toMatch(/nothing was charged/i);
+    expect(retry.json().detail).toMatch(/same proof/);
+    // …and a facilitator that cannot be reached at all says the same.
+    gateway.verifyResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_unreachable", 7, "connect ECONNREFUSED");
+    };
+    const again = await post("/both", { "payment-signature": signed });
+    expect(again.statusCode).toBe(503);
+    expect(again.json().detail).not.toMatch(/nothing was charged/i);
+    expect((await ledger.receipts())[0]?.status).toBe("unknown");
+  });
+
+  it("a v1 retry of an authorization that paid as v2 replays X-PAYMENT-RESPONSE, not PAYMENT-RESPONSE", async () => {
+    const base = v2Proof(requirementsV2(both, terms));
+    const first = await post("/both", { "payment-signature": b64(base) });
+    expect(first.statusCode).toBe(200);
+    const v2 = decodePaymentResponseHeader(first.headers["payment-response"] as string);
+    const v1 = { x402Version: 1, scheme: "exact", network: "base", payload: base.payload };
+    const retry = await post("/both", { "x-payment": b64(v1) });
+    expect(retry.statusCode).toBe(200);
+    expect(retry.headers["idempotent-replayed"]).toBe("true");
+    expect(retry.headers["payment-response"]).toBeUndefined();
+    const settlement = JSON.parse(
+      Buffer.from(retry.headers["x-payment-response"] as string, "base64").toString(),
+    );
+    expect(settlement).toMatchObject({ success: true, network: "base", transaction: v2.transaction });
+    expect(retry.body).toBe(first.body);
+    // And the other way round: the v2 retry still gets its own header.
+    const back = await post("/both", { "payment-signature": b64(base) });
+    expect(back.headers["payment-response"]).toBe(first.headers["payment-response"]);
+    expect(back.headers["x-payment-response"]).toBeUndefined();
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
   });
 });
 

@@ -198,6 +198,7 @@ describe("settle faults withhold the response and never bill twice", () => {
     expect(again.status).toBe(200);
     expect(again.headers.get("payment-response")).toBe(res.headers.get("payment-response"));
     expect(fac.calls).toEqual(callsBefore);
+    await again.text(); // read to the end, or its keep-alive socket holds app.close() for keepAliveTimeout (72 s)
   });
 });
 

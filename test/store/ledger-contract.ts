@@ -221,6 +221,31 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       await claimed(req(1, { identity: other, idempotency: key }));
     });
 
+    it("binds a key after verification: one request and one authorization per payer's key, named on the receipt", async () => {
+      const a = await claimed(req(1));
+      const b = await claimed(req(2));
+      const bind = (receiptId: string, n: number, over: { requestFingerprint?: string; now?: Date } = {}) =>
+        ledger.bindIdempotencyKey({
+          receiptId,
+          identity: identity(n),
+          key: "bound-1",
+          requestFingerprint: over.requestFingerprint ?? "rf-1",
+          ttlMs: 1000,
+          incarnation: "inc-a",
+          now: over.now ?? T0,
+        });
+      expect((await ledger.receipt(a.id))?.idempotencyKey).toBeNull(); // the claim alone writes no key
+      expect(await bind(a.id, 1)).toEqual({ ok: true });
+      expect((await ledger.receipt(a.id))?.idempotencyKey).toBe("bound-1");
+      expect(await bind(a.id, 1)).toEqual({ ok: true }); // the same binding again (a reclaimed retry)
+      expect(await bind(b.id, 2)).toEqual({ ok: false, reason: "different_payment" });
+      expect(await bind(a.id, 1, { requestFingerprint: "rf-2" })).toEqual({
+        ok: false,
+        reason: "different_request",
+      });
+      expect(await bind(b.id, 2, { now: at(1000) })).toEqual({ ok: true }); // expired: free again
+    });
+
     it("expires idempotency records and stored responses at their time, not before", async () => {
       const a = await claimed(req(1, { idempotency: { key: "k", ttlMs: 1000 } }));
       await ledger.beginSettlement(a.id, "inc-a", T0);

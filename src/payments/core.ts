@@ -1,0 +1,576 @@
+import { performance } from "node:perf_hooks";
+import { encodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { FastifyBaseLogger } from "fastify";
+import type { PaymentObserver, PaymentOutcome } from "./events.js";
+import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
+import {
+  type LedgerPort,
+  normalizeNetwork,
+  type PaymentIdentity,
+  type Receipt,
+  type StoredResponse,
+} from "./ledger-port.js";
+import type { Proof } from "./proof.js";
+import type { ChainReader } from "./reconcile.js";
+import { deadIncarnations, resolveFromChain } from "./reconciler.js";
+import { NETWORK_V1, type PaymentTerms, type RoutePrice } from "./requirements.js";
+import { settleFailureKind } from "./settle-failure.js";
+import { evmChainId, signedByPayer } from "./signature.js";
+
+/**
+ * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
+ * the recoveries in between. Plain functions over the ledger port, the facilitator gateway and the chain reader, in
+ * the spirit of @x402/core's resource server; src/payments/plugin.ts maps what they decide to HTTP, and tests call
+ * them directly. Every answer is a value saying what happened, never a reply written here.
+ */
+export interface PaymentCore {
+  gateway: FacilitatorGateway;
+  ledger: LedgerPort;
+  terms: PaymentTerms;
+  chain: ChainReader | undefined;
+  observer: PaymentObserver;
+  clock: () => Date;
+  incarnation: string;
+  idempotencyTtlMs: number;
+  retentionMs: number;
+  lockTtlMs: number;
+  /** One process per ledger (SQLite): any other unfinished incarnation is dead. */
+  singleInstance: boolean;
+  staleIncarnationMs: number;
+  log: FastifyBaseLogger;
+}
+
+/** A provisional cap, reserved atomically with the claim: `limit` paid calls since `since`. */
+export type CapRule = (now: Date) => { limit: number; since: Date } | undefined;
+
+export interface PaidRoute extends RoutePrice {
+  /** Stable route id for receipts, e.g. "POST /v1/unlock-risk". */
+  route: string;
+  cap?: CapRule | undefined;
+}
+
+/** One request's attempt to pay: what the transport decoded and matched, nothing of the transport itself. */
+export interface Attempt {
+  route: PaidRoute;
+  proof: Proof;
+  requirements: PaymentRequirements;
+  requestFingerprint: string;
+  idempotencyKey: string | undefined;
+  ppRef: string | undefined;
+  now: Date;
+  log: FastifyBaseLogger;
+}
+
+/** A verified payment held by one request until its response is settled (or given back). */
+export interface Payment extends Omit<Attempt, "now"> {
+  identity: PaymentIdentity;
+  receiptId: string;
+  /** It had an unknown settlement outcome before this request took it over: never forget that. */
+  reclaimed: boolean;
+  /** Already paid (found on chain), never delivered: deliver this settlement, do not settle again. */
+  deliver?: Receipt;
+}
+
+export type Refusal = {
+  status: 409 | 422 | 503;
+  slug: string;
+  detail: string;
+  headers?: Record<string, string>;
+};
+
+/** What the transport answers instead of running the handler, or that it may run it. */
+export type Admission =
+  | { kind: "proceed"; payment: Payment }
+  /** The response this payment already bought, with the settlement header of the proof's x402 version. */
+  | { kind: "replay"; response: StoredResponse }
+  /** A fresh PAYMENT-REQUIRED naming why. */
+  | { kind: "payment_required"; error: string }
+  /** Another live request holds this payment (`withKey`: one sent with the same Idempotency-Key). */
+  | { kind: "busy"; withKey: boolean }
+  /** An earlier settlement of this payment has no known outcome yet: retry with the same proof. */
+  | { kind: "unconfirmed" }
+  | { kind: "refused"; refusal: Refusal }
+  /** The facilitator failed; `consequence` tells the buyer where its money stands. */
+  | { kind: "fault"; fault: FacilitatorFault; consequence: string };
+
+/** The handler's answer, as the payment core needs it to settle and to keep it for a retry. */
+export interface HandlerResponse {
+  statusCode: number;
+  contentType: string | undefined;
+  body: string;
+}
+
+export type Completion =
+  /** Paid: send the handler's response with this settlement header. */
+  | { kind: "delivered"; header: [string, string] }
+  /** The handler failed: its answer goes out as it is, nothing was settled. */
+  | { kind: "unpaid" }
+  /** The claim lapsed and another request took the payment over: it settles, not this one. */
+  | { kind: "taken_over" }
+  | { kind: "unconfirmed" }
+  | { kind: "payment_required"; error: string }
+  | { kind: "fault"; fault: FacilitatorFault; consequence: string };
+
+export const NOTHING_CHARGED = "Nothing was charged; retry later.";
+export const BEING_CONFIRMED =
+  "An earlier settlement of this payment is still being confirmed; do not pay again, retry later with the same proof.";
+const NOT_CONFIRMED =
+  "The settlement could not be confirmed and nothing was delivered; retry later with the same proof.";
+
+function report(core: PaymentCore, p: { route: PaidRoute; proof?: Proof }, o: PaymentOutcome) {
+  core.observer.paymentOutcome({
+    route: p.route.route,
+    x402Version: p.proof?.version ?? 2,
+    outcome: o,
+    amount: p.route.amount,
+  });
+}
+
+export { report as reportOutcome };
+
+const lastCircuit = new WeakMap<FacilitatorGateway, string>();
+/** A facilitator call, timed for the observer, which also hears of every change of the circuit's position. */
+async function timed<T>(
+  core: PaymentCore,
+  operation: "verify" | "settle",
+  call: () => Promise<T>,
+): Promise<T> {
+  const t0 = performance.now();
+  let ok = false;
+  try {
+    const r = await call();
+    ok = true;
+    return r;
+  } finally {
+    core.observer.facilitatorCall({ operation, seconds: (performance.now() - t0) / 1000, ok });
+    const now = core.gateway.position();
+    const before = lastCircuit.get(core.gateway) ?? "closed";
+    if (now !== before) core.observer.circuitState(now);
+    lastCircuit.set(core.gateway, now);
+  }
+}
+
+/** The settlement header of an x402 version: PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1, network "base"). */
+export function settlementHeader(version: 1 | 2, result: SettleResponse): [string, string] {
+  if (version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
+  const v1 = { ...result, network: NETWORK_V1 };
+  return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
+}
+
+const SETTLEMENT_HEADERS = { 1: "X-PAYMENT-RESPONSE", 2: "PAYMENT-RESPONSE" } as const;
+
+/**
+ * A stored response replayed to a proof of `version`: the same authorization may come back as v1 (X-PAYMENT) after
+ * paying as v2 or the other way round, and each client reads only its own version's settlement header.
+ */
+export function replayFor(version: 1 | 2, stored: StoredResponse, receipt: Receipt): StoredResponse {
+  const wanted = SETTLEMENT_HEADERS[version];
+  const other = SETTLEMENT_HEADERS[version === 1 ? 2 : 1];
+  if (stored.headers[wanted] !== undefined || stored.headers[other] === undefined || !receipt.transaction)
+    return stored;
+  const { [other]: _dropped, ...rest } = stored.headers;
+  const [name, value] = settlementHeader(version, {
+    success: true,
+    transaction: receipt.transaction,
+    network: receipt.identity.network as PaymentRequirements["network"],
+    payer: receipt.identity.payer,
+  });
+  return { ...stored, headers: { ...rest, [name]: value } };
+}
+
+/** What the ledger keeps for a retry: status, body, content type and the settlement header. */
+function storedResponse(response: HandlerResponse, header: [string, string]): StoredResponse {
+  const headers: Record<string, string> = { [header[0]]: header[1], "Cache-Control": "private, no-store" };
+  if (response.contentType) headers["Content-Type"] = response.contentType;
+  return { statusCode: response.statusCode, headers, body: response.body };
+}
+
+/** Ends a claim that did not settle: released, or back to unknown when an earlier settlement may have happened. */
+const giveBack = (core: PaymentCore, p: Pick<Payment, "receiptId" | "reclaimed">) =>
+  p.reclaimed
+    ? core.ledger.recordFailure(p.receiptId, {
+        status: "unknown",
+        error: "retry_not_settled",
+        now: core.clock(),
+      })
+    : core.ledger.releaseClaim(p.receiptId, core.incarnation);
+
+/** Releases what dead incarnations left (claims, key records); `only`: just that one. Returns how many were dead. */
+export async function releaseDeadIncarnations(core: PaymentCore, now: Date, only?: string): Promise<number> {
+  const dead = deadIncarnations(await core.ledger.incarnations(), core.incarnation, now, {
+    singleInstance: core.singleInstance,
+    staleMs: core.staleIncarnationMs,
+  }).filter((id) => only === undefined || id === only);
+  for (const id of dead) {
+    const released = await core.ledger.releaseIncarnation(id, now);
+    core.log.warn(
+      { incarnation: id, releasedClaims: released.releasedClaims, unresolved: released.unresolved.length },
+      "released a dead incarnation's claims",
+    );
+  }
+  return dead.length;
+}
+
+/** A claim held by another instance that died (kill -9): released now, so the buyer's retry is not kept waiting. */
+async function releaseDeadHolder(core: PaymentCore, r: Receipt, now: Date): Promise<boolean> {
+  if (core.singleInstance || r.incarnation === null || r.incarnation === core.incarnation) return false;
+  return (await releaseDeadIncarnations(core, now, r.incarnation)) > 0;
+}
+
+const keyReused = (reason: "different_request" | "different_payment"): Admission => ({
+  kind: "refused",
+  refusal: {
+    status: 422,
+    slug: "idempotency-key-reused",
+    detail:
+      reason === "different_request"
+        ? "this Idempotency-Key was used with a different request"
+        : "this Idempotency-Key was used with a different payment proof",
+  },
+});
+
+/**
+ * A claim that found the authorization already paid: the same request gets its response again (at least once); a
+ * different request needs a payment of its own.
+ */
+function answerPaid(
+  core: PaymentCore,
+  a: Attempt,
+  base: Omit<Payment, "receiptId" | "reclaimed">,
+  r: Receipt,
+): Admission {
+  if (r.requestFingerprint !== a.requestFingerprint) {
+    report(core, a, "refused");
+    // Only the key the paying request itself named (bound after its verification) makes this a key reuse.
+    if (a.idempotencyKey !== undefined && r.idempotencyKey === a.idempotencyKey)
+      return keyReused("different_request");
+    return {
+      kind: "payment_required",
+      error: "payment_already_used: this authorization has already paid for another request",
+    };
+  }
+  if (r.response && (!r.responseExpiresAt || Date.parse(r.responseExpiresAt) > a.now.getTime())) {
+    report(core, a, "replayed");
+    return { kind: "replay", response: replayFor(a.proof.version, r.response, r) };
+  }
+  if (r.responseExpiresAt === null && r.transaction)
+    // Paid (found on chain) and never delivered: run the handler and deliver, with no second settlement.
+    return { kind: "proceed", payment: { ...base, receiptId: r.id, reclaimed: false, deliver: r } };
+  report(core, a, "refused");
+  return {
+    kind: "refused",
+    refusal: {
+      status: 409,
+      slug: "payment-already-used",
+      detail:
+        "This payment already bought this request's response, which is no longer kept (retention window passed).",
+      headers: { "Cache-Control": "no-store" },
+    },
+  };
+}
+
+/** Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (chain down). */
+async function payersOwnSignature(p: Payment, reason: string): Promise<boolean> {
+  const chainId = evmChainId(p.requirements.network);
+  const domain = p.requirements.extra as { name?: unknown; version?: unknown } | undefined;
+  return (
+    reason === "invalid_exact_evm_signature" &&
+    chainId !== undefined &&
+    typeof domain?.name === "string" &&
+    typeof domain.version === "string" &&
+    (await signedByPayer(p.proof.exact, {
+      name: domain.name,
+      version: domain.version,
+      chainId,
+      verifyingContract: p.requirements.asset,
+    }))
+  );
+}
+
+/**
+ * Claim → verify: whether the request may run its handler as a paid call, and if not, what it is answered. The
+ * Idempotency-Key is bound only once the facilitator has verified the proof, so a proof that merely names a payer gets
+ * exactly what any invalid proof gets, whatever that payer's keys.
+ */
+export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admission> {
+  const { route, proof, requirements, now } = a;
+  const identity: PaymentIdentity = {
+    network: requirements.network,
+    asset: requirements.asset,
+    payer: proof.exact.authorization.from,
+    nonce: proof.exact.authorization.nonce,
+  };
+  const { now: _now, ...attempt } = a;
+  const base = { ...attempt, identity };
+  const claimIt = () =>
+    core.ledger.claimAuthorization({
+      identity,
+      route: route.route,
+      requestFingerprint: a.requestFingerprint,
+      x402Version: proof.version,
+      amount: route.amount,
+      payTo: core.terms.payTo,
+      ppRef: a.ppRef,
+      validBefore: proof.exact.authorization.validBefore,
+      incarnation: core.incarnation,
+      lockTtlMs: core.lockTtlMs,
+      cap: route.cap?.(now),
+      now,
+    });
+  let claim = await claimIt();
+  if (claim.kind === "in_progress" && (await releaseDeadHolder(core, claim.receipt, now)))
+    claim = await claimIt();
+
+  let receiptId: string;
+  let reclaimed = false;
+  switch (claim.kind) {
+    case "idempotency_conflict": // only when a key is passed to the claim, which this core never does
+      return keyReused(claim.reason);
+    case "cap_reached":
+      report(core, a, "refused");
+      return {
+        kind: "refused",
+        refusal: {
+          status: 503,
+          slug: "provisional-cap-reached",
+          detail: "This route's provisional cap of paid calls is reached.",
+          headers: { "Retry-After": "3600" },
+        },
+      };
+    case "in_progress":
+      return {
+        kind: "busy",
+        withKey: a.idempotencyKey !== undefined && claim.receipt.idempotencyKey === a.idempotencyKey,
+      };
+    case "paid":
+      return answerPaid(core, a, base, claim.receipt);
+    case "unresolved": {
+      // An earlier settlement of this authorization has no known outcome: the chain settles it, now.
+      const res = await resolveFromChain(core.ledger, core.chain, claim.receipt, now, a.log);
+      if (res.kind === "settled") return answerPaid(core, a, base, res.receipt);
+      if (res.kind === "failed") {
+        report(core, a, "invalid");
+        return { kind: "payment_required", error: "invalid_exact_evm_nonce_already_used" };
+      }
+      if (claim.receipt.requestFingerprint !== a.requestFingerprint) return { kind: "unconfirmed" };
+      // Unused, or no chain to ask: this request takes it over and pays normally. The chain refuses a second use
+      // of one authorization, so at worst the facilitator refuses it and the question stays open.
+      if (!(await core.ledger.reclaimUnresolved(claim.receipt.id, core.incarnation, core.lockTtlMs, now)))
+        return { kind: "busy", withKey: false };
+      receiptId = claim.receipt.id;
+      reclaimed = true;
+      break;
+    }
+    case "claimed":
+      receiptId = claim.receipt.id;
+      break;
+  }
+
+  const payment: Payment = { ...base, receiptId, reclaimed };
+  // Whoever might already have been charged for it is told so, never "nothing was charged".
+  const consequence = reclaimed ? BEING_CONFIRMED : NOTHING_CHARGED;
+  try {
+    const verdict = await timed(core, "verify", () =>
+      core.gateway.verify(proof.payload as PaymentPayload, requirements),
+    );
+    if (!verdict.isValid) {
+      await giveBack(core, payment);
+      const reason = verdict.invalidReason ?? "invalid_payment";
+      a.log.info({ reason, detail: verdict.invalidMessage }, "payment proof refused by the facilitator");
+      if (await payersOwnSignature(payment, reason)) {
+        // The payer's own signature, checked here without the chain: the facilitator could not check it.
+        report(core, a, "facilitator_error");
+        return {
+          kind: "fault",
+          fault: new FacilitatorFault(
+            503,
+            "facilitator_chain_unavailable",
+            30,
+            `verify said ${reason} for a valid signature`,
+          ),
+          consequence,
+        };
+      }
+      if (reclaimed) return { kind: "unconfirmed" };
+      report(core, a, "invalid");
+      return { kind: "payment_required", error: reason };
+    }
+  } catch (error) {
+    await giveBack(core, payment);
+    if (error instanceof FacilitatorFault) {
+      report(core, a, "facilitator_error");
+      return { kind: "fault", fault: error, consequence };
+    }
+    throw error;
+  }
+  if (a.idempotencyKey !== undefined) {
+    const bound = await core.ledger.bindIdempotencyKey({
+      receiptId,
+      identity,
+      key: a.idempotencyKey,
+      requestFingerprint: a.requestFingerprint,
+      ttlMs: core.idempotencyTtlMs,
+      incarnation: core.incarnation,
+      now,
+    });
+    if (!bound.ok) {
+      await giveBack(core, payment);
+      return keyReused(bound.reason);
+    }
+  }
+  return { kind: "proceed", payment };
+}
+
+function logSettled(p: Payment, transaction: string, status: "settled" | "pending") {
+  p.log.info(
+    {
+      receipt: p.receiptId,
+      route: p.route.route,
+      payer: p.identity.payer.toLowerCase(),
+      amount: p.route.amount,
+      network: normalizeNetwork(p.identity.network),
+      transaction,
+      pp_ref: p.ppRef ?? null,
+      status,
+    },
+    "payment settled",
+  );
+}
+
+/** Delivers a settlement that already exists (found on chain): kept with this response, no second settlement. */
+async function deliverPaid(
+  core: PaymentCore,
+  p: Payment,
+  paid: Receipt,
+  response: HandlerResponse,
+): Promise<Completion> {
+  const transaction = paid.transaction as string;
+  const header = settlementHeader(p.proof.version, {
+    success: true,
+    transaction,
+    network: p.requirements.network,
+    payer: p.identity.payer,
+  });
+  const now = core.clock();
+  await core.ledger.storeResponse(
+    p.receiptId,
+    storedResponse(response, header),
+    new Date(now.getTime() + core.retentionMs),
+    now,
+  );
+  logSettled(p, transaction, "settled");
+  report(core, p, "settled");
+  return { kind: "delivered", header };
+}
+
+/**
+ * Settle → deliver → recover, once the handler has answered. Only a successful answer is settled; the body is
+ * delivered only when a transaction exists. A failure without a transaction is an unknown until the chain proves it:
+ * the receipt stays `unknown` (the reconciler and the buyer's retry settle it) and the buyer is told to retry with the
+ * same proof, never handed a fresh PAYMENT-REQUIRED that invites a second payment.
+ */
+export async function completePayment(
+  core: PaymentCore,
+  p: Payment,
+  response: HandlerResponse,
+): Promise<Completion> {
+  if (p.deliver) {
+    if (response.statusCode >= 400) return { kind: "unpaid" };
+    return deliverPaid(core, p, p.deliver, response);
+  }
+  if (response.statusCode >= 400) {
+    await giveBack(core, p);
+    return { kind: "unpaid" };
+  }
+  const started = core.clock();
+  if (!(await core.ledger.beginSettlement(p.receiptId, core.incarnation, started)))
+    return { kind: "taken_over" };
+
+  let result: SettleResponse;
+  try {
+    result = await timed(core, "settle", () =>
+      core.gateway.settle(p.proof.payload as PaymentPayload, p.requirements),
+    );
+  } catch (error) {
+    // Indeterminate: the facilitator may or may not have settled. The body is withheld; the buyer's retry with the
+    // same proof (or the background reconciler) settles the question on chain, so nobody pays twice or for nothing.
+    await core.ledger.recordFailure(p.receiptId, {
+      status: "unknown",
+      error: error instanceof FacilitatorFault ? error.reason : "settle_error",
+      now: core.clock(),
+    });
+    report(core, p, "unknown");
+    const fault =
+      error instanceof FacilitatorFault
+        ? error
+        : new FacilitatorFault(502, "facilitator_error", 5, String(error));
+    return { kind: "fault", fault, consequence: NOT_CONFIRMED };
+  }
+
+  const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
+  if (!result.success && !pending) return settleFailed(core, p, result, response);
+
+  // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
+  const status = pending ? "pending" : "settled";
+  const header = settlementHeader(p.proof.version, result);
+  const rec = await core.ledger.recordSettlement(p.receiptId, {
+    status,
+    transaction: result.transaction,
+    response: {
+      value: storedResponse(response, header),
+      expiresAt: new Date(started.getTime() + core.retentionMs),
+    },
+    now: core.clock(),
+  });
+  if (!rec.ok) {
+    // The facilitator named a transaction that already paid for another receipt: not a payment for this one.
+    p.log.error(
+      { receipt: p.receiptId, transaction: result.transaction, reason: rec.reason },
+      "settlement not credited",
+    );
+    await core.ledger.recordFailure(p.receiptId, { status: "failed", error: rec.reason, now: core.clock() });
+    report(core, p, "settle_failed");
+    return {
+      kind: "fault",
+      fault: new FacilitatorFault(502, "facilitator_bad_response", 5, rec.reason),
+      consequence: "Nothing was delivered; retry later.",
+    };
+  }
+  logSettled(p, result.transaction, status);
+  report(core, p, status);
+  return { kind: "delivered", header };
+}
+
+/** A settle answer `success: false`: a refusal before anything was sent, or an unknown only the chain settles. */
+async function settleFailed(
+  core: PaymentCore,
+  p: Payment,
+  result: SettleResponse,
+  response: HandlerResponse,
+): Promise<Completion> {
+  const reason = result.errorReason ?? "settlement_failed";
+  p.log.warn({ reason, detail: result.errorMessage, receipt: p.receiptId }, "settlement failed");
+  // A refusal of a claim that was already unknown may be the earlier settlement's doing (its transfer spent the
+  // balance or the nonce): still an unknown.
+  if (settleFailureKind(reason) === "refused" && !p.reclaimed) {
+    await core.ledger.recordFailure(p.receiptId, { status: "failed", error: reason, now: core.clock() });
+    report(core, p, "settle_failed");
+    return { kind: "payment_required", error: `settlement_failed: ${reason}` };
+  }
+  await core.ledger.recordFailure(p.receiptId, { status: "unknown", error: reason, now: core.clock() });
+  const receipt = await core.ledger.receipt(p.receiptId);
+  // The transfer may already be on chain (an earlier attempt's, or this one's whose answer was an error): ask now.
+  const res = receipt
+    ? await resolveFromChain(core.ledger, core.chain, receipt, core.clock(), p.log)
+    : undefined;
+  if (res?.kind === "settled") return deliverPaid(core, p, res.receipt, response);
+  if (res?.kind === "failed") {
+    // The chain proves nothing moved for good (its validity window passed unused, or it was cancelled).
+    report(core, p, "settle_failed");
+    return { kind: "payment_required", error: `settlement_failed: ${reason}` };
+  }
+  // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
+  report(core, p, "unknown");
+  return { kind: "unconfirmed" };
+}
