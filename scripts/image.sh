@@ -176,7 +176,7 @@ if [[ $MODE == container ]]; then
   added=$((size - base_size))
   layers=$(($(docker history -q "$IMAGE" | wc -l) - $(docker history -q "$NODE_IMAGE" | wc -l)))
   echo "image $IMAGE: $size bytes; adds $added bytes ($((added / 1000000)) MB) to $NODE_IMAGE ($base_size bytes):"
-  docker history --human=false --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | head -n "$layers" |
+  docker history --no-trunc --human=false --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | head -n "$layers" |
     awk -F'\t' '$1 > 0 { printf "  %12d  %s\n", $1, substr($2, 1, 100) }'
   ((added <= MAX_ADDED_MB * 1000000)) || { say "the image adds more than $MAX_ADDED_MB MB to its base"; exit 1; }
 else
