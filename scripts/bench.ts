@@ -7,9 +7,10 @@
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
  *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 1500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--json out.json] [--only store] [--cpu-prof DIR]
+ *                    [--json out.json] [--only store|http] [--cpu-prof DIR]
  *
- * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start).
+ * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start);
+ * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start).
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
@@ -53,8 +54,10 @@ const EVENTS = clamp(args.events, 1000, 200_000, 100_000);
 const CONNECTIONS = 32;
 const PRICE_ATOMIC = "20000";
 const UNPAID_PATH = `${BENCH_ROUTE}?days=30`;
-if (args.only !== undefined && args.only !== "store") throw new Error(`--only: unknown section ${args.only}`);
+if (args.only !== undefined && args.only !== "store" && args.only !== "http")
+  throw new Error(`--only: unknown section ${args.only}`);
 const ONLY_STORE = args.only === "store";
+const ONLY_HTTP = args.only === "http";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "unknown");
@@ -402,11 +405,11 @@ async function main(): Promise<void> {
     for (const p of procs.splice(1)) await p.stop(); // keep only the facilitator
 
     // ── 100k-event store ──
-    const big = await benchStore({ tmp, fac, childEnv, pool, procs, sampleLoad });
+    const big = ONLY_HTTP ? undefined : await benchStore({ tmp, fac, childEnv, pool, procs, sampleLoad });
 
     // ── npm start ──
     const npmStart: number[] = [];
-    if (!args["skip-startup"]) {
+    if (!args["skip-startup"] && !ONLY_HTTP) {
       await primeNpmStart(); // the figures are repeated (warm) starts; `scripts/bench/startup.ts --first|--cold` for others
       for (let i = 0; i < 3; i++) npmStart.push(await npmStartToFirst402());
     }
@@ -449,8 +452,23 @@ async function main(): Promise<void> {
       `  ${"unpaid: pressure402 / fastest reference (target ≥ 1.5)".padEnd(52)} ${fmtSpread(fastestUnpaid)}`,
     );
     log(`  ${"paid:   pressure402 / fastest reference (target ≥ 1.2)".padEnd(52)} ${fmtSpread(fastestPaid)}`);
+    // On a busy machine throughput follows the neighbours more than the server; CPU per request much less so.
+    const cpuRatio = (m: Record<string, LoadResult[]>, other: string) =>
+      spread(m.pressure402!.map((x, i) => m[other]![i]!.cpuUsPerRequest / x.cpuUsPerRequest));
+    const cpuRatios = {
+      "unpaid: bare Fastify CPU / pressure402 CPU (as 0.6)": cpuRatio(unpaid, "fastify"),
+      "unpaid: @x402/hono CPU / pressure402 CPU (as 1.5)": cpuRatio(unpaid, "hono"),
+      "unpaid: @x402/express CPU / pressure402 CPU": cpuRatio(unpaid, "express"),
+      "paid:   @x402/hono CPU / pressure402 CPU (as 1.2)": cpuRatio(paid, "hono"),
+      "paid:   @x402/express CPU / pressure402 CPU": cpuRatio(paid, "express"),
+    };
     log("");
-    logStore(big);
+    log("Server CPU per request, as ratios (each within one round; higher is better for pressure402)");
+    for (const [k, v] of Object.entries(cpuRatios)) log(`  ${k.padEnd(52)} ${fmtSpread(v)}`);
+    if (big) {
+      log("");
+      logStore(big);
+    }
     if (npmStart.length)
       log(
         `\nnpm start → first 402 (embedded devnet): ${fmtSpread(spread(npmStart), 0)} ms over ${npmStart.length} runs (target < 2000)`,
@@ -466,7 +484,8 @@ async function main(): Promise<void> {
       ratios,
       fastestUnpaid,
       fastestPaid,
-      store100k: storeReport(big),
+      cpuRatios,
+      ...(big ? { store100k: storeReport(big) } : {}),
       npmStartMs: npmStart,
     });
     if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);

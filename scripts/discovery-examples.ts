@@ -2,8 +2,8 @@
  * `npm run discovery:examples`: writes src/discovery/examples.generated.ts, the input and output examples shown in the
  * Bazaar discovery extension, the v1 outputSchema and the OpenAPI document. Outputs are real answers of the services
  * over the shipped snapshots at a fixed date, trimmed (every array cut to its first item, explanatory strings longer
- * than EXAMPLE_STRING_MAX characters shortened with "…") so that the 402's
- * PAYMENT-REQUIRED header, which x402 clients echo back in PAYMENT-SIGNATURE, stays a few kilobytes.
+ * than EXAMPLE_STRING_MAX characters shortened with "…"). The 402's Bazaar extension shows only each answer's
+ * headline fields (`outputHeadline` in src/discovery/catalog.ts), so PAYMENT-REQUIRED fits a 4 KiB proxy buffer.
  * A test checks that every example still validates against its route's schemas.
  */
 import { fileURLToPath } from "node:url";

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Runs before `npm test`: the suite needs Debian's chromium (the /docs browser test, via playwright-core), curl and jq
-# (the README's curl walk-through). A fresh machine gets them from Debian's packages when we may install (root with
-# apt-get); otherwise this says what is missing and the browser/curl tests fail with the same message.
+# Runs before `npm test`: the suite needs Debian's chromium (the /docs browser test, via playwright-core), nginx (the
+# 402 behind a stock reverse proxy, test/e2e/nginx.test.ts), curl and jq (the README's curl walk-through). A fresh
+# machine gets them from Debian's packages when we may install (root with apt-get); otherwise this says what is missing
+# and the browser/nginx/curl tests fail with the same message.
 set -euo pipefail
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -52,6 +52,8 @@ const FIX: Partial<Record<keyof Env, string>> = {
   FACILITATOR_URL: "set an http(s) URL such as https://x402.org/facilitator, or unset it for the devnet",
   CHAIN_RPC_URL: "set an http(s) JSON-RPC URL such as https://mainnet.base.org",
   PAY_TO: "set a 0x-prefixed address of 40 hex digits",
+  LEDGER_URL:
+    "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
 };
 
 export type Env = Static<typeof EnvSchema>;
@@ -250,6 +252,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
       );
     if (!env.PAY_TO)
       missing.push("PAY_TO: required when NODE_ENV=production; set the Base address that receives USDC");
+    if (!env.PUBLIC_BASE_URL)
+      missing.push(
+        "PUBLIC_BASE_URL: required when NODE_ENV=production (the 402 resource URL never comes from the Host header); set the public origin buyers call, such as https://api.example.com",
+      );
     if (missing.length > 0) throw new ConfigError(missing);
   }
 

@@ -1,5 +1,5 @@
 import { lookup } from "node:dns/promises";
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, statfsSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, resolve } from "node:path";
 import type { Config } from "./config.js";
@@ -57,14 +57,53 @@ function readableFile(
   }
 }
 
+/**
+ * Linux pseudo-filesystems (statfs f_type) that look writable to root but hold no files: SQLite cannot create its
+ * database there, and Node's recursive mkdir loops forever under /proc instead of failing.
+ */
+const PSEUDO_FILESYSTEMS: ReadonlyMap<number, string> = new Map([
+  [0x9fa0, "proc"],
+  [0x62656572, "sysfs"],
+  [0x27e0eb, "cgroup"],
+  [0x63677270, "cgroup2"],
+  [0x64626720, "debugfs"],
+  [0x74726163, "tracefs"],
+  [0x73636673, "securityfs"],
+  [0x1cd1, "devpts"],
+  [0xcafe4a11, "bpf"],
+  [0x6165676c, "pstore"],
+  [0x62656570, "configfs"],
+  [0xf97cff8c, "selinuxfs"],
+  [0xde5e81e4, "efivarfs"],
+  [0x65735543, "fusectl"],
+]);
+
+/** The pseudo-filesystem `dir` is on, if it is on one. */
+function pseudoFilesystem(dir: string): string | undefined {
+  try {
+    return PSEUDO_FILESYSTEMS.get(statfsSync(dir).type);
+  } catch {
+    return undefined; // statfs unsupported or refused: the access checks decide
+  }
+}
+
 /** The ledger file must be writable, or creatable in its directory (or the nearest existing ancestor of it). */
 function writableLedger(path: string): string | undefined {
   if (path === ":memory:") return undefined;
   const file = resolve(path);
   const fix = "set LEDGER_PATH to a file in a writable directory";
+  const onPseudoFs = (dir: string) => {
+    const fs = pseudoFilesystem(dir);
+    return (
+      fs &&
+      `LEDGER_PATH=${path}: ${dir} is on the kernel's ${fs} filesystem, which cannot hold a database; ${fix}`
+    );
+  };
   try {
     const stat = statSync(file);
     if (!stat.isFile()) return `LEDGER_PATH=${path}: ${file} is not a file; ${fix}`;
+    const pseudo = onPseudoFs(dirname(file));
+    if (pseudo) return pseudo;
     accessSync(file, constants.R_OK | constants.W_OK);
     accessSync(dirname(file), constants.W_OK); // SQLite's WAL and journal files live beside it
     return undefined;
@@ -77,6 +116,8 @@ function writableLedger(path: string): string | undefined {
   for (;;) {
     try {
       if (!statSync(dir).isDirectory()) return `LEDGER_PATH=${path}: ${dir} is not a directory; ${fix}`;
+      const pseudo = onPseudoFs(dir);
+      if (pseudo) return pseudo;
       accessSync(dir, constants.W_OK | constants.X_OK);
       return undefined;
     } catch (err) {

@@ -49,6 +49,10 @@ describe("parseConfig", () => {
     ],
     [{ RATE_LIMIT_MAX: "0" }, 'RATE_LIMIT_MAX: invalid value (got "0"); set a whole number of at least 1'],
     [{ CDP_API_KEY_ID: "k" }, /^CDP_API_KEY_SECRET: missing; CDP_API_KEY_ID and CDP_API_KEY_SECRET/],
+    [
+      { LEDGER_URL: "mysql://app:s3cret@db.internal:3306/ledger" },
+      'LEDGER_URL: invalid value (got "mysql://app:***@db.internal:3306/ledger"); set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH',
+    ],
   ])("names the bad variable and the fix, on one line: %j", (env, message) => {
     let error: unknown;
     try {
@@ -86,20 +90,31 @@ describe("parseConfig", () => {
     expect(() => parseConfig({ TRUST_PROXY: "yes please" })).toThrow(/TRUST_PROXY/);
   });
 
-  it("production refuses to start without a facilitator and payTo, saying which is missing", () => {
+  it("production refuses to start without a facilitator, payTo and public origin, saying which is missing", () => {
+    const origin = { PUBLIC_BASE_URL: "https://api.example.com" };
     expect(() => parseConfig({ NODE_ENV: "production" })).toThrow(
-      /^FACILITATOR_URL: required.*\nPAY_TO: required/,
+      /^FACILITATOR_URL: required.*\nPAY_TO: required.*\nPUBLIC_BASE_URL: required/,
     );
-    expect(() => parseConfig({ NODE_ENV: "production", FACILITATOR_URL: "https://f.example" })).toThrow(
-      /^PAY_TO: required when NODE_ENV=production; set the Base address that receives USDC$/,
-    );
-    expect(() => parseConfig({ NODE_ENV: "production", PAY_TO: `0x${"a".repeat(40)}` })).toThrow(
+    expect(() =>
+      parseConfig({ NODE_ENV: "production", FACILITATOR_URL: "https://f.example", ...origin }),
+    ).toThrow(/^PAY_TO: required when NODE_ENV=production; set the Base address that receives USDC$/);
+    expect(() => parseConfig({ NODE_ENV: "production", PAY_TO: `0x${"a".repeat(40)}`, ...origin })).toThrow(
       /^FACILITATOR_URL: required/,
+    );
+    expect(() =>
+      parseConfig({
+        NODE_ENV: "production",
+        FACILITATOR_URL: "https://f.example",
+        PAY_TO: `0x${"a".repeat(40)}`,
+      }),
+    ).toThrow(
+      /^PUBLIC_BASE_URL: required when NODE_ENV=production \(the 402 resource URL never comes from the Host header\); set the public origin buyers call, such as https:\/\/api\.example\.com$/,
     );
     const ok = parseConfig({
       NODE_ENV: "production",
       FACILITATOR_URL: "https://f.example",
       PAY_TO: `0x${"a".repeat(40)}`,
+      ...origin,
     });
     expect(ok.facilitator).toEqual({ kind: "url", url: "https://f.example", timeoutMs: 10_000 });
   });
@@ -182,6 +197,23 @@ describe("pre-flight checks (before the devnet starts)", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "name a LEDGER_PATH under /proc or /sys (which no database can live in) instead of spinning at start",
+    async () => {
+      const fix = "cannot hold a database; set LEDGER_PATH to a file in a writable directory";
+      for (const [path, dir, fs] of [
+        ["/proc/ledger.sqlite", "/proc", "proc"],
+        ["/proc/p402/var/ledger.sqlite", "/proc", "proc"],
+        ["/proc/uptime", "/proc", "proc"],
+        ["/sys/p402/ledger.sqlite", "/sys", "sysfs"],
+      ] as const) {
+        expect(await preflight(cfg({ LEDGER_PATH: path }))).toEqual([
+          `LEDGER_PATH=${path}: ${dir} is on the kernel's ${fs} filesystem, which ${fix}`,
+        ]);
+      }
+    },
+  );
 
   it("names PORT when the port is taken, and HOST when it does not resolve or is not local", async () => {
     const taken = createServer();

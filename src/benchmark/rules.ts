@@ -15,7 +15,15 @@ export const FRESH_DAYS = 30;
 /** Observations older than this many days cap confidence at low. */
 export const STALE_DAYS = 180;
 
-export type Confidence = "high" | "medium" | "low" | "unknown";
+/** The finer grade the rules below compute: `medium` is a market too thin or observations too old for `high`. */
+export type ConfidenceGrade = "high" | "medium" | "low" | "unknown";
+/** The route descriptor's confidence label, exactly as the contract states it (seed, route descriptor). */
+export type Confidence = "high" | "low" | "unknown";
+
+/** The contract's label of a grade: anything short of `high` is `low`, so a `medium` never reads as high. */
+export function contractConfidence(grade: ConfidenceGrade): Confidence {
+  return grade === "medium" ? "low" : grade;
+}
 export type PricePosition = "below_market" | "at_market" | "above_market" | "unknown";
 export type Decision =
   | "worth_testing"
@@ -53,13 +61,13 @@ export interface FreshnessEvidence {
   market_age_days: number | null;
 }
 
-const RANK: Record<Exclude<Confidence, "unknown">, number> = { high: 2, medium: 1, low: 0 };
+const RANK: Record<Exclude<ConfidenceGrade, "unknown">, number> = { high: 2, medium: 1, low: 0 };
 
 /** Confidence caps by age: fresh → none, up to STALE_DAYS → medium, older → low. */
 function ageCap(
   days: number | null,
   what: string,
-): { cap: Exclude<Confidence, "unknown">; reason: string } | null {
+): { cap: Exclude<ConfidenceGrade, "unknown">; reason: string } | null {
   if (days === null) return { cap: "medium", reason: `${what} is undated` };
   if (days > STALE_DAYS)
     return { cap: "low", reason: `${what} is ${days} days old (more than ${STALE_DAYS})` };
@@ -76,9 +84,9 @@ export function confidenceOf(
   price: PriceEvidence,
   market: Pick<MarketFigures, "service_count">,
   fresh: FreshnessEvidence,
-): { confidence: Confidence; reasons: string[] } {
-  if (price.usd === null) return { confidence: "unknown", reasons: ["no observed price for this endpoint"] };
-  const caps: { cap: Exclude<Confidence, "unknown">; reason: string }[] = [];
+): { grade: ConfidenceGrade; reasons: string[] } {
+  if (price.usd === null) return { grade: "unknown", reasons: ["no observed price for this endpoint"] };
+  const caps: { cap: Exclude<ConfidenceGrade, "unknown">; reason: string }[] = [];
   if (price.approximate)
     caps.push({ cap: "low", reason: "the observed price is tagged as an approximation" });
   if (!price.per_call) caps.push({ cap: "low", reason: "the observed price is not a per-call price" });
@@ -101,7 +109,7 @@ export function confidenceOf(
   if (m !== null) caps.push(m);
   if (caps.length === 0) {
     return {
-      confidence: "high",
+      grade: "high",
       reasons: [
         `exact per-call mainnet price, ${market.service_count} comparable services, observations at most ${FRESH_DAYS} days old`,
       ],
@@ -109,9 +117,9 @@ export function confidenceOf(
   }
   const lowest = caps.reduce(
     (acc, c) => (RANK[c.cap] < RANK[acc] ? c.cap : acc),
-    "high" as Exclude<Confidence, "unknown">,
+    "high" as Exclude<ConfidenceGrade, "unknown">,
   );
-  return { confidence: lowest, reasons: caps.map((c) => c.reason) };
+  return { grade: lowest, reasons: caps.map((c) => c.reason) };
 }
 
 /** Position of a per-call price; unknown without a price, a per-call price or enough comparables. */

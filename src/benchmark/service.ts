@@ -37,6 +37,7 @@ import {
 import { BASE_MAINNET, isTestnet, usdToAtomicRounded } from "./money.js";
 import {
   confidenceOf,
+  contractConfidence,
   decide,
   MIN_SERVICES,
   MIN_SUBMARKET_SERVICES,
@@ -448,8 +449,8 @@ export function computeBenchmark(
       asset: found.asset,
       observed_at: found.evidence.observed_at,
       availability: ctx.availability,
-      confidence: confidence.confidence,
-      confidence_reasons: confidence.reasons,
+      confidence: contractConfidence(confidence.grade),
+      confidence_detail: { grade: confidence.grade, reasons: confidence.reasons },
     },
     match: {
       // The probe runs only when the catalog has no price, so an observation means the probe priced it.

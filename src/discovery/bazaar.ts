@@ -1,10 +1,9 @@
 import { type DiscoveryExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import type { DiscoverableRoute } from "./catalog.js";
+import type { DiscoverableRoute, FieldMask } from "./catalog.js";
 
 /**
- * The schema cut to `depth` levels of nesting, without `description` keywords: it travels in the PAYMENT-REQUIRED
- * header, which x402 v2 clients echo back inside PAYMENT-SIGNATURE, so it must stay a few kilobytes. Below the cut a
- * field keeps only its `type`; the OpenAPI document has the full schema.
+ * The schema cut to `depth` levels of nesting, without `description` keywords, for the v1 `outputSchema` of the 402
+ * body. Below the cut a field keeps only its `type`; the OpenAPI document has the full schema.
  */
 export function compactSchema(schema: unknown, depth = 2): unknown {
   if (!schema || typeof schema !== "object" || Array.isArray(schema)) return schema;
@@ -29,31 +28,39 @@ export function compactSchema(schema: unknown, depth = 2): unknown {
 const plain = (schema: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(schema));
 
 /**
- * The v2 Bazaar discovery extension of a paid route (`PaymentRequired.extensions.bazaar`), built with
- * @x402/extensions and completed with the HTTP method the way its resource-server extension does at request time.
+ * The fields of `value` a mask keeps, in the value's own order: every value shown is the real answer's, nothing is
+ * filled in. An array keeps its first item, cut by the same mask.
  */
-export function bazaarExtension(d: DiscoverableRoute): Record<string, DiscoveryExtension> {
-  const full = declareBazaar(d, 2);
-  return JSON.stringify(full).length <= HEADER_BUDGET ? full : declareBazaar(d, 1);
+export function headline(value: unknown, mask: FieldMask): unknown {
+  if (Array.isArray(value)) return value.slice(0, 1).map((item) => headline(item, mask));
+  if (!value || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => mask[key] !== undefined)
+      .map(([key, v]) => {
+        const keep = mask[key] as true | FieldMask;
+        return [key, keep === true ? v : headline(v, keep)];
+      }),
+  );
 }
 
 /**
- * Characters of JSON the extension may take: base64 adds a third, and the echo inside PAYMENT-SIGNATURE must stay
- * under common proxies' 8 KiB limit for one request header line (nginx's default large_client_header_buffers).
+ * The v2 Bazaar discovery extension of a paid route (`PaymentRequired.extensions.bazaar`), built with
+ * @x402/extensions and completed with the HTTP method the way its resource-server extension does at request time.
+ * It travels in PAYMENT-REQUIRED, which a 4 KiB proxy buffer must hold with the 402's other headers, and which x402
+ * v2 clients echo inside PAYMENT-SIGNATURE: so it carries the input (its schema without descriptions, and an example)
+ * and the answer's headline as the output example, and no output schema. The full output schemas and examples are in /openapi.json,
+ * /.well-known/x402 and /llms.txt.
  */
-export const HEADER_BUDGET = 4500;
-
-function declareBazaar(d: DiscoverableRoute, depth: number): Record<string, DiscoveryExtension> {
-  const input = plain(d.inputSchema);
+export function bazaarExtension(d: DiscoverableRoute): Record<string, DiscoveryExtension> {
+  // Every keyword that validates the input stays; its prose (`description`) is in the OpenAPI document.
+  const input = compactSchema(plain(d.inputSchema), Number.POSITIVE_INFINITY) as Record<string, unknown>;
   const inputSchema = {
     properties: input.properties,
     ...(input.required ? { required: input.required } : {}),
     additionalProperties: input.additionalProperties ?? false,
   };
-  const output = {
-    example: d.outputExample,
-    schema: compactSchema(plain(d.outputSchema), depth) as Record<string, unknown>,
-  };
+  const output = { example: headline(d.outputExample, d.outputHeadline) };
   const declared =
     d.inputIn === "query"
       ? declareDiscoveryExtension({ input: d.inputExample, inputSchema, output })

@@ -24,6 +24,16 @@ export interface DiscoverableRoute {
   outputSchema: TObject;
   inputExample: Record<string, unknown>;
   outputExample: Record<string, unknown>;
+  /**
+   * The fields of `outputExample` the 402's Bazaar extension shows (its compact output example): the answer's headline,
+   * so PAYMENT-REQUIRED fits a 4 KiB proxy buffer. The full example and schema are in the OpenAPI document.
+   */
+  outputHeadline: FieldMask;
+}
+
+/** Fields kept from a JSON value: `true` keeps a field whole; a nested mask keeps those fields of an object (or of an array's first item). */
+export interface FieldMask {
+  readonly [field: string]: true | FieldMask;
 }
 
 export const DISCOVERABLE: readonly DiscoverableRoute[] = [
@@ -39,6 +49,13 @@ export const DISCOVERABLE: readonly DiscoverableRoute[] = [
     outputSchema: UpcomingResponse,
     inputExample: EXAMPLES.upcoming.input,
     outputExample: EXAMPLES.upcoming.output,
+    outputHeadline: {
+      days: true,
+      minRisk: true,
+      count: true,
+      as_of: true,
+      unlocks: { token: true, unlock_event_id: true, unlock_date: true, risk_score: true, risk_level: true },
+    },
   },
   {
     route: "POST /v1/unlock-risk",
@@ -52,6 +69,15 @@ export const DISCOVERABLE: readonly DiscoverableRoute[] = [
     outputSchema: RiskItem,
     inputExample: EXAMPLES.unlockRisk.input,
     outputExample: EXAMPLES.unlockRisk.output,
+    outputHeadline: {
+      token: true,
+      unlock_event_id: true,
+      unlock_date: true,
+      risk_score: true,
+      risk_level: true,
+      amount_usd: true,
+      evidence: { factor: true, contribution: true },
+    },
   },
   {
     route: "POST /v1/token/risk-summary",
@@ -65,6 +91,15 @@ export const DISCOVERABLE: readonly DiscoverableRoute[] = [
     outputSchema: RiskSummary,
     inputExample: EXAMPLES.riskSummary.input,
     outputExample: EXAMPLES.riskSummary.output,
+    outputHeadline: {
+      token: true,
+      windowDays: true,
+      eventCount: true,
+      maxRiskScore: true,
+      riskLevel: true,
+      usd_unlocking: true,
+      next_unlock: { unlock_event_id: true, unlock_date: true, risk_score: true },
+    },
   },
   {
     route: "POST /v1/unlock/backtest",
@@ -78,6 +113,12 @@ export const DISCOVERABLE: readonly DiscoverableRoute[] = [
     outputSchema: BacktestResult,
     inputExample: EXAMPLES.backtest.input,
     outputExample: EXAMPLES.backtest.output,
+    outputHeadline: {
+      token: true,
+      unlock_event_id: true,
+      windowDays: true,
+      summary: { sample_size: true, median_abnormal_return_pct: true },
+    },
   },
   {
     route: "POST /v1/benchmark/endpoint",
@@ -91,6 +132,13 @@ export const DISCOVERABLE: readonly DiscoverableRoute[] = [
     outputSchema: BenchmarkResult,
     inputExample: EXAMPLES.benchmark.input,
     outputExample: EXAMPLES.benchmark.output,
+    outputHeadline: {
+      route: { method: true, price: true, confidence: true },
+      market: { median: true },
+      price_percentile: true,
+      price_position: true,
+      decision: true,
+    },
   },
 ];
 

@@ -76,6 +76,8 @@ export function llmsTxt(origin: string, prices: readonly PaidRoute[]): string {
     lines.push(
       `${i + 1}. [${d.route}](${origin}${d.path}): ${usd}; proof in ${proofs}. ${d.answers}`,
       `   Input (${where}): ${describeInput(d)}. Example: \`${JSON.stringify(d.inputExample)}\``,
+      // The 402's Bazaar extension shows only the answer's headline (a 4 KiB proxy buffer must hold it).
+      `   Output: the full schema and example are operation \`${d.operationId}\` in ${origin}/openapi.json; the 402's Bazaar extension shows its headline fields (${Object.keys(d.outputHeadline).join(", ")}).`,
     );
   });
   lines.push(

@@ -9,22 +9,36 @@ import {
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { problem, sendProblem } from "../http/problem.js";
 import { META_PAYMENT, problemResult, type ToolResult, toolResult } from "./results.js";
-import { httpCall, PAID_TOOLS, type PaidTool, toolNamed } from "./tools.js";
+import { httpCall, MCP_PATH, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "./tools.js";
 
 export interface McpOptions {
   /** Server version shown to MCP clients (initialize). */
   version: string;
 }
 
-export const MCP_PATH = "/mcp";
+export { MCP_PATH };
 
 /** Shown to agents at initialize: how the tools are paid and in which order to call them. */
 const INSTRUCTIONS =
   "Every tool is a paid call settled with x402 in USDC on Base (eip155:8453); each description gives its price. " +
-  'A call without payment returns isError with the x402 PaymentRequired; sign it and repeat the same call with the PaymentPayload in _meta["x402/payment"]. ' +
+  'A call without payment returns isError with the x402 PaymentRequired (structuredContent, content[0].text and _meta["x402/error"]); sign it and repeat the same call with the PaymentPayload in _meta["x402/payment"] (the object, or its base64 encoding as in PAYMENT-SIGNATURE); the settlement comes back in _meta["x402/payment-response"]. ' +
   "The same payment with the same arguments returns the same result again at no extra charge. Invalid arguments and " +
   "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
   "unlock_risk, token_risk_summary or unlock_backtest; benchmark_endpoint prices an x402 endpoint URL.";
+
+/**
+ * `_meta["x402/payment"]` as the PAYMENT-SIGNATURE value: a PaymentPayload object is encoded the way HTTP clients
+ * encode it (base64 of its JSON); a string is taken as that encoding already (Cloudflare's `withX402Client` sends
+ * one). Any JSON value goes through: the payment core decides whether it is a well-formed proof, as for HTTP.
+ */
+function proofHeader(proof: unknown): string | undefined {
+  if (typeof proof === "string") return proof;
+  try {
+    return Buffer.from(JSON.stringify(proof)).toString("base64");
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Design: every tool call is dispatched through the app's own HTTP route with `app.inject()` — the proof as the
@@ -49,10 +63,8 @@ async function callTool(
   if (call.body !== undefined) headers["content-type"] = "application/json";
   const proof = meta?.[META_PAYMENT];
   if (proof !== undefined) {
-    let encoded: string;
-    try {
-      encoded = Buffer.from(JSON.stringify(proof)).toString("base64");
-    } catch {
+    const encoded = proofHeader(proof);
+    if (encoded === undefined)
       return problemResult(
         problem(
           400,
@@ -61,8 +73,6 @@ async function callTool(
           tool.path,
         ),
       );
-    }
-    // Any JSON value goes through: the payment core decides whether it is a well-formed proof, as for HTTP.
     headers["payment-signature"] = encoded;
   }
   const res = await app.inject({
@@ -73,7 +83,10 @@ async function callTool(
     // Rate limits and logs see the MCP caller, not the loopback of inject.
     remoteAddress: caller.ip,
   });
-  return toolResult({ statusCode: res.statusCode, headers: res.headers, body: res.body }, tool.path);
+  return toolResult(
+    { statusCode: res.statusCode, headers: res.headers, body: res.body },
+    { tool, url: call.url, paid: proof !== undefined },
+  );
 }
 
 /** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the five paid routes. */
@@ -90,6 +103,7 @@ function mcpServer(app: FastifyInstance, caller: FastifyRequest, version: string
       inputSchema: t.inputSchema,
       outputSchema: t.outputSchema,
       annotations: { title: t.title, readOnlyHint: true, openWorldHint: false },
+      _meta: priceMeta(t),
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {

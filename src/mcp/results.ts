@@ -1,10 +1,20 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { type Problem, problem } from "../http/problem.js";
+import { ascii, mcpBazaar } from "./discovery.js";
+import { MCP_PATH, type PaidTool } from "./tools.js";
 
 /** `_meta` keys of the x402 MCP transport (coinbase/x402 specs/transports-v2/mcp.md). */
 export const META_PAYMENT = "x402/payment";
 export const META_PAYMENT_RESPONSE = "x402/payment-response";
+/**
+ * Where Cloudflare's `agents` x402 client (`withX402Client`, the implementation the transport spec links) reads the
+ * PaymentRequired of an `isError` result; its own server (`withX402`) writes it there, as this adapter does.
+ */
+export const META_ERROR = "x402/error";
+
+/** The reason given when a call carried no payment (the route's own names its HTTP header). */
+export const NO_PAYMENT = `payment required: send the signed x402 PaymentPayload in _meta["${META_PAYMENT}"]`;
 
 /** What a tool call returns (the MCP CallToolResult fields this adapter sets). */
 export interface ToolResult {
@@ -13,6 +23,15 @@ export interface ToolResult {
   structuredContent?: Record<string, unknown>;
   isError?: boolean;
   _meta?: Record<string, unknown>;
+}
+
+/** A tool call as dispatched to its route. */
+export interface Dispatched {
+  tool: PaidTool;
+  /** Path and query of the route request (its 402 `resource.url` ends with them). */
+  url: string;
+  /** Whether the call carried `_meta["x402/payment"]`. */
+  paid: boolean;
 }
 
 /** The HTTP answer a tool call was dispatched to (status, headers, body text). */
@@ -47,13 +66,47 @@ const structured = (value: Record<string, unknown>, isError: boolean): ToolResul
 export const problemResult = (p: Problem): ToolResult => structured(p, true);
 
 /**
+ * The route's PaymentRequired as the tool's: the same price, terms and reason, with the MCP endpoint as `resource.url`
+ * (same origin and base path as the route's) and the tool's Bazaar extension in place of the route's HTTP one. What the
+ * client echoes in its payment (resource, extensions) is ASCII.
+ */
+export function toolPaymentRequired(pr: PaymentRequired, call: Dispatched): PaymentRequired {
+  const url = pr.resource.url;
+  const base = url.endsWith(call.url) ? url.slice(0, url.length - call.url.length) : new URL(url).origin;
+  return {
+    ...pr,
+    ...(call.paid ? {} : { error: NO_PAYMENT }),
+    // Echoed by the client in its payment, like the extension: ASCII (see `ascii`).
+    resource: ascii({ ...pr.resource, url: `${base}${MCP_PATH}` }),
+    extensions: { ...pr.extensions, ...mcpBazaar(call.tool) },
+  };
+}
+
+/**
+ * x402 MCP transport, "Payment Required Signaling": `isError`, the PaymentRequired in `structuredContent` and, as
+ * `JSON.stringify` of the same object, in `content[0].text`; the same object again in `_meta["x402/error"]`.
+ */
+export const paymentRequiredResult = (pr: PaymentRequired): ToolResult => ({
+  ...structured(pr as unknown as Record<string, unknown>, true),
+  _meta: { [META_ERROR]: pr },
+});
+
+/** A malformed proof's detail names the header the adapter used; the caller sent `_meta["x402/payment"]`. */
+const PROOF_PROBLEM = /\/invalid-payment-header$/;
+const asMeta = (p: Record<string, unknown>): Record<string, unknown> =>
+  typeof p.type === "string" && PROOF_PROBLEM.test(p.type) && typeof p.detail === "string"
+    ? { ...p, detail: p.detail.replace(/^PAYMENT-SIGNATURE\b/, `_meta["${META_PAYMENT}"]`) }
+    : p;
+
+/**
  * The tool result of one HTTP answer of a paid route:
  * - 2xx: the body as structured content, the decoded PAYMENT-RESPONSE in `_meta["x402/payment-response"]`;
- * - 402: the PaymentRequired of the PAYMENT-REQUIRED header (fresh requirements with the reason in `error`);
+ * - 402: the PaymentRequired of the PAYMENT-REQUIRED header as the tool's (fresh requirements, the reason in `error`);
  * - any other status: the route's problem+json (with `retryAfter` when the route said when to retry).
  */
-export function toolResult(answer: HttpAnswer, instance: string): ToolResult {
+export function toolResult(answer: HttpAnswer, call: Dispatched): ToolResult {
   const { statusCode, headers } = answer;
+  const instance = call.tool.path;
   if (statusCode >= 200 && statusCode < 300) {
     const body = parseObject(answer.body);
     if (!body)
@@ -73,13 +126,12 @@ export function toolResult(answer: HttpAnswer, instance: string): ToolResult {
   }
   const required = one(headers["payment-required"]);
   if (statusCode === 402 && required) {
-    const pr: PaymentRequired = decodePaymentRequiredHeader(required);
-    return structured(pr as unknown as Record<string, unknown>, true);
+    return paymentRequiredResult(toolPaymentRequired(decodePaymentRequiredHeader(required), call));
   }
   const body = parseObject(answer.body);
   const p: Record<string, unknown> =
     body && typeof body.status === "number" && typeof body.type === "string"
-      ? body
+      ? asMeta(body)
       : problem(statusCode, "internal", "The server failed to answer this request.", instance);
   const retryAfter = Number(one(headers["retry-after"]));
   return structured(Number.isFinite(retryAfter) && retryAfter > 0 ? { ...p, retryAfter } : p, true);

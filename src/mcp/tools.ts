@@ -1,11 +1,13 @@
 import { type TSchema, Type } from "typebox";
-import { formatUsdc } from "../payments/requirements.js";
+import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 import { PRICES } from "../routes/prices.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { PpRef, ProblemSchema } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
+
+export const MCP_PATH = "/mcp";
 
 /** JSON Schema as MCP carries it (`inputSchema`/`outputSchema` of a tool): plain JSON, object at the root. */
 export type JsonSchema = { type: "object"; [key: string]: unknown };
@@ -138,6 +140,18 @@ export const PAID_TOOLS: readonly PaidTool[] = [
 ];
 
 export const toolNamed = (name: string): PaidTool | undefined => PAID_TOOLS.find((t) => t.name === name);
+
+/**
+ * The price a client can read in tools/list before calling (`Tool._meta`): under Cloudflare `agents`' keys, which its
+ * x402 client (`withX402Client`) adds to the tool's description, and under ours, in USDC atomic units with the scheme,
+ * network and asset the call's PaymentRequired will ask for. (The x402 MCP transport defines no tool-level key.)
+ */
+export const priceMeta = (tool: PaidTool): Record<string, unknown> => ({
+  "agents-x402/paymentRequired": true,
+  // Decimal text, never a float: rendered as "$0.02".
+  "agents-x402/priceUSD": formatUsdc(tool.amount),
+  "pressure402/price": { scheme: "exact", network: NETWORK, asset: USDC_BASE, amount: tool.amount },
+});
 
 /** Query-string text of one argument: scalars as written, anything else as JSON (the route then refuses it). */
 const text = (v: unknown): string =>

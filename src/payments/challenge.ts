@@ -21,6 +21,16 @@ export interface Challenge {
 }
 
 /**
+ * Characters of error text a challenge carries. Some reasons come from the facilitator (`invalidReason`,
+ * `errorReason`), whose length we do not control; PAYMENT-REQUIRED must still fit a 4 KiB proxy buffer.
+ */
+export const ERROR_MAX = 100;
+
+/** The error text cut to ERROR_MAX characters, marked with "…" where cut. */
+export const boundedError = (error: string): string =>
+  error.length > ERROR_MAX ? `${error.slice(0, ERROR_MAX - 1)}…` : error;
+
+/**
  * A route's 402 challenges, each built once: the price, terms and encoding never change for a route, and a challenge
  * varies only with the resource URL (path and query) and the error text. Bounded (least recently used out), so a
  * client walking random query strings costs memory for at most `max` entries.
@@ -31,7 +41,9 @@ export function challengeCache(
   max = 256,
 ): (resourceUrl: string, error: string, v1Error?: string) => Challenge {
   const cache = new Map<string, Challenge>();
-  return (resourceUrl, error, v1Error) => {
+  return (resourceUrl, fullError, fullV1Error) => {
+    const error = boundedError(fullError);
+    const v1Error = fullV1Error === undefined ? undefined : boundedError(fullV1Error);
     const key = `${resourceUrl}\n${error}\n${v1Error ?? ""}`;
     const hit = cache.get(key);
     if (hit) {

@@ -39,14 +39,23 @@ export const RouteDescriptor = Type.Object(
       "When the price was observed (ISO 8601 UTC): the listing's lastUpdated, the probe time, or null when the source is undated",
     ),
     availability: Type.String({ description: "Availability label of this benchmark product" }),
-    confidence: Type.Union(
-      [Type.Literal("high"), Type.Literal("medium"), Type.Literal("low"), Type.Literal("unknown")],
+    confidence: Type.Union([Type.Literal("high"), Type.Literal("low"), Type.Literal("unknown")], {
+      description:
+        "Confidence label of the contract: high, low (any grade short of high) or unknown (no observed price); the finer grade and its reasons are in confidence_detail",
+    }),
+    confidence_detail: Type.Object(
       {
-        description:
-          "Confidence in the price and its market: drops with price quality, few services and stale observations (docs/benchmark.md)",
+        grade: Type.Union(
+          [Type.Literal("high"), Type.Literal("medium"), Type.Literal("low"), Type.Literal("unknown")],
+          {
+            description:
+              "Finer grade: drops with price quality, few services and stale observations (docs/benchmark.md); medium is labelled low",
+          },
+        ),
+        reasons: Type.Array(Type.String(), { description: "Why the grade is what it is" }),
       },
+      { ...open, description: "The grade behind the confidence label, with its reasons" },
     ),
-    confidence_reasons: Type.Array(Type.String(), { description: "Why the confidence is what it is" }),
   },
   { ...open, description: "Route descriptor of the benchmarked endpoint" },
 );

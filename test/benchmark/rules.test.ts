@@ -6,6 +6,7 @@ import {
 } from "../../src/benchmark/availability.js";
 import {
   confidenceOf,
+  contractConfidence,
   decide,
   FRESH_DAYS,
   type MarketFigures,
@@ -80,7 +81,7 @@ describe("confidence", () => {
     over: Partial<typeof exact> = {},
     services = 50,
     f: { price_age_days: number | null; market_age_days: number | null } = fresh,
-  ) => confidenceOf({ ...exact, ...over }, market(services), f).confidence;
+  ) => confidenceOf({ ...exact, ...over }, market(services), f).grade;
   it("is unknown without a price", () => {
     expect(level({ usd: null })).toBe("unknown");
   });
@@ -99,7 +100,7 @@ describe("confidence", () => {
       expect(level({}, 50, { ...fresh, [key]: null })).toBe("medium");
     }
     const c = confidenceOf(exact, market(50), { price_age_days: null, market_age_days: STALE_DAYS + 1 });
-    expect(c.confidence).toBe("low");
+    expect(c.grade).toBe("low");
     expect(c.reasons).toEqual([
       "the price observation is undated",
       `the market's newest observation is ${STALE_DAYS + 1} days old (more than ${STALE_DAYS})`,
@@ -113,9 +114,15 @@ describe("confidence", () => {
       { ambiguous: true },
     ]) {
       const c = confidenceOf({ ...exact, ...flaw }, market(50), fresh);
-      expect(c.confidence).toBe("low");
+      expect(c.grade).toBe("low");
       expect(c.reasons.length).toBe(1);
     }
+  });
+  it("is labelled high, low or unknown on the route descriptor: a medium grade reads low, never high", () => {
+    expect(contractConfidence("high")).toBe("high");
+    expect(contractConfidence("medium")).toBe("low");
+    expect(contractConfidence("low")).toBe("low");
+    expect(contractConfidence("unknown")).toBe("unknown");
   });
 });
 

@@ -79,7 +79,7 @@ describe("benchmark on the shipped market", () => {
     });
     // 250 days before the benchmark: stale.
     expect(r.route.confidence).toBe("low");
-    expect(r.route.confidence_reasons.join(" ")).toContain("250 days old");
+    expect(r.route.confidence_detail.reasons.join(" ")).toContain("250 days old");
   });
 
   it("weights each service once: percentiles, the endpoint's rank and the band are over service prices", async () => {
@@ -142,7 +142,7 @@ describe("benchmark on the shipped market", () => {
     expect((await run("https://api.spider.cloud/search")).route.confidence).toBe("low");
     const testnet = await run("https://scrvo.com/api/crawl");
     expect(testnet.route.confidence).toBe("low");
-    expect(testnet.route.confidence_reasons.join(" ")).toContain("testnet");
+    expect(testnet.route.confidence_detail.reasons.join(" ")).toContain("testnet");
     const topup = await run("https://stableemail.dev/api/inbox/topup");
     expect(topup.route.confidence).toBe("low");
     expect(topup.price_position).toBe("unknown");
@@ -357,7 +357,7 @@ describe("live probe through the service", () => {
       observed_at: "2026-11-23T08:00:00.000Z",
     });
     // The probe's price is fresh; only the market's age can lower the confidence.
-    expect(r.route.confidence_reasons.join(" ")).not.toContain("price observation");
+    expect(r.route.confidence_detail.reasons.join(" ")).not.toContain("price observation");
     expect(r.source_trail).toContainEqual(
       expect.objectContaining({ kind: "live_probe", observed_at: "2026-11-23T08:00:00.000Z" }),
     );

@@ -9,8 +9,14 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildExamples } from "../../scripts/discovery-examples.js";
 import { EXAMPLES } from "../../src/discovery/examples.generated.js";
+import { headline } from "../../src/discovery/bazaar.js";
+import { ERROR_MAX } from "../../src/payments/challenge.js";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
 import { type TestApp, testApp } from "../helpers/app.js";
+
+/** The contract's bounds (DESIGN.md): PAYMENT-REQUIRED and all of a 402's headers fit a 4 KiB proxy buffer. */
+const PAYMENT_REQUIRED_MAX = 3000;
+const HEADERS_MAX = 3584;
 
 // A throwaway key: signing an authorization needs no chain, and nothing is ever settled here.
 const signer = privateKeyToAccount(`0x${"11".repeat(32)}`);
@@ -33,8 +39,7 @@ describe("Bazaar discovery on every paid route", () => {
       const res = await unpaid(d.method, d.path, d.inputExample);
       expect(res.statusCode).toBe(402);
       const header = String(res.headers["payment-required"]);
-      // Clients echo the extensions back in PAYMENT-SIGNATURE: both headers must stay far below Node's 16 KiB limit.
-      expect(header.length).toBeLessThan(8192);
+      expect(header.length).toBeLessThanOrEqual(PAYMENT_REQUIRED_MAX);
       const required = decodePaymentRequiredHeader(header);
       expect(validateDiscoveryExtension(required.extensions?.bazaar as never)).toEqual({ valid: true });
 
@@ -42,14 +47,22 @@ describe("Bazaar discovery on every paid route", () => {
       const client = new x402Client();
       registerExactEvmScheme(client, { signer });
       const payload: PaymentPayload = await client.createPaymentPayload(required);
-      expect(Buffer.from(JSON.stringify(payload)).toString("base64").length).toBeLessThan(8192);
+      // Clients echo the extensions back in PAYMENT-SIGNATURE: far below nginx's 8 KiB limit for one header line.
+      expect(Buffer.from(JSON.stringify(payload)).toString("base64").length).toBeLessThan(4096);
       const found = extractDiscoveryInfo(payload, payload.accepted as PaymentRequirements);
       expect(found).not.toBeNull();
       expect(found).toMatchObject({ method: d.method, x402Version: 2 });
       expect(found?.resourceUrl).toMatch(new RegExp(`${d.path}$`));
       const info = found?.discoveryInfo as { input: Record<string, unknown>; output?: { example?: unknown } };
       expect(info.input[d.inputIn === "query" ? "queryParams" : "body"]).toEqual(d.inputExample);
-      expect(info.output?.example).toEqual(d.outputExample);
+      // The output example is the answer's headline: the real answer's values, cut to the fields of the route's mask.
+      expect(info.output?.example).toEqual(headline(d.outputExample, d.outputHeadline));
+      expect(Object.keys(info.output?.example as object)).toEqual(
+        Object.keys(d.outputExample).filter((k) => k in d.outputHeadline),
+      );
+      expect(required.extensions?.bazaar).not.toHaveProperty(
+        "schema.properties.output.properties.example.properties",
+      );
 
       if (d.route !== "POST /v1/benchmark/endpoint") {
         // v1: the body's requirements carry the outputSchema a v1 facilitator indexes.
@@ -72,6 +85,16 @@ describe("Bazaar discovery on every paid route", () => {
     });
   }
 
+  it("headline keeps the masked fields in the value's order, an array's first item, and invents nothing", () => {
+    const value = { b: 1, a: { x: 1, y: 2 }, list: [{ k: 1, z: 0 }, { k: 2 }], gone: "g" };
+    expect(headline(value, { a: { y: true }, b: true, list: { k: true }, missing: true })).toEqual({
+      b: 1,
+      a: { y: 2 },
+      list: [{ k: 1 }],
+    });
+    expect(JSON.stringify(headline(value, { a: { y: true }, b: true }))).toBe('{"b":1,"a":{"y":2}}');
+  });
+
   it("the committed examples are the services' real answers (run `npm run discovery:examples` after a change)", async () => {
     expect(EXAMPLES).toEqual(JSON.parse(JSON.stringify(await buildExamples())));
   });
@@ -85,4 +108,41 @@ describe("Bazaar discovery on every paid route", () => {
       "POST /v1/benchmark/endpoint",
     ]);
   });
+});
+
+describe("every 402 fits a 4 KiB proxy buffer (PAYMENT-REQUIRED ≤ 3,000 bytes, all headers ≤ 3,584)", () => {
+  let prod: TestApp;
+  beforeAll(async () => {
+    prod = await testApp({ PUBLIC_BASE_URL: "https://pressure402.api.example.com" });
+  });
+  afterAll(() => prod.close());
+  // The largest 402 a client can ask for: the longest pp_ref the schema takes and a browser's Origin (CORS headers).
+  const ppRef = "r".repeat(128);
+
+  for (const d of DISCOVERABLE) {
+    it(`${d.route}: with the longest pp_ref, an Origin, and room for the longest error text`, async () => {
+      const query = new URLSearchParams({
+        ...(d.inputIn === "query" ? (d.inputExample as Record<string, string>) : {}),
+        pp_ref: ppRef,
+      });
+      const res = await prod.app.inject({
+        method: d.method,
+        url: `${d.path}?${query}`,
+        headers: { origin: "https://app.example.org" },
+        ...(d.inputIn === "body" ? { payload: d.inputExample } : {}),
+      });
+      expect(res.statusCode).toBe(402);
+      expect(res.headers["access-control-expose-headers"]).toBeDefined();
+      const header = String(res.headers["payment-required"]);
+      const required = decodePaymentRequiredHeader(header);
+      expect(required.resource.url).toContain(ppRef);
+      // Another reason (a refused proof, a facilitator's words) may be up to ERROR_MAX characters, "…" 3 bytes.
+      const slack = Math.ceil(((ERROR_MAX + 2 - Buffer.byteLength(required.error ?? "")) * 4) / 3) + 4;
+      expect(header.length + slack).toBeLessThanOrEqual(PAYMENT_REQUIRED_MAX);
+      const head = `HTTP/1.1 402 Payment Required\r\n${Object.entries(res.headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join("")}\r\n`;
+      expect(Buffer.byteLength(head) + slack).toBeLessThanOrEqual(HEADERS_MAX);
+    });
+  }
 });

@@ -72,6 +72,9 @@ describe("/llms.txt", () => {
     expect(text).toContain("PAYMENT-SIGNATURE (v2 only)");
     expect(text).toContain("`days` (integer, default 30)");
     expect(text).toContain(`${ORIGIN}/openapi.json`);
+    // The 402 carries only a headline of each answer: the full output schema is one link away.
+    for (const d of DISCOVERABLE)
+      expect(text).toContain(`operation \`${d.operationId}\` in ${ORIGIN}/openapi.json`);
   });
 });
 

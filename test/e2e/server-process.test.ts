@@ -28,7 +28,10 @@ async function runToExit(env: Record<string, string | undefined>, cwd = ROOT) {
   child.stderr.on("data", (c: Buffer) => {
     stderr += c.toString();
   });
+  // A start that spins (the bug a test is there to catch) must end the test, not hang it.
+  const spin = setTimeout(() => child.kill("SIGKILL"), 45_000);
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  clearTimeout(spin);
   return { code, stdout, stderr, lines: stderr.split("\n").filter(Boolean) };
 }
 
@@ -88,7 +91,7 @@ describe("the server process (what `npm start` runs)", () => {
     }
   });
 
-  it("refuses to start in production without a facilitator and payTo, naming both", async () => {
+  it("refuses to start in production without a facilitator, payTo and public origin, naming each", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/server.ts"], {
       cwd: ROOT,
       env: {
@@ -109,6 +112,7 @@ describe("the server process (what `npm start` runs)", () => {
     expect(code).toBe(1);
     expect(err).toMatch(/FACILITATOR_URL/);
     expect(err).toMatch(/PAY_TO/);
+    expect(err).toMatch(/^pressure402: PUBLIC_BASE_URL: required when NODE_ENV=production/m);
   });
 
   it("reports a missing UNLOCKS_SNAPSHOT in one line naming it, before the devnet starts", async () => {
@@ -126,6 +130,23 @@ describe("the server process (what `npm start` runs)", () => {
     ]);
     expect(existsSync(anvil.mark)).toBe(false);
   });
+
+  it.skipIf(process.platform !== "linux")(
+    "reports a LEDGER_PATH under /proc in one line naming it, before the devnet starts (it used to spin)",
+    async () => {
+      const anvil = anvilTripwire("proc");
+      const run = await runToExit({
+        PORT: "0",
+        ANVIL_BIN: anvil.bin,
+        LEDGER_PATH: "/proc/p402/ledger.sqlite",
+      });
+      expect(run.code).toBe(1);
+      expect(run.lines).toEqual([
+        "pressure402: LEDGER_PATH=/proc/p402/ledger.sqlite: /proc is on the kernel's proc filesystem, which cannot hold a database; set LEDGER_PATH to a file in a writable directory",
+      ]);
+      expect(existsSync(anvil.mark)).toBe(false);
+    },
+  );
 
   it("reports a port in use in one line naming PORT, before the devnet starts", async () => {
     const anvil = anvilTripwire("port");

@@ -19,7 +19,10 @@ export interface DevnetServer {
  * The real server on its embedded devnet (no FACILITATOR_URL) with a fresh SQLite ledger in a temp folder: started
  * before the file's tests, stopped after them (after-hooks run in reverse, so the file's own cleanup runs first).
  */
-export function useDevnetServer(tmpPrefix: string, env: Record<string, string> = {}): DevnetServer {
+export function useDevnetServer(
+  tmpPrefix: string,
+  env: Record<string, string> | (() => Record<string, string>) = {},
+): DevnetServer {
   let server: StartedServer | undefined;
   let dir: string | undefined;
   let ledgerPath = "";
@@ -28,7 +31,14 @@ export function useDevnetServer(tmpPrefix: string, env: Record<string, string> =
     dir = mkdtempSync(join(tmpdir(), tmpPrefix));
     ledgerPath = join(dir, "ledger.sqlite");
     server = await start(
-      parseConfig({ NODE_ENV: "test", PORT: "0", LOG_LEVEL: "silent", LEDGER_PATH: ledgerPath, ...env }),
+      parseConfig({
+        NODE_ENV: "test",
+        PORT: "0",
+        LOG_LEVEL: "silent",
+        LEDGER_PATH: ledgerPath,
+        // A function is read when the server starts: after the file's earlier before-hooks (a port they chose).
+        ...(typeof env === "function" ? env() : env),
+      }),
     );
   }, 120_000);
 

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
-import { PAID_TOOLS } from "../../src/mcp/tools.js";
+import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
@@ -55,12 +55,17 @@ const call = async (c: Client, name: string, args: Record<string, unknown>, proo
     ...(proof !== undefined ? { _meta: { "x402/payment": proof } } : {}),
   })) as Result;
 
-/** The x402 MCP transport: PaymentRequired in structuredContent and, identical, as JSON in content[0].text. */
+/**
+ * The x402 MCP transport: PaymentRequired in structuredContent and, identical, as JSON in content[0].text; the same
+ * in _meta["x402/error"] (where Cloudflare's agents client reads it); the MCP endpoint as the resource.
+ */
 function paymentRequired(r: Result): PaymentRequired {
   expect(r.isError).toBe(true);
   const pr = r.structuredContent as unknown as PaymentRequired;
   expect(pr.x402Version).toBe(2);
-  expect(JSON.parse(r.content[0]?.text ?? "")).toEqual(pr);
+  expect(r.content[0]?.text).toBe(JSON.stringify(pr));
+  expect(r._meta?.["x402/error"]).toEqual(pr);
+  expect(pr.resource.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
   return pr;
 }
 
@@ -85,6 +90,8 @@ describe("tools/list", () => {
     for (const tool of PAID_TOOLS) {
       const price = Object.values(PRICES).find((p) => p.route === `${tool.method} ${tool.path}`);
       expect(price?.amount, tool.name).toBe(tool.amount);
+      // Each tool's price, readable before calling it.
+      expect(tools.find((x) => x.name === tool.name)?._meta, tool.name).toEqual(priceMeta(tool));
     }
   });
 });
@@ -108,7 +115,8 @@ describe("tools/call before payment", () => {
         amount: tool.amount,
         payTo: TEST_PAY_TO,
       });
-      expect(pr.resource.url).toMatch(new RegExp(`${tool.path.replace(/\//g, "\\/")}`));
+      expect(pr.error).toMatch(/_meta\["x402\/payment"\]/);
+      expect(pr.extensions?.bazaar).toMatchObject({ info: { input: { type: "mcp", toolName: tool.name } } });
     }
     expect(t.gateway.calls).toEqual({ verify: 0, settle: 0 });
   });
@@ -184,6 +192,19 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(t.gateway.calls.settle).toBe(1);
   });
 
+  it("a proof as a base64 string (PAYMENT-SIGNATURE's encoding) pays; the object form of it is the same payment", async () => {
+    const { client, t } = await connect();
+    const proof = v2Proof(await accepted(client, "token_risk_summary", { token: "ARB" }));
+    const first = await call(client, "token_risk_summary", { token: "ARB" }, b64(proof));
+    expect(first.isError).toBeFalsy();
+    expect(first.structuredContent).toMatchObject({ token: "ARB" });
+    expect(first._meta?.["x402/payment-response"]).toMatchObject({ success: true });
+    const asObject = await call(client, "token_risk_summary", { token: "ARB" }, proof);
+    expect(asObject.structuredContent).toEqual(first.structuredContent);
+    expect(asObject._meta?.["x402/payment-response"]).toEqual(first._meta?.["x402/payment-response"]);
+    expect(t.gateway.calls.settle).toBe(1);
+  });
+
   it("the same proof in flight twice: one result, the other a 409 problem, one settlement", async () => {
     const { client, t } = await connect();
     // Barrier: the first call's settlement waits until the test has seen the second call's answer.
@@ -250,12 +271,13 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     const { client, t } = await connect();
     let deep: unknown = "x";
     for (let i = 0; i < 500; i++) deep = [deep];
-    for (const junk of ["not-a-payload", 42, null, { x402Version: 2 }, deep]) {
+    for (const junk of ["not-a-payload", b64("a string"), "", 42, null, { x402Version: 2 }, deep]) {
       const r = await call(client, "unlocks_upcoming", { days: 30 }, junk);
       expect(r.isError).toBe(true);
       expect(r.structuredContent).toMatchObject({
         status: 400,
         type: expect.stringMatching(/invalid-payment/),
+        detail: expect.stringMatching(/^_meta\["x402\/payment"\]/),
       });
     }
     expect(t.gateway.calls).toEqual({ verify: 0, settle: 0 });

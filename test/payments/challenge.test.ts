@@ -1,6 +1,6 @@
 import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";
-import { challengeCache } from "../../src/payments/challenge.js";
+import { challengeCache, ERROR_MAX } from "../../src/payments/challenge.js";
 import { paymentRequiredV1, paymentRequiredV2 } from "../../src/payments/requirements.js";
 
 const route = { amount: "20000", description: "d", acceptsV1: true };
@@ -21,5 +21,16 @@ describe("402 challenge cache", () => {
     expect(challenge("https://x/r?a=1", "payment required")).not.toBe(a); // bounded: a=1 was evicted
     expect(Object.isFrozen(a.body)).toBe(true);
     expect(JSON.parse(a.bytes.toString("utf8"))).toEqual(a.body);
+  });
+
+  it("cuts an error text of any length (a facilitator's reason) to ERROR_MAX characters, in the header and the body", () => {
+    const challenge = challengeCache(route, terms);
+    const long = `settlement_failed: ${"x".repeat(5000)}`;
+    const c = challenge("https://x/r", long, long);
+    const v2Error = decodePaymentRequiredHeader(c.header).error as string;
+    expect(v2Error).toHaveLength(ERROR_MAX);
+    expect(v2Error).toBe(`${long.slice(0, ERROR_MAX - 1)}…`);
+    expect(c.body.error).toBe(v2Error);
+    expect(challenge("https://x/r", "short").body.error).toBe("short");
   });
 });
