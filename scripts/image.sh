@@ -1,153 +1,192 @@
 #!/usr/bin/env bash
-# Builds the production image, runs it against a devnet on this host, makes one paid call, prints the image size.
+# Builds the production image and exercises it on a devnet running on this host: waits for the HEALTHCHECK to say
+# `healthy`, pays all five routes (each must move exactly its price on chain), runs the receipts export inside the
+# container and checks it against the chain (scripts/image-check.ts), stops the container (it must exit 0), and
+# prints what the image adds to its base. Everything it started (devnet, container, volume) is removed on any exit.
 #
-#   scripts/image.sh              build with docker (if its daemon answers) or buildah (+ podman to run)
-#   scripts/image.sh --rehearse   no container runtime: replay the Dockerfile's build steps in a temporary directory
-#                                 and run the resulting runtime tree (dist + production node_modules + data) the way
-#                                 the image's CMD does; prints the runtime tree's size instead of an image size
+#   scripts/image.sh              build and run with Docker (its daemon must answer `docker info`)
+#   scripts/image.sh --rehearse   no Docker: replay the Dockerfile's build stage in a temporary directory (npm ci,
+#                                 scripts/image-runtime.mjs) and run the runtime tree as the image's CMD does, with the
+#                                 same checks; prints the runtime tree's size instead of the image's
 #
-# Env: IMAGE (default pressure402:local), APP_PORT (default 3402). The container uses the host network so it reaches
-# the devnet's 127.0.0.1 addresses (Linux).
+# Env: IMAGE (default pressure402:local), NODE_IMAGE (the base, default node:24-bookworm-slim; without a container
+# registry build it with scripts/standin-node-base/build.sh), APP_PORT (default: a free port), MAX_ADDED_MB (default
+# 40: fail when the image adds more to its base), HEALTH_TIMEOUT_S (default 180), REHEARSE_KEEP (--rehearse: keep
+# and reuse the rehearsed build in this directory). The container uses the host network so that it reaches the
+# devnet's 127.0.0.1 addresses (Linux).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 IMAGE=${IMAGE:-pressure402:local}
-APP_PORT=${APP_PORT:-3402}
+NODE_IMAGE=${NODE_IMAGE:-node:24-bookworm-slim}
+MAX_ADDED_MB=${MAX_ADDED_MB:-40}
+HEALTH_TIMEOUT_S=${HEALTH_TIMEOUT_S:-180}
 MODE=container
-[[ "${1:-}" == "--rehearse" ]] && MODE=rehearse
+case "${1:-}" in
+  "") ;;
+  --rehearse) MODE=rehearse ;;
+  *) echo "usage: scripts/image.sh [--rehearse]" >&2; exit 2 ;;
+esac
 
 say() { printf 'image.sh: %s\n' "$*" >&2; }
 WORK=$(mktemp -d)
-DEVNET_PID=""
-APP_PID=""
-CONTAINER=""
+RUN_ID=pressure402-image-check-$$
+DEVNET_PID="" APP_PID="" CONTAINER="" VOLUME=""
+stop_pid() { # SIGTERM, then wait: the devnet stops anvil and the server settles what is in flight before exiting
+  kill "$1" 2>/dev/null || return 0
+  wait "$1" 2>/dev/null || true
+}
 cleanup() {
-  [[ -n "$CONTAINER" ]] && $RUNNER rm -f "$CONTAINER" >/dev/null 2>&1 || true
-  [[ -n "$APP_PID" ]] && kill "$APP_PID" 2>/dev/null || true
-  [[ -n "$DEVNET_PID" ]] && kill "$DEVNET_PID" 2>/dev/null || true
-  wait 2>/dev/null || true
+  [[ -n "$CONTAINER" ]] && docker rm -f -v "$CONTAINER" >/dev/null 2>&1 || true
+  [[ -n "$VOLUME" ]] && docker volume rm -f "$VOLUME" >/dev/null 2>&1 || true
+  [[ -n "$APP_PID" ]] && stop_pid "$APP_PID"
+  [[ -n "$DEVNET_PID" ]] && stop_pid "$DEVNET_PID"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# A signal ends the script through `exit`, so that the EXIT trap cleans up (bash skips it on an untrapped signal).
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+
+if [[ -z "${APP_PORT:-}" ]]; then
+  APP_PORT=$(node -e "const s=require('node:net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})")
+fi
 
 # --- build ------------------------------------------------------------------------------------------------------
 if [[ $MODE == container ]]; then
-  if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
-    BUILDER=docker RUNNER=docker
-    docker build -t "$IMAGE" .
-  elif command -v buildah >/dev/null; then
-    BUILDER=buildah RUNNER=podman
-    command -v podman >/dev/null || { say "buildah is here but podman (to run the image) is not"; exit 1; }
-    # --format docker: OCI images have no HEALTHCHECK; buildah would drop it with a warning.
-    buildah bud --format docker -t "$IMAGE" .
-  else
-    say "no container builder: docker's daemon does not answer (docker info) and buildah is not installed."
-    say "run 'scripts/image.sh --rehearse' to replay the Dockerfile's steps without a container."
+  if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
+    say "no Docker daemon answers 'docker info'. Debian: apt-get install -y docker.io, then"
+    say "  setsid dockerd > dockerd.log 2>&1 < /dev/null &   (as root). Or run 'scripts/image.sh --rehearse'."
     exit 1
   fi
-  say "built $IMAGE with $BUILDER"
+  if ! docker image inspect "$NODE_IMAGE" >/dev/null 2>&1; then
+    say "the base image $NODE_IMAGE is not here: docker will pull it. Without a container registry, build it"
+    say "  first: NODE_VERSION=24.21.0 NPM_VERSION=11.21.2 scripts/standin-node-base/build.sh"
+  fi
+  BUILD_START=$(date +%s)
+  previous=$(docker image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+  docker build --build-arg NODE_IMAGE="$NODE_IMAGE" -t "$IMAGE" . >&2
+  say "built $IMAGE on $NODE_IMAGE in $(($(date +%s) - BUILD_START)) s"
+  # The image this build replaced under the tag, unless something still uses or names it.
+  if [[ -n $previous && $previous != "$(docker image inspect --format '{{.Id}}' "$IMAGE")" ]]; then
+    docker rmi "$previous" >/dev/null 2>&1 || true
+  fi
 else
-  RUNNER=""
-  # The Dockerfile's build stage, step by step, on this machine's Node (the image uses node:22; here: $(node -v)).
   NODEDIR=$(dirname "$(dirname "$(command -v node)")")
   [[ -f "$NODEDIR/include/node/node_api.h" ]] || { say "no Node headers under $NODEDIR/include/node"; exit 1; }
-  # REHEARSE_KEEP=dir keeps (and on the next run reuses) the rehearsed build: npm ci + compiling SQLite takes minutes.
+  # The Dockerfile's build stage, step by step, on this machine's Node ($(node -v); the image has $NODE_IMAGE).
   BUILD="${REHEARSE_KEEP:-$WORK}/build"
-  if [[ -f "$BUILD/.done" ]]; then
-    say "reusing the rehearsed build in $BUILD"
+  if cmp -s package-lock.json "$BUILD/package-lock.json" && [[ -f "$BUILD/.installed" ]]; then
+    say "reusing the rehearsed npm ci in $BUILD"
   else
     rm -rf "$BUILD"
     mkdir -p "$BUILD"
-    cp package.json package-lock.json tsconfig.json tsconfig.build.json "$BUILD/"
-    cp -r src scripts "$BUILD/"
-    (
-      cd "$BUILD"
-      export npm_config_nodedir="$NODEDIR" npm_config_build_from_source=true
-      npm ci --no-audit --no-fund
-      npm run build
-      npm prune --omit=dev --omit=optional --no-audit --no-fund
-      find node_modules -type d -empty -delete
-      cd node_modules/better-sqlite3
-      mv build/Release/better_sqlite3.node "$WORK/"
-      rm -rf build deps src
-      mkdir -p build/Release
-      mv "$WORK/better_sqlite3.node" build/Release/
-    ) >&2
-    touch "$BUILD/.done"
+    cp package.json package-lock.json "$BUILD/"
+    (cd "$BUILD" && npm_config_nodedir="$NODEDIR" npm_config_build_from_source=true npm ci --no-audit --no-fund) >&2
+    touch "$BUILD/.installed"
   fi
+  rm -rf "$BUILD/src" "$BUILD/scripts" "$BUILD/data"
+  mkdir -p "$BUILD/scripts" "$BUILD/data"
+  cp -r tsconfig.json src "$BUILD/"
+  cp scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts "$BUILD/scripts/"
+  cp data/unlocks.snapshot.json data/catalog.snapshot.json "$BUILD/data/"
   APP="$WORK/app"
-  mkdir -p "$APP"
-  cp -r "$BUILD/node_modules" "$BUILD/dist" "$APP/"
-  cp package.json "$APP/"
-  cp -r data "$APP/"
-  say "rehearsed the build in $APP"
+  node "$BUILD/scripts/image-runtime.mjs" "$APP" >&2
 fi
 
-# --- a devnet on the host ---------------------------------------------------------------------------------------
-npx tsx scripts/devnet.ts >"$WORK/devnet.log" 2>&1 &
+# --- a devnet on the host (node itself, not npx: its process is the one to stop) ----------------------------------
+node --import tsx scripts/devnet.ts >"$WORK/devnet.log" 2>&1 &
 DEVNET_PID=$!
 for _ in $(seq 1 240); do
   grep -q '^DEVNET ' "$WORK/devnet.log" && break
   kill -0 "$DEVNET_PID" 2>/dev/null || { cat "$WORK/devnet.log" >&2; say "the devnet did not start"; exit 1; }
   sleep 0.5
 done
-DEVNET_JSON=$(grep -m1 '^DEVNET ' "$WORK/devnet.log" | cut -d' ' -f2-)
+DEVNET_JSON=$(grep -m1 '^DEVNET ' "$WORK/devnet.log" | cut -d' ' -f2-) || { say "the devnet did not start in 120 s"; exit 1; }
 field() { node -e "process.stdout.write(JSON.parse(process.argv[1])[process.argv[2]])" "$DEVNET_JSON" "$1"; }
 FACILITATOR_URL=$(field facilitatorUrl)
 PAY_TO=$(field payTo)
 CHAIN_RPC_URL=$(field rpcUrl)
-say "devnet: facilitator $FACILITATOR_URL, payTo $PAY_TO"
+BASE_URL="http://127.0.0.1:$APP_PORT"
+say "devnet: facilitator $FACILITATOR_URL, chain $CHAIN_RPC_URL, payTo $PAY_TO"
 
 # --- run the image (or the rehearsed runtime tree) in production mode ---------------------------------------------
+APP_ENV=(HOST=127.0.0.1 PORT="$APP_PORT" PUBLIC_BASE_URL="$BASE_URL" FACILITATOR_URL="$FACILITATOR_URL"
+  PAY_TO="$PAY_TO" CHAIN_RPC_URL="$CHAIN_RPC_URL")
 if [[ $MODE == container ]]; then
-  CONTAINER=pressure402-image-check
-  $RUNNER rm -f "$CONTAINER" >/dev/null 2>&1 || true
-  $RUNNER run -d --name "$CONTAINER" --network host \
-    -e HOST=127.0.0.1 -e PORT="$APP_PORT" -e FACILITATOR_URL="$FACILITATOR_URL" -e PAY_TO="$PAY_TO" \
-    -e CHAIN_RPC_URL="$CHAIN_RPC_URL" "$IMAGE" >/dev/null
+  VOLUME=$RUN_ID-ledger
+  docker volume create "$VOLUME" >/dev/null
+  CONTAINER=$RUN_ID
+  RUN_START=$(date +%s%N)
+  docker run -d --name "$CONTAINER" --network host --read-only -v "$VOLUME:/var/lib/pressure402" \
+    "${APP_ENV[@]/#/--env=}" "$IMAGE" >/dev/null
+  health=""
+  while :; do
+    health=$(docker inspect --format '{{.State.Health.Status}} {{.State.Running}}' "$CONTAINER")
+    [[ $health == "healthy true" ]] && break
+    elapsed=$((($(date +%s%N) - RUN_START) / 1000000000))
+    if [[ $health == unhealthy* || $health == *false || $elapsed -ge $HEALTH_TIMEOUT_S ]]; then
+      docker logs "$CONTAINER" >&2 || true
+      say "the container is not healthy ($health) after $elapsed s"
+      exit 1
+    fi
+    sleep 0.5
+  done
+  HEALTHY_MS=$((($(date +%s%N) - RUN_START) / 1000000))
+  say "healthy $((HEALTHY_MS / 1000)).$(printf %03d $((HEALTHY_MS % 1000))) s after docker run"
+  RECEIPTS=(docker exec "$CONTAINER" node dist/receipts.mjs)
 else
-  (
-    cd "$APP"
-    NODE_ENV=production HOST=127.0.0.1 PORT="$APP_PORT" LEDGER_PATH="$WORK/ledger.sqlite" \
-      FACILITATOR_URL="$FACILITATOR_URL" PAY_TO="$PAY_TO" CHAIN_RPC_URL="$CHAIN_RPC_URL" \
-      exec node dist/src/server.js
-  ) >"$WORK/app.log" 2>&1 &
+  (cd "$APP" && exec env NODE_ENV=production LEDGER_PATH="$WORK/ledger.sqlite" "${APP_ENV[@]}" node scripts/start.mjs) \
+    >"$WORK/app.log" 2>&1 &
   APP_PID=$!
+  RECEIPTS=(env -C "$APP" NODE_ENV=production LEDGER_PATH="$WORK/ledger.sqlite" node dist/receipts.mjs)
 fi
 
-BASE_URL="http://127.0.0.1:$APP_PORT"
+# /ready also asks the facilitator: wait for it, then check.
 ready=""
 for _ in $(seq 1 120); do
   if node -e "fetch('$BASE_URL/ready').then(r=>process.exit(r.status===200?0:1),()=>process.exit(1))"; then
     ready=yes
     break
   fi
+  [[ -n "$APP_PID" ]] && ! kill -0 "$APP_PID" 2>/dev/null && break
   sleep 0.5
 done
 if [[ -z "$ready" ]]; then
-  [[ $MODE == container ]] && $RUNNER logs "$CONTAINER" >&2 || cat "$WORK/app.log" >&2
+  if [[ $MODE == container ]]; then docker logs "$CONTAINER" >&2 || true; else cat "$WORK/app.log" >&2; fi
   say "the server never became ready at $BASE_URL/ready"
   exit 1
 fi
-say "ready: $(node -e "fetch('$BASE_URL/ready').then(r=>r.text()).then(t=>process.stdout.write(t))")"
 
-# --- one paid call, settled on the devnet -------------------------------------------------------------------------
-BASE_URL="$BASE_URL" npm run --silent pay -- GET '/v1/unlocks/upcoming?days=30' >"$WORK/pay.out"
-head -n 1 "$WORK/pay.out"                      # status: 200
-sed -n '/^settlement:/,$p' "$WORK/pay.out"     # the decoded PAYMENT-RESPONSE, with the devnet transaction
+node --import tsx scripts/image-check.ts --base-url "$BASE_URL" --rpc-url "$CHAIN_RPC_URL" --pay-to "$PAY_TO" \
+  -- "${RECEIPTS[@]}"
 
-# --- what was built -----------------------------------------------------------------------------------------------
+# --- what was built and how it ran ----------------------------------------------------------------------------------
 if [[ $MODE == container ]]; then
-  [[ $RUNNER == docker ]] && say "health: $(docker inspect --format '{{.State.Health.Status}}' "$CONTAINER" 2>/dev/null || echo unknown)"
-  SIZE=$($RUNNER image inspect --format '{{.Size}}' "$IMAGE")
-  echo "image $IMAGE size: $SIZE bytes ($((SIZE / 1000000)) MB)"
+  user=$(docker exec "$CONTAINER" id -u)
+  [[ $user != 0 ]] || { say "the server runs as root"; exit 1; }
+  echo "runs as uid $user ($(docker image inspect --format '{{.Config.User}}' "$IMAGE")), root file system read-only: $(docker inspect --format '{{.HostConfig.ReadonlyRootfs}}' "$CONTAINER"), ledger on volume $VOLUME"
+  echo "healthy $((HEALTHY_MS / 1000)).$(printf %03d $((HEALTHY_MS % 1000))) s after docker run"
+  docker stop --time 30 "$CONTAINER" >/dev/null
+  code=$(docker inspect --format '{{.State.ExitCode}}' "$CONTAINER")
+  [[ $code == 0 ]] || { docker logs "$CONTAINER" >&2; say "the container exited with $code on SIGTERM"; exit 1; }
+  echo "stopped by SIGTERM: exit code 0"
+  # What the image adds to its base: its size minus the base's, and the layers above the base's.
+  size=$(docker image inspect --format '{{.Size}}' "$IMAGE")
+  base_size=$(docker image inspect --format '{{.Size}}' "$NODE_IMAGE")
+  added=$((size - base_size))
+  layers=$(($(docker history -q "$IMAGE" | wc -l) - $(docker history -q "$NODE_IMAGE" | wc -l)))
+  echo "image $IMAGE: $size bytes; adds $added bytes ($((added / 1000000)) MB) to $NODE_IMAGE ($base_size bytes):"
+  docker history --no-trunc --human=false --format '{{.Size}}\t{{.CreatedBy}}' "$IMAGE" | head -n "$layers" |
+    awk -F'\t' '$1 > 0 { printf "  %12d  %s\n", $1, substr($2, 1, 100) }'
+  ((added <= MAX_ADDED_MB * 1000000)) || { say "the image adds more than $MAX_ADDED_MB MB to its base"; exit 1; }
 else
+  kill "$APP_PID"
+  code=0
+  wait "$APP_PID" || code=$?
+  APP_PID=""
+  [[ $code == 0 ]] || { cat "$WORK/app.log" >&2; say "the server exited with $code on SIGTERM"; exit 1; }
+  echo "stopped by SIGTERM: exit code 0"
   SIZE=$(du -sb "$APP" | cut -f1)
-  echo "runtime tree (what the image adds on top of node:22-bookworm-slim) size: $SIZE bytes ($((SIZE / 1000000)) MB)"
-  for p in typescript solc @foundry-rs tsx vitest; do
-    [[ -e "$APP/node_modules/$p" ]] && echo "UNEXPECTED in runtime: node_modules/$p" || true
-  done
-  echo "better-sqlite3 in runtime: $(cd "$APP/node_modules/better-sqlite3" && find . -type f | sort | tr '\n' ' ')"
-  echo "largest runtime packages:"
-  (cd "$APP/node_modules" && du -s -- [!@]* @*/* 2>/dev/null | sort -rn | head -8 | awk '{printf "  %6.1f MB  %s\n", $1/1024, $2}')
+  echo "runtime tree (what the image adds to $NODE_IMAGE, less a directory for the ledger): $SIZE bytes ($((SIZE / 1000000)) MB)"
 fi
+echo "image check passed ($MODE)"

@@ -108,13 +108,17 @@ export async function buildBundle(outDir) {
 }
 
 /**
- * The bundle's path, built first when missing or out of date.
+ * The bundle's path, built first when missing or out of date. Where there are no sources to build from (the
+ * production image ships the bundle alone, see scripts/image-runtime.mjs), the bundle that is there is the one to run.
  * @param {string} [outDir]
+ * @param {string} [root]
  * @returns {Promise<string>}
  */
-export async function ensureBundle(outDir = DEFAULT_OUT_DIR) {
-  if (changedInputs(outDir).length > 0) await buildBundle(outDir);
-  return join(outDir, BUNDLE);
+export async function ensureBundle(outDir = DEFAULT_OUT_DIR, root = ROOT) {
+  const bundle = join(outDir, BUNDLE);
+  if (!existsSync(join(root, "src", "server.ts")) && existsSync(bundle)) return bundle;
+  if (changedInputs(outDir, root).length > 0) await buildBundle(outDir);
+  return bundle;
 }
 
 /**

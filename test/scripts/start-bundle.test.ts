@@ -66,6 +66,15 @@ describe("npm start's bundle (scripts/start.mjs)", () => {
     expect(changedInputs(out, root)).toEqual(["src/a.ts", "src/b.ts"]);
   });
 
+  it("runs the bundle that is there, unbuilt, where there are no sources (the production image)", async () => {
+    const { root, out } = fakeBuild("no-sources");
+    rmSync(join(out, "inputs.json"));
+    const bundle = readFileSync(join(out, "server.cjs"), "utf8");
+    expect(await ensureBundle(out, root)).toBe(join(out, "server.cjs"));
+    expect(readFileSync(join(out, "server.cjs"), "utf8")).toBe(bundle);
+    expect(existsSync(join(out, "inputs.json"))).toBe(false);
+  });
+
   it("builds one module exporting main, with no Solidity compiler or test-only package in it", async () => {
     // Inside the checkout: the bundle requires its external packages from node_modules above it.
     const out = join(DEFAULT_OUT_DIR, "..", `start-test-${process.pid}`);
