@@ -113,7 +113,9 @@ async function main() {
   if (!/^\d+(\.\d{1,6})?$/.test(maxUsd))
     usage(`MAX_PRICE_USD must be a decimal amount of USD, got ${maxUsd}`);
   const maxAtomic = parseUnits(maxUsd, 6);
-  const version = process.env.X402_VERSION === "1" ? 1 : 2;
+  const versionArg = process.env.X402_VERSION ?? "2";
+  if (versionArg !== "1" && versionArg !== "2") usage(`X402_VERSION must be 1 or 2, got ${versionArg}`);
+  const version = versionArg === "1" ? 1 : 2;
   const url = `${base}${path.startsWith("/") ? path : `/${path}`}`;
   const init: RequestInit = {
     method,
