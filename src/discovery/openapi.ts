@@ -55,7 +55,7 @@ const FREE_OPERATIONS: Record<string, string> = {
   "GET /problems/:slug": "problemType",
 };
 
-const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+export const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
 
 type Schema = Record<string, unknown> & { properties?: Record<string, Record<string, unknown>> };
 
