@@ -23,7 +23,8 @@ import type { FacilitatorGateway } from "./payments/facilitator.js";
 import type { LedgerPort } from "./payments/ledger-port.js";
 import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";
-import { NETWORK } from "./payments/requirements.js";
+import { registerPaywall } from "./payments/paywall.js";
+import { NETWORK, type ServiceIdentity } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -33,6 +34,8 @@ import { ProblemSchema } from "./schemas/common.js";
 import type { UnlockService } from "./unlocks/service.js";
 
 export const SERVICE_VERSION = "1.0.0";
+/** The seller as every 402 names it (`resource.serviceName`, `resource.iconUrl`); the icon is served by docsRoutes. */
+export const SERVICE: ServiceIdentity = { name: "pressure402", iconPath: "/favicon.svg" };
 
 export interface AppDeps {
   config: Config;
@@ -189,7 +192,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     observer,
     incarnation,
     ledger: deps.ledger,
-    terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds },
+    terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds, service: SERVICE },
     publicBaseUrl: config.publicBaseUrl,
     requirePublicBaseUrl: config.env === "production",
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
@@ -199,6 +202,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maintenanceMs: deps.paymentsMaintenanceMs ?? 0,
     singleInstance: !deps.ledgerShared,
   });
+  // After the payments hook: a browser's GET 402 becomes the paywall page.
+  registerPaywall(app);
   await app.register(metaRoutes, {
     payTo: deps.payTo,
     facilitator: deps.facilitatorLabel,

@@ -19,11 +19,22 @@ export interface RoutePrice {
   extensions?: Record<string, unknown>;
   /** v1 `outputSchema` (v1 discovery: how to call the route and what it answers), passed through as given. */
   outputSchema?: Record<string, unknown>;
+  /** v2 `resource.tags`: at most 5 short printable-ASCII words indexers file the route under. */
+  tags?: readonly string[];
+}
+
+/** Who sells: v2 `resource.serviceName` and `resource.iconUrl` of every 402 (indexers and the paywall show them). */
+export interface ServiceIdentity {
+  /** At most 32 printable ASCII characters. */
+  name: string;
+  /** Path of an icon on the server's own origin; the 402 carries it as an absolute URL beside the resource's. */
+  iconPath: string;
 }
 
 export interface PaymentTerms {
   payTo: `0x${string}`;
   maxTimeoutSeconds: number;
+  service?: ServiceIdentity;
 }
 
 export function requirementsV2(price: RoutePrice, terms: PaymentTerms): PaymentRequirements {
@@ -68,7 +79,18 @@ export function paymentRequiredV2(
   return {
     x402Version: 2,
     error,
-    resource: { url: resourceUrl, description: price.description, mimeType: "application/json" },
+    resource: {
+      url: resourceUrl,
+      description: price.description,
+      mimeType: "application/json",
+      ...(terms.service
+        ? {
+            serviceName: terms.service.name,
+            iconUrl: new URL(terms.service.iconPath, resourceUrl).href,
+          }
+        : {}),
+      ...(price.tags ? { tags: [...price.tags] } : {}),
+    },
     accepts: [requirementsV2(price, terms)],
     ...(price.extensions ? { extensions: price.extensions } : {}),
   };
