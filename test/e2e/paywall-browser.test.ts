@@ -63,7 +63,7 @@ function typedDataFromJson(json: string): TypedDataDefinition {
     ...data.domain,
     chainId: data.domain.chainId === undefined ? undefined : Number(data.domain.chainId),
   };
-  return { domain, types, primaryType: data.primaryType, message } as TypedDataDefinition;
+  return { domain, types, primaryType: data.primaryType, message } as unknown as TypedDataDefinition;
 }
 
 /**
@@ -102,27 +102,16 @@ async function injectWallet(page: Page, privateKey: `0x${string}`, signed: strin
         return anvil(method, params);
     }
   });
-  await page.addInitScript(() => {
-    const w = window as unknown as {
-      __testWallet(method: string, params: unknown[]): Promise<unknown>;
-      ethereum: unknown;
-    };
-    const listeners = new Map<string, Set<(...args: unknown[]) => void>>();
+  // Plain JavaScript, run in the page before its own scripts. The wallet never emits events (its account and chain
+  // do not change during the test), so listeners are accepted and ignored.
+  await page.addInitScript(`
     const provider = {
       isMetaMask: true,
-      request: ({ method, params }: { method: string; params?: unknown[] }) =>
-        w.__testWallet(method, params ?? []),
-      on: (event: string, fn: (...args: unknown[]) => void) => {
-        if (!listeners.has(event)) listeners.set(event, new Set());
-        listeners.get(event)?.add(fn);
-        return provider;
-      },
-      removeListener: (event: string, fn: (...args: unknown[]) => void) => {
-        listeners.get(event)?.delete(fn);
-        return provider;
-      },
+      request: ({ method, params }) => window.__testWallet(method, params ?? []),
+      on: () => provider,
+      removeListener: () => provider,
     };
-    w.ethereum = provider;
+    window.ethereum = provider;
     const info = {
       uuid: "00000000-0000-4000-8000-000000000402",
       name: "Test Wallet",
@@ -130,12 +119,10 @@ async function injectWallet(page: Page, privateKey: `0x${string}`, signed: strin
       rdns: "test.pressure402.wallet",
     };
     const announce = () =>
-      window.dispatchEvent(
-        new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }),
-      );
+      window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
     window.addEventListener("eip6963:requestProvider", announce);
     announce();
-  });
+  `);
 }
 
 describe("the browser paywall on the devnet", () => {
