@@ -39,7 +39,8 @@ export function refuseByUrl(endpointUrl: string, allowHosts: readonly string[] =
   }
   if (isIpLiteral(lower)) {
     const cls = classifyAddress(lower);
-    if (cls !== "public") return { detail: `must not point at ${withArticle(cls.replaceAll("_", "-"))} address` };
+    if (cls !== "public")
+      return { detail: `must not point at ${withArticle(cls.replaceAll("_", "-"))} address` };
   }
   return null;
 }

@@ -65,6 +65,21 @@ describe("/docs in headless Chromium", () => {
     await page.close();
   }, 60_000);
 
+  it("links the paid GET operation to its paywall page, which a browser opens with the price", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${base}/docs`);
+    const upcoming = page.locator("#operations-unlocks-listUpcomingUnlocks");
+    await upcoming.locator(".opblock-summary").click({ timeout: 30_000 });
+    const link = upcoming.locator('a[href="/v1/unlocks/upcoming?days=30&minRisk=50"]');
+    await link.waitFor({ timeout: 30_000 });
+    // Swagger UI opens description links in a new tab.
+    const [paywall] = await Promise.all([page.context().waitForEvent("page"), link.click()]);
+    await paywall.waitForSelector("text=Payment Required", { timeout: 30_000 });
+    expect(await paywall.locator(".header").innerText()).toContain("$0.02");
+    await paywall.close();
+    await page.close();
+  }, 60_000);
+
   it("follows a real problem's type URI to the page that explains it", async () => {
     const page = await browser.newPage();
     const res = await fetch(`${base}/v1/token/risk-summary`, {
@@ -105,7 +120,10 @@ describe("/docs in headless Chromium", () => {
       expect(loaded.length).toBeGreaterThanOrEqual(5);
       for (const url of loaded) expect(url.startsWith(`${origin}/`), url).toBe(true);
       for (const asset of ["swagger-ui.css", "swagger-ui-bundle.js", "swagger-initializer.js", "/docs/json"])
-        expect(loaded.some((u) => u.includes(asset)), asset).toBe(true);
+        expect(
+          loaded.some((u) => u.includes(asset)),
+          asset,
+        ).toBe(true);
       await page.close();
     } finally {
       await named.close();

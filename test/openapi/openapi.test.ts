@@ -27,16 +27,24 @@ describe("openapi/openapi.json", () => {
         asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
         price: { amount: usd, currency: "USD" },
       });
-      const headers = op.parameters.filter((p: { in: string }) => p.in === "header").map((p: { name: string }) => p.name);
+      const headers = op.parameters
+        .filter((p: { in: string }) => p.in === "header")
+        .map((p: { name: string }) => p.name);
       expect(headers).toContain("payment-signature");
       expect(headers).toContain("idempotency-key");
       expect(headers.includes("x-payment")).toBe(v1);
-      expect(op.parameters.some((p: { name: string; in: string }) => p.name === "pp_ref" && p.in === "query")).toBe(true);
+      expect(
+        op.parameters.some((p: { name: string; in: string }) => p.name === "pp_ref" && p.in === "query"),
+      ).toBe(true);
       expect(op.responses["402"].headers["PAYMENT-REQUIRED"]).toBeDefined();
       expect(op.responses["200"].headers["PAYMENT-RESPONSE"]).toBeDefined();
     }
     expect(doc.paths["/v1/benchmark/endpoint"].post["x-provisional"]).toBe(true);
     const upcoming = doc.paths["/v1/unlocks/upcoming"].get.parameters;
-    expect(upcoming.find((p: { name: string }) => p.name === "days").schema).toMatchObject({ minimum: 1, maximum: 365, default: 30 });
+    expect(upcoming.find((p: { name: string }) => p.name === "days").schema).toMatchObject({
+      minimum: 1,
+      maximum: 365,
+      default: 30,
+    });
   });
 });

@@ -111,8 +111,14 @@ describe("402 without a proof", () => {
     const res = await post("/v2only");
     expect(res.statusCode).toBe(402);
     expect(res.headers["content-type"]).toMatch(/application\/json/);
-    expect(res.json()).toMatchObject({ x402Version: 1, accepts: [], error: expect.stringMatching(/^x402_v2_only: /) });
-    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe("50000");
+    expect(res.json()).toMatchObject({
+      x402Version: 1,
+      accepts: [],
+      error: expect.stringMatching(/^x402_v2_only: /),
+    });
+    expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe(
+      "50000",
+    );
   });
 });
 

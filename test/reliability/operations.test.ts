@@ -90,7 +90,12 @@ describe("upgrade-insecure-requests only behind TLS", () => {
 
   it("is left out over plain http and kept when a trusted proxy says the client came over https", async () => {
     t = await testApp({ TRUST_PROXY: "127.0.0.1" });
-    for (const url of ["/docs", "/docs/static/swagger-initializer.js", "/problems", "/problems/unknown-token"]) {
+    for (const url of [
+      "/docs",
+      "/docs/static/swagger-initializer.js",
+      "/problems",
+      "/problems/unknown-token",
+    ]) {
       const plain = await t.app.inject({ method: "GET", url });
       expect(plain.statusCode, url).toBe(200);
       expect(plain.headers["content-security-policy"], url).toMatch(/default-src 'self'/);
@@ -102,7 +107,11 @@ describe("upgrade-insecure-requests only behind TLS", () => {
 
   it("ignores X-Forwarded-Proto from a proxy that is not trusted", async () => {
     t = await testApp();
-    const forged = await t.app.inject({ method: "GET", url: "/docs", headers: { "x-forwarded-proto": "https" } });
+    const forged = await t.app.inject({
+      method: "GET",
+      url: "/docs",
+      headers: { "x-forwarded-proto": "https" },
+    });
     expect(upgrades(forged.headers["content-security-policy"])).toBe(false);
   });
 });
