@@ -9,6 +9,7 @@ import type { SupportedResponse } from "@x402/core/types";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
+import { ownershipProofCache } from "./discovery/documents.js";
 import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
 import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { registerSecurityHeaders } from "./http/security-headers.js";
@@ -164,7 +165,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.$id === "string" ? json.$id : `def-${i}`,
     },
-    openapi: openapiDocument({ version: SERVICE_VERSION, publicBaseUrl: config.publicBaseUrl }),
+    openapi: openapiDocument({
+      version: SERVICE_VERSION,
+      publicBaseUrl: config.publicBaseUrl,
+      contact: config.contact,
+    }),
   });
 
   describeRoutes(app);
@@ -204,16 +209,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // After the payments hook: a browser's GET 402 becomes the paywall page.
   registerPaywall(app);
+  // Verified once per origin: a signature check is cheap, but not free for every crawler hit.
+  const proofsFor = ownershipProofCache(deps.payTo, config.ownershipProofs);
   await app.register(metaRoutes, {
     payTo: deps.payTo,
     facilitator: deps.facilitatorLabel,
     version: SERVICE_VERSION,
-  });
-  await app.register(discoveryRoutes, {
-    payTo: deps.payTo,
     publicBaseUrl: config.publicBaseUrl,
-    ownershipProofs: config.ownershipProofs,
+    proofsFor,
   });
+  await app.register(discoveryRoutes, { publicBaseUrl: config.publicBaseUrl, proofsFor });
   await app.register(docsRoutes);
   await app.register(unlockRoutes, { unlocks: deps.unlocks, clock });
   await app.register(benchmarkRoutes, {

@@ -18,6 +18,8 @@ export const AGENT_GUIDANCE =
 export interface OpenApiOptions {
   version: string;
   publicBaseUrl: string | undefined;
+  /** `info.contact` (CONTACT_EMAIL, CONTACT_URL); left out when neither is configured. */
+  contact?: { email?: string; url?: string };
 }
 
 /** The document-level part of the OpenAPI description (@fastify/swagger's `openapi` option). */
@@ -32,6 +34,9 @@ export function openapiDocument(opts: OpenApiOptions) {
         "is settled with x402 in USDC on Base (eip155:8453): call without a proof to receive 402 and PAYMENT-REQUIRED, " +
         "then repeat the identical request with PAYMENT-SIGNATURE (x402 v2) or, on the unlock routes, X-PAYMENT (v1).",
       license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+      ...(opts.contact && (opts.contact.email || opts.contact.url)
+        ? { contact: { name: "pressure402", ...opts.contact } }
+        : {}),
       "x-guidance": AGENT_GUIDANCE,
     },
     // Relative to where the document is served unless the operator names the public origin.

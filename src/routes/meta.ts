@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
+import { withOwnershipProofs } from "../discovery/documents.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 import { PRICES } from "./prices.js";
 
@@ -7,6 +8,9 @@ export interface MetaOptions {
   payTo: string;
   facilitator: string;
   version: string;
+  publicBaseUrl: string | undefined;
+  /** The payee's ownership proofs that verify for an origin, added to /openapi.json for agent-wallet discovery. */
+  proofsFor: (origin: string) => Promise<`0x${string}`[]>;
 }
 
 /** Free routes: service description, health, and the OpenAPI document. */
@@ -76,5 +80,10 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
     async () => ({ status: "ok" as const }),
   );
 
-  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  app.get("/openapi.json", { schema: { hide: true } }, async (request) =>
+    withOwnershipProofs(
+      app.swagger(),
+      await opts.proofsFor(opts.publicBaseUrl ?? `${request.protocol}://${request.host}`),
+    ),
+  );
 };
