@@ -78,9 +78,11 @@ async function requirementsOf(first: Response, version: 1 | 2): Promise<PaymentR
     | undefined;
   if (version === 1) {
     if (body?.x402Version !== 1) throw new CliError("the 402 body is not an x402 v1 PaymentRequired");
-    if (!body.accepts?.length)
+    // Only the exact scheme is payable; a v2-only route offers none (its one entry's scheme is the refusal).
+    const accepts = (body.accepts ?? []).filter((a) => (a as { scheme?: string }).scheme === "exact");
+    if (accepts.length === 0)
       throw new CliError(`the server offers nothing to pay with x402 v1: ${body.error ?? "no accepts"}`);
-    return body as unknown as PaymentRequired;
+    return { ...body, accepts } as unknown as PaymentRequired;
   }
   const header = first.headers.get("PAYMENT-REQUIRED");
   if (!header) throw new CliError("the server answered 402 without a PAYMENT-REQUIRED header (not x402 v2)");

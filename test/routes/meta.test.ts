@@ -118,7 +118,7 @@ describe("the 402 bodies speak to the client that reads them", () => {
     expect(res.headers["payment-required"]).toBeDefined();
     expect(res.json()).toMatchObject({
       x402Version: 1,
-      accepts: [],
+      accepts: [{ scheme: expect.stringMatching(/^x402_v2_only: /) }],
       error: expect.stringMatching(/^x402_v2_only: /),
     });
   });
