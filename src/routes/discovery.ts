@@ -32,7 +32,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRouteOptions> =
               ),
               instructions: Type.String(),
             },
-            { additionalProperties: true },
+            { additionalProperties: false },
           ),
         },
       },

@@ -5,6 +5,7 @@ import { Type } from "typebox";
 import { asArray } from "../discovery/openapi.js";
 import { PROBLEM_TYPES, type ProblemType } from "../discovery/problems.js";
 import { HttpProblem } from "../http/problem.js";
+import { problem } from "./responses.js";
 import { cspForProtocol } from "../http/security-headers.js";
 
 const escapeHtml = (s: string) =>
@@ -102,7 +103,7 @@ export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "What one problem type means and what to do about it",
         produces: ["text/html"],
         params: Type.Object({ slug: Type.String({ pattern: "^[a-z0-9-]{1,64}$" }) }),
-        response: html,
+        response: { ...html, 404: problem("No problem type has this slug (see GET /problems for the list)") },
       },
     },
     async (request, reply) => {

@@ -35,15 +35,18 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
               llms: Type.String({ description: "Guidance for AI agents (llms.txt)" }),
               discovery: Type.String({ description: "x402 discovery document" }),
               routes: Type.Array(
-                Type.Object({
-                  route: Type.String(),
-                  price_usd: Type.String(),
-                  amount_atomic: Type.String(),
-                  x402_versions: Type.Array(Type.Integer()),
-                }),
+                Type.Object(
+                  {
+                    route: Type.String(),
+                    price_usd: Type.String(),
+                    amount_atomic: Type.String(),
+                    x402_versions: Type.Array(Type.Integer()),
+                  },
+                  { additionalProperties: false },
+                ),
               ),
             },
-            { additionalProperties: true },
+            { additionalProperties: false },
           ),
         },
       },
@@ -74,7 +77,7 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       schema: {
         tags: ["meta"],
         summary: "Liveness",
-        response: { 200: Type.Object({ status: Type.Literal("ok") }) },
+        response: { 200: Type.Object({ status: Type.Literal("ok") }, { additionalProperties: false }) },
       },
     },
     async () => ({ status: "ok" as const }),
