@@ -36,21 +36,48 @@ async function deltas(buyer: `0x${string}`, call: () => Promise<void>) {
 
 const V2_ONLY_REASON = /x402_v2_only: this route accepts only x402 v2 payments/;
 
+/** `call` (answering its HTTP status) pays GET /v1/unlocks/upcoming: 200 and exactly its price moved on chain. */
+async function expectPaysUpcoming(client: string, buyer: `0x${string}`, call: () => Promise<number>) {
+  let status = 0;
+  const moved = await deltas(buyer, async () => {
+    status = await call();
+  });
+  console.log(`${client}, GET /v1/unlocks/upcoming: ${status}, buyer ${moved.buyer}, payTo +${moved.payTo}`);
+  expect(status).toBe(200);
+  expect(moved).toEqual({ buyer: -BigInt(PRICES.upcoming.amount), payTo: BigInt(PRICES.upcoming.amount) });
+}
+
+/** `call` (answering what it threw) stops on the benchmark route with the server's reason: no proof sent, nothing moved. */
+async function expectStopsOnBenchmark(
+  client: string,
+  buyer: `0x${string}`,
+  call: () => Promise<unknown>,
+  sentProof: () => boolean,
+) {
+  let thrown: unknown;
+  const moved = await deltas(buyer, async () => {
+    thrown = await call();
+  });
+  console.log(
+    `${client}, POST /v1/benchmark/endpoint: threw ${(thrown as Error).name}, buyer ${moved.buyer}, payTo +${moved.payTo}`,
+  );
+  expect(thrown).toBeInstanceOf(Error);
+  expect(thrown).not.toBeInstanceOf(TypeError);
+  expect((thrown as AxiosError).isAxiosError).not.toBe(true);
+  expect((thrown as Error).message).toMatch(V2_ONLY_REASON);
+  expect(sentProof()).toBe(false);
+  expect(moved).toEqual({ buyer: 0n, payTo: 0n });
+}
+
 describe("x402-fetch 1.2 (v1 only)", () => {
   it("pays the v1-capable GET /v1/unlocks/upcoming with X-PAYMENT", async () => {
     const b = srv.devnet().buyers[6]!;
     const pay = wrapFetchWithPayment(fetch, wallet(b.privateKey) as never);
-    let status = 0;
-    const moved = await deltas(b.address, async () => {
+    await expectPaysUpcoming("x402-fetch 1.2", b.address, async () => {
       const res = await pay(srv.url("/v1/unlocks/upcoming?days=30"));
-      status = res.status;
       await res.arrayBuffer();
+      return res.status;
     });
-    console.log(
-      `x402-fetch 1.2, GET /v1/unlocks/upcoming: ${status}, buyer ${moved.buyer}, payTo +${moved.payTo}`,
-    );
-    expect(status).toBe(200);
-    expect(moved).toEqual({ buyer: -BigInt(PRICES.upcoming.amount), payTo: BigInt(PRICES.upcoming.amount) });
   }, 60_000);
 
   it("stops on the v2-only benchmark route with the x402_v2_only reason, nothing signed or paid", async () => {
@@ -61,18 +88,12 @@ describe("x402-fetch 1.2 (v1 only)", () => {
       return fetch(input, init);
     };
     const pay = wrapFetchWithPayment(watched, wallet(b.privateKey) as never);
-    let thrown: unknown;
-    const moved = await deltas(b.address, async () => {
-      thrown = await pay(srv.url("/v1/benchmark/endpoint"), jsonInit(BENCHMARK)).catch((e: unknown) => e);
-    });
-    console.log(
-      `x402-fetch 1.2, POST /v1/benchmark/endpoint: threw ${(thrown as Error).name}, buyer ${moved.buyer}, payTo +${moved.payTo}`,
+    await expectStopsOnBenchmark(
+      "x402-fetch 1.2",
+      b.address,
+      () => pay(srv.url("/v1/benchmark/endpoint"), jsonInit(BENCHMARK)).catch((e: unknown) => e),
+      () => sentProof,
     );
-    expect(thrown).toBeInstanceOf(Error);
-    expect(thrown).not.toBeInstanceOf(TypeError);
-    expect((thrown as Error).message).toMatch(V2_ONLY_REASON);
-    expect(sentProof).toBe(false);
-    expect(moved).toEqual({ buyer: 0n, payTo: 0n });
   }, 60_000);
 });
 
@@ -80,15 +101,11 @@ describe("x402-axios 0.7.2 (v1 only)", () => {
   it("pays the v1-capable GET /v1/unlocks/upcoming with X-PAYMENT", async () => {
     const b = srv.devnet().buyers[7]!;
     const api = withPaymentInterceptor(axios.create({ baseURL: srv.url("") }), wallet(b.privateKey) as never);
-    let status = 0;
-    const moved = await deltas(b.address, async () => {
-      status = (await api.get("/v1/unlocks/upcoming", { params: { days: 30 } })).status;
-    });
-    console.log(
-      `x402-axios 0.7.2, GET /v1/unlocks/upcoming: ${status}, buyer ${moved.buyer}, payTo +${moved.payTo}`,
+    await expectPaysUpcoming(
+      "x402-axios 0.7.2",
+      b.address,
+      async () => (await api.get("/v1/unlocks/upcoming", { params: { days: 30 } })).status,
     );
-    expect(status).toBe(200);
-    expect(moved).toEqual({ buyer: -BigInt(PRICES.upcoming.amount), payTo: BigInt(PRICES.upcoming.amount) });
   }, 60_000);
 
   it("stops on the v2-only benchmark route with the x402_v2_only reason, nothing signed or paid", async () => {
@@ -100,18 +117,11 @@ describe("x402-axios 0.7.2 (v1 only)", () => {
       return config;
     });
     const api = withPaymentInterceptor(instance, wallet(b.privateKey) as never);
-    let thrown: unknown;
-    const moved = await deltas(b.address, async () => {
-      thrown = await api.post("/v1/benchmark/endpoint", BENCHMARK).catch((e: unknown) => e);
-    });
-    console.log(
-      `x402-axios 0.7.2, POST /v1/benchmark/endpoint: threw ${(thrown as Error).name}, buyer ${moved.buyer}, payTo +${moved.payTo}`,
+    await expectStopsOnBenchmark(
+      "x402-axios 0.7.2",
+      b.address,
+      () => api.post("/v1/benchmark/endpoint", BENCHMARK).catch((e: unknown) => e),
+      () => sentProof,
     );
-    expect(thrown).toBeInstanceOf(Error);
-    expect(thrown).not.toBeInstanceOf(TypeError);
-    expect((thrown as AxiosError).isAxiosError).not.toBe(true);
-    expect((thrown as Error).message).toMatch(V2_ONLY_REASON);
-    expect(sentProof).toBe(false);
-    expect(moved).toEqual({ buyer: 0n, payTo: 0n });
   }, 60_000);
 });
