@@ -3,11 +3,10 @@ import { CATEGORIES } from "../store/catalog-schema.js";
 
 /**
  * 200 body of POST /v1/benchmark/endpoint. Every field the benchmark service returns is declared
- * here (the server serialises through this schema). Objects allow additional properties, as the
- * contract requires of all response objects.
+ * here (the server serialises through this schema, which drops anything undeclared), so the objects are closed: a
+ * typed client catches a misspelt field. Clients should still ignore fields they do not know (the contract's rule):
+ * a later version may declare more.
  */
-
-/** Closed objects: every field the service sends is declared, so a typed client catches a misspelt one. */
 const closed = { additionalProperties: false } as const;
 const NullableNumber = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
 const NullableString = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
