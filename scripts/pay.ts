@@ -78,9 +78,11 @@ async function requirementsOf(first: Response, version: 1 | 2): Promise<PaymentR
     | undefined;
   if (version === 1) {
     if (body?.x402Version !== 1) throw new CliError("the 402 body is not an x402 v1 PaymentRequired");
-    if (!body.accepts?.length)
+    // Only the exact scheme is payable; a v2-only route offers none (its one entry's scheme is the refusal).
+    const accepts = (body.accepts ?? []).filter((a) => (a as { scheme?: string }).scheme === "exact");
+    if (accepts.length === 0)
       throw new CliError(`the server offers nothing to pay with x402 v1: ${body.error ?? "no accepts"}`);
-    return body as unknown as PaymentRequired;
+    return { ...body, accepts } as unknown as PaymentRequired;
   }
   const header = first.headers.get("PAYMENT-REQUIRED");
   if (!header) throw new CliError("the server answered 402 without a PAYMENT-REQUIRED header (not x402 v2)");
@@ -113,7 +115,9 @@ async function main() {
   if (!/^\d+(\.\d{1,6})?$/.test(maxUsd))
     usage(`MAX_PRICE_USD must be a decimal amount of USD, got ${maxUsd}`);
   const maxAtomic = parseUnits(maxUsd, 6);
-  const version = process.env.X402_VERSION === "1" ? 1 : 2;
+  const versionArg = process.env.X402_VERSION ?? "2";
+  if (versionArg !== "1" && versionArg !== "2") usage(`X402_VERSION must be 1 or 2, got ${versionArg}`);
+  const version = versionArg === "1" ? 1 : 2;
   const url = `${base}${path.startsWith("/") ? path : `/${path}`}`;
   const init: RequestInit = {
     method,

@@ -9,6 +9,7 @@ import type { SupportedResponse } from "@x402/core/types";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
+import { ownershipProofCache } from "./discovery/documents.js";
 import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
 import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
 import { registerSecurityHeaders } from "./http/security-headers.js";
@@ -23,7 +24,8 @@ import type { FacilitatorGateway } from "./payments/facilitator.js";
 import type { LedgerPort } from "./payments/ledger-port.js";
 import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";
-import { NETWORK } from "./payments/requirements.js";
+import { registerPaywall } from "./payments/paywall.js";
+import { NETWORK, type ServiceIdentity } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -33,6 +35,8 @@ import { ProblemSchema } from "./schemas/common.js";
 import type { UnlockService } from "./unlocks/service.js";
 
 export const SERVICE_VERSION = "1.0.0";
+/** The seller as every 402 names it (`resource.serviceName`, `resource.iconUrl`); the icon is served by docsRoutes. */
+export const SERVICE: ServiceIdentity = { name: "pressure402", iconPath: "/favicon.svg" };
 
 export interface AppDeps {
   config: Config;
@@ -161,7 +165,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       buildLocalReference: (json, _base, _fragment, i) =>
         typeof json.$id === "string" ? json.$id : `def-${i}`,
     },
-    openapi: openapiDocument({ version: SERVICE_VERSION, publicBaseUrl: config.publicBaseUrl }),
+    openapi: openapiDocument({
+      version: SERVICE_VERSION,
+      publicBaseUrl: config.publicBaseUrl,
+      contact: config.contact,
+    }),
   });
 
   describeRoutes(app);
@@ -189,7 +197,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     observer,
     incarnation,
     ledger: deps.ledger,
-    terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds },
+    terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds, service: SERVICE },
     publicBaseUrl: config.publicBaseUrl,
     requirePublicBaseUrl: config.env === "production",
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
@@ -199,16 +207,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     maintenanceMs: deps.paymentsMaintenanceMs ?? 0,
     singleInstance: !deps.ledgerShared,
   });
+  // After the payments hook: a browser's GET 402 becomes the paywall page.
+  registerPaywall(app);
+  // Verified once per origin: a signature check is cheap, but not free for every crawler hit.
+  const proofsFor = ownershipProofCache(deps.payTo, config.ownershipProofs);
   await app.register(metaRoutes, {
     payTo: deps.payTo,
     facilitator: deps.facilitatorLabel,
     version: SERVICE_VERSION,
-  });
-  await app.register(discoveryRoutes, {
-    payTo: deps.payTo,
     publicBaseUrl: config.publicBaseUrl,
-    ownershipProofs: config.ownershipProofs,
+    proofsFor,
   });
+  await app.register(discoveryRoutes, { publicBaseUrl: config.publicBaseUrl, proofsFor });
   await app.register(docsRoutes);
   await app.register(unlockRoutes, { unlocks: deps.unlocks, clock });
   await app.register(benchmarkRoutes, {

@@ -23,6 +23,8 @@ export const EnvSchema = Type.Object({
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
+  CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
+  CONTACT_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
   LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
   RECONCILE_INTERVAL_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
@@ -54,6 +56,8 @@ const FIX: Partial<Record<keyof Env, string>> = {
   PAY_TO: "set a 0x-prefixed address of 40 hex digits",
   LEDGER_URL:
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
+  CONTACT_EMAIL: "set an email address such as api@example.com",
+  CONTACT_URL: "set an http(s) URL such as https://example.com/support",
 };
 
 export type Env = Static<typeof EnvSchema>;
@@ -77,6 +81,8 @@ export interface Config {
   chainRpcUrl: string | undefined;
   /** EIP-191 signatures of the public origin by the PAY_TO key, published in /.well-known/x402 (see scripts/ownership-proof.ts). */
   ownershipProofs: `0x${string}`[];
+  /** Who answers for the API: the OpenAPI `info.contact` (agent wallets and directories show it). */
+  contact: { email?: string; url?: string };
   paymentTimeoutSeconds: number;
   ledgerPath: string;
   /** `postgres://…`: the ledger lives in PostgreSQL (several instances may share it); unset: SQLite at ledgerPath. */
@@ -270,6 +276,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
     payTo: env.PAY_TO as `0x${string}` | undefined,
     chainRpcUrl: env.CHAIN_RPC_URL,
     ownershipProofs: (env.OWNERSHIP_PROOF?.split(",") ?? []) as `0x${string}`[],
+    contact: {
+      ...(env.CONTACT_EMAIL ? { email: env.CONTACT_EMAIL } : {}),
+      ...(env.CONTACT_URL ? { url: env.CONTACT_URL } : {}),
+    },
     paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
     ledgerPath: env.LEDGER_PATH,
     ledgerUrl: env.LEDGER_URL,

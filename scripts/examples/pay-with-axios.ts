@@ -11,7 +11,15 @@ const api = wrapAxiosWithPaymentFromConfig(axios.create({ baseURL: baseUrl }), {
   schemes: [{ network: "eip155:8453", client: new ExactEvmScheme(signer) }],
 });
 
-// Defaults apply: days=30 (minRisk given).
-const { status, data, headers } = await api.get("/v1/unlocks/upcoming", { params: { minRisk: 50 } });
-console.log(status, data.days, data.unlocks.length);
-console.log(decodePaymentResponseHeader(headers["payment-response"])); // { success, transaction, network, payer }
+async function main() {
+  // Defaults apply: days=30 (minRisk given).
+  const { status, data, headers } = await api.get("/v1/unlocks/upcoming", { params: { minRisk: 50 } });
+  console.log(status, data.days, data.unlocks.length);
+  console.log(decodePaymentResponseHeader(headers["payment-response"])); // { success, transaction, network, payer }
+}
+
+// No top-level await: the file runs as CommonJS (a fresh `npm init -y` project) and as an ES module alike.
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});

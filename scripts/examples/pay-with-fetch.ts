@@ -12,12 +12,20 @@ registerExactEvmScheme(client, { signer });
 client.registerPolicy((_version, accepts) => accepts.filter((r) => BigInt(r.amount) <= 500_000n));
 const fetchWithPayment = wrapFetchWithPayment(fetch, client);
 
-const res = await fetchWithPayment(`${baseUrl}/v1/token/risk-summary`, {
-  method: "POST",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify({ token: "ARB" }),
+async function main() {
+  const res = await fetchWithPayment(`${baseUrl}/v1/token/risk-summary`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token: "ARB" }),
+  });
+  const summary = (await res.json()) as { token: string; eventCount: number; riskLevel?: string };
+  console.log(res.status, summary.token, summary.eventCount, summary.riskLevel);
+  const receipt = res.headers.get("PAYMENT-RESPONSE");
+  if (receipt) console.log(decodePaymentResponseHeader(receipt)); // { success, transaction, network, payer }
+}
+
+// No top-level await: the file runs as CommonJS (a fresh `npm init -y` project) and as an ES module alike.
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
 });
-const summary = (await res.json()) as { token: string; eventCount: number; riskLevel?: string };
-console.log(res.status, summary.token, summary.eventCount, summary.riskLevel);
-const receipt = res.headers.get("PAYMENT-RESPONSE");
-if (receipt) console.log(decodePaymentResponseHeader(receipt)); // { success, transaction, network, payer }

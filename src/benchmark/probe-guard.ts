@@ -14,6 +14,9 @@ export interface Refusal {
 /** Names that only ever mean this machine or its private network. */
 const LOCAL_SUFFIXES = [".localhost", ".local", ".internal", ".home.arpa", ".lan"];
 
+/** "an ipv4-mapped", "an unspecified", "a unique-local": the article follows the sound the class name starts with. */
+const withArticle = (word: string) => `${/^(?:[aeio]|un(?!i))/i.test(word) ? "an" : "a"} ${word}`;
+
 /** Syntactic check of the URL alone (no DNS): user info, local names, non-public IP literals. */
 export function refuseByUrl(endpointUrl: string, allowHosts: readonly string[] = []): Refusal | null {
   let url: URL;
@@ -36,7 +39,8 @@ export function refuseByUrl(endpointUrl: string, allowHosts: readonly string[] =
   }
   if (isIpLiteral(lower)) {
     const cls = classifyAddress(lower);
-    if (cls !== "public") return { detail: `must not point at a ${cls.replace("_", "-")} address` };
+    if (cls !== "public")
+      return { detail: `must not point at ${withArticle(cls.replaceAll("_", "-"))} address` };
   }
   return null;
 }

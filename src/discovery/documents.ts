@@ -38,6 +38,36 @@ export async function validProofs(
   return proofs.filter((_, i) => checks[i]);
 }
 
+/** The verified proofs of each origin this server is reached by, checked once per origin (at most 16 remembered). */
+export function ownershipProofCache(
+  payTo: `0x${string}`,
+  proofs: readonly `0x${string}`[],
+): (origin: string) => Promise<`0x${string}`[]> {
+  const byOrigin = new Map<string, Promise<`0x${string}`[]>>();
+  return (origin) => {
+    let found = byOrigin.get(origin);
+    if (!found) {
+      found = validProofs(origin, payTo, proofs);
+      if (byOrigin.size < 16) byOrigin.set(origin, found);
+    }
+    return found;
+  };
+}
+
+/**
+ * The OpenAPI document with the payee's ownership proofs where agent-wallet discovery reads them
+ * (@agentcash/discovery: `x-agentcash-provenance.ownershipProofs`, else `x-discovery.ownershipProofs`); a document
+ * that has none is returned as it is.
+ */
+export function withOwnershipProofs<T extends object>(doc: T, proofs: readonly string[]): T {
+  if (proofs.length === 0) return doc;
+  return {
+    ...doc,
+    "x-agentcash-provenance": { ownershipProofs: [...proofs] },
+    "x-discovery": { ownershipProofs: [...proofs] },
+  };
+}
+
 function describeInput(d: DiscoverableRoute): string {
   const props = d.inputSchema.properties as Record<string, { type?: string; default?: unknown }>;
   const required = new Set((d.inputSchema.required as string[] | undefined) ?? []);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
 import { NETWORK, USDC_BASE } from "../payments/requirements.js";
 import { commonErrorResponses } from "../routes/responses.js";
-import { DISCOVERABLE } from "./catalog.js";
+import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 
 /** What an agent should know before calling anything; also the head of /llms.txt. */
 export const AGENT_GUIDANCE =
@@ -18,6 +18,8 @@ export const AGENT_GUIDANCE =
 export interface OpenApiOptions {
   version: string;
   publicBaseUrl: string | undefined;
+  /** `info.contact` (CONTACT_EMAIL, CONTACT_URL); left out when neither is configured. */
+  contact?: { email?: string; url?: string };
 }
 
 /** The document-level part of the OpenAPI description (@fastify/swagger's `openapi` option). */
@@ -32,6 +34,9 @@ export function openapiDocument(opts: OpenApiOptions) {
         "is settled with x402 in USDC on Base (eip155:8453): call without a proof to receive 402 and PAYMENT-REQUIRED, " +
         "then repeat the identical request with PAYMENT-SIGNATURE (x402 v2) or, on the unlock routes, X-PAYMENT (v1).",
       license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+      ...(opts.contact && (opts.contact.email || opts.contact.url)
+        ? { contact: { name: "pressure402", ...opts.contact } }
+        : {}),
       "x-guidance": AGENT_GUIDANCE,
     },
     // Relative to where the document is served unless the operator names the public origin.
@@ -55,7 +60,8 @@ const FREE_OPERATIONS: Record<string, string> = {
   "GET /problems/:slug": "problemType",
 };
 
-const asArray = <T>(v: T | T[] | undefined): T[] => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+export const asArray = <T>(v: T | T[] | undefined): T[] =>
+  v === undefined ? [] : Array.isArray(v) ? v : [v];
 
 type Schema = Record<string, unknown> & { properties?: Record<string, Record<string, unknown>> };
 
@@ -68,6 +74,21 @@ function withFieldExamples(schema: Schema, example: Record<string, unknown>): Sc
     ]),
   );
   return { ...schema, properties };
+}
+
+/** The route's example request as a link a person can open (GET routes take their whole input in the query). */
+export function browserLink(d: DiscoverableRoute): string {
+  const query = new URLSearchParams(
+    Object.entries(d.inputExample).map(([k, v]): [string, string] => [k, String(v)]),
+  );
+  return `${d.path}?${query}`;
+}
+
+/** How a person pays the operation from a browser: the paywall page for GETs; a link cannot send a POST's body. */
+function inBrowser(d: DiscoverableRoute): string {
+  return d.method === "GET"
+    ? `**Pay in a browser:** open [${browserLink(d)}](${browserLink(d)}). A browser gets the x402 paywall page: connect a wallet, sign the USDC authorization and the answer is shown.`
+    : "**In a browser:** the x402 paywall page serves the GET route only (a link cannot carry this JSON body); pay this one with an x402 client (README, How to integrate).";
 }
 
 /**
@@ -93,6 +114,7 @@ export function describeRoutes(app: FastifyInstance): void {
           schema.body = { ...(schema.body as Schema), examples: [paid.inputExample] };
         else schema.querystring = withFieldExamples(schema.querystring as Schema, paid.inputExample);
         if (response[200]) response[200] = { ...response[200], examples: [paid.outputExample] };
+        schema.description = [schema.description, inBrowser(paid)].filter(Boolean).join("\n\n");
       } else if (FREE_OPERATIONS[id]) {
         schema.operationId = FREE_OPERATIONS[id];
         schema.security = [];

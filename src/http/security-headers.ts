@@ -28,8 +28,31 @@ const API: HelmetOptions = {
   xXssProtection: false,
 };
 
-/** HTML pages (/docs, /problems): helmet's defaults; Swagger UI replaces the CSP with its own hash-pinned one. */
-const HTML: HelmetOptions = {};
+/** HTML pages (/docs, /problems) reached over TLS: helmet's defaults; Swagger UI replaces the CSP with its own. */
+const HTML_TLS: HelmetOptions = {};
+
+/**
+ * The same pages over plain http: without `upgrade-insecure-requests`, which would rewrite every asset of the page to
+ * https and leave it blank on a host that serves only http (a container opened by its LAN address, for instance).
+ */
+const HTML_PLAIN: HelmetOptions = {
+  contentSecurityPolicy: { directives: { upgradeInsecureRequests: null } },
+};
+
+const UPGRADE = "upgrade-insecure-requests";
+
+/**
+ * A page's CSP as this request may carry it: `upgrade-insecure-requests` only when the request came over TLS, as
+ * Fastify reads it (the socket, or X-Forwarded-Proto from a proxy trusted by TRUST_PROXY).
+ */
+export function cspForProtocol(csp: string, protocol: string): string {
+  const kept = csp
+    .split(";")
+    .map((d) => d.trim())
+    .filter((d) => d !== "" && d !== UPGRADE);
+  if (protocol === "https") kept.push(UPGRADE);
+  return kept.join("; ");
+}
 
 /** The headers helmet sets for `options`, captured from one run of its middleware. */
 export function helmetHeaders(options: HelmetOptions): readonly (readonly [string, string])[] {
@@ -53,13 +76,14 @@ declare module "fastify" {
 
 /** Sets each answer's security headers (404s and errors included) from the precomputed sets. */
 export function registerSecurityHeaders(app: FastifyInstance): void {
-  const sets: Record<PageKind, readonly (readonly [string, string])[]> = {
-    api: helmetHeaders(API),
-    html: helmetHeaders(HTML),
-  };
+  const api = helmetHeaders(API);
+  const html = { https: helmetHeaders(HTML_TLS), http: helmetHeaders(HTML_PLAIN) };
   app.addHook("onRequest", (request, reply, done) => {
-    for (const [name, value] of sets[request.routeOptions.config.pageKind ?? "api"])
-      reply.header(name, value);
+    const set =
+      request.routeOptions.config.pageKind === "html"
+        ? html[request.protocol === "https" ? "https" : "http"]
+        : api;
+    for (const [name, value] of set) reply.header(name, value);
     done();
   });
 }

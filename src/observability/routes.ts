@@ -6,11 +6,15 @@ export interface ReadinessRouteOptions {
   check: () => Promise<ReadinessReport>;
 }
 
-const Check = Type.Object({ ok: Type.Boolean(), detail: Type.String() });
-const ReadyBody = Type.Object({
-  status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
-  checks: Type.Object({ facilitator: Check, ledger: Check, circuit: Check }),
-});
+const closed = { additionalProperties: false } as const;
+const Check = Type.Object({ ok: Type.Boolean(), detail: Type.String() }, closed);
+const ReadyBody = Type.Object(
+  {
+    status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
+    checks: Type.Object({ facilitator: Check, ledger: Check, circuit: Check }, closed),
+  },
+  closed,
+);
 
 /** GET /ready: 200 when a paid call can succeed here, 503 (with each check's state) when it cannot. */
 export const readinessRoutes: FastifyPluginAsyncTypebox<ReadinessRouteOptions> = async (app, opts) => {

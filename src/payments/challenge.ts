@@ -12,8 +12,9 @@ export interface Challenge {
   /** PAYMENT-REQUIRED: base64 of the v2 PaymentRequired. */
   header: string;
   /**
-   * The JSON body: the v1 PaymentRequired on v1-capable routes; elsewhere a v1-shaped body with nothing to accept, so
-   * v1-only clients stop with a "v2 only" error instead of failing inside their own parsing (v2 clients read the header).
+   * The JSON body: the v1 PaymentRequired on v1-capable routes; elsewhere a v1 body whose only entry's scheme is the
+   * "x402_v2_only" refusal, so v1-only clients stop with that reason instead of failing inside their own parsing (v2
+   * clients read the header).
    */
   body: Readonly<PaymentRequiredV1>;
   /** `body` as the JSON bytes sent: serialized once, not by the route's 402 serializer on every answer. */
@@ -54,7 +55,7 @@ export function challengeCache(
     const body = Object.freeze(
       route.acceptsV1
         ? paymentRequiredV1(route, terms, resourceUrl, v1Error ?? error)
-        : paymentRequiredV2Only(error),
+        : paymentRequiredV2Only(route, terms, resourceUrl, error),
     );
     const built: Challenge = {
       header: encodePaymentRequiredHeader(paymentRequiredV2(route, terms, resourceUrl, error)),

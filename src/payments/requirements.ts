@@ -19,11 +19,22 @@ export interface RoutePrice {
   extensions?: Record<string, unknown>;
   /** v1 `outputSchema` (v1 discovery: how to call the route and what it answers), passed through as given. */
   outputSchema?: Record<string, unknown>;
+  /** v2 `resource.tags`: at most 5 short printable-ASCII words indexers file the route under. */
+  tags?: readonly string[];
+}
+
+/** Who sells: v2 `resource.serviceName` and `resource.iconUrl` of every 402 (indexers and the paywall show them). */
+export interface ServiceIdentity {
+  /** At most 32 printable ASCII characters. */
+  name: string;
+  /** Path of an icon on the server's own origin; the 402 carries it as an absolute URL beside the resource's. */
+  iconPath: string;
 }
 
 export interface PaymentTerms {
   payTo: `0x${string}`;
   maxTimeoutSeconds: number;
+  service?: ServiceIdentity;
 }
 
 export function requirementsV2(price: RoutePrice, terms: PaymentTerms): PaymentRequirements {
@@ -68,7 +79,18 @@ export function paymentRequiredV2(
   return {
     x402Version: 2,
     error,
-    resource: { url: resourceUrl, description: price.description, mimeType: "application/json" },
+    resource: {
+      url: resourceUrl,
+      description: price.description,
+      mimeType: "application/json",
+      ...(terms.service
+        ? {
+            serviceName: terms.service.name,
+            iconUrl: new URL(terms.service.iconPath, resourceUrl).href,
+          }
+        : {}),
+      ...(price.tags ? { tags: [...price.tags] } : {}),
+    },
     accepts: [requirementsV2(price, terms)],
     ...(price.extensions ? { extensions: price.extensions } : {}),
   };
@@ -83,9 +105,25 @@ export function paymentRequiredV1(
   return { x402Version: 1, error, accepts: [requirementsV1(price, terms, resourceUrl)] };
 }
 
-/** The 402 body of a v2-only route: v1-shaped, so a v1-only client reads "v2 only" instead of failing to parse. */
-export function paymentRequiredV2Only(error: string): PaymentRequiredV1 {
-  return { x402Version: 1, error: `x402_v2_only: ${V2_ONLY}; ${error}`, accepts: [] };
+/**
+ * The 402 body of a v2-only route, for v1-only clients. It stays a v1 PaymentRequired they can read, with one entry in
+ * `accepts` whose scheme is the refusal itself (`x402_v2_only: …`) and whose other fields are the route's real terms:
+ * no v1 client pays a scheme it does not know (nothing is signed), and the legacy SDKs (x402-fetch 1.x, x402-axios
+ * 0.7), which validate each entry before choosing one, stop with a validation error that quotes that scheme, instead
+ * of a TypeError on an empty `accepts`. v2 clients read the PAYMENT-REQUIRED header and never look here.
+ */
+export function paymentRequiredV2Only(
+  price: RoutePrice,
+  terms: PaymentTerms,
+  resourceUrl: string,
+  error: string,
+): PaymentRequiredV1 {
+  const refusal = `x402_v2_only: ${V2_ONLY}`;
+  return {
+    x402Version: 1,
+    error: `${refusal}; ${error}`,
+    accepts: [{ ...requirementsV1(price, terms, resourceUrl), scheme: refusal as "exact" }],
+  };
 }
 
 export const V2_ONLY =

@@ -1,28 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
-import { llmsTxt, validProofs, wellKnownX402 } from "../discovery/documents.js";
+import { llmsTxt, wellKnownX402 } from "../discovery/documents.js";
 import { PRICES } from "./prices.js";
 
 export interface DiscoveryRouteOptions {
-  payTo: `0x${string}`;
   publicBaseUrl: string | undefined;
-  ownershipProofs: readonly `0x${string}`[];
+  /** The payee's ownership proofs that verify for an origin (documents.ts ownershipProofCache). */
+  proofsFor: (origin: string) => Promise<`0x${string}`[]>;
 }
 
 /** Free discovery documents for indexers and agents: /.well-known/x402 and /llms.txt. */
 export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRouteOptions> = async (app, opts) => {
   const origin = (request: FastifyRequest) => opts.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  // Verified once per origin: a signature check is cheap, but not free for every crawler hit.
-  const proofsByOrigin = new Map<string, Promise<`0x${string}`[]>>();
-  const proofsFor = (o: string) => {
-    let found = proofsByOrigin.get(o);
-    if (!found) {
-      found = validProofs(o, opts.payTo, opts.ownershipProofs);
-      if (proofsByOrigin.size < 16) proofsByOrigin.set(o, found);
-    }
-    return found;
-  };
 
   app.get(
     "/.well-known/x402",
@@ -42,14 +32,14 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRouteOptions> =
               ),
               instructions: Type.String(),
             },
-            { additionalProperties: true },
+            { additionalProperties: false },
           ),
         },
       },
     },
     async (request) => {
       const o = origin(request);
-      return wellKnownX402(o, await proofsFor(o));
+      return wellKnownX402(o, await opts.proofsFor(o));
     },
   );
 

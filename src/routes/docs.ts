@@ -1,8 +1,12 @@
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { onSendHookHandler } from "fastify";
 import { Type } from "typebox";
+import { asArray } from "../discovery/openapi.js";
 import { PROBLEM_TYPES, type ProblemType } from "../discovery/problems.js";
 import { HttpProblem } from "../http/problem.js";
+import { problem } from "./responses.js";
+import { cspForProtocol } from "../http/security-headers.js";
 
 const escapeHtml = (s: string) =>
   s.replace(
@@ -50,6 +54,13 @@ function indexPage(): string {
   );
 }
 
+/** Swagger UI's static CSP always asks to upgrade insecure requests: keep that only for requests that came over TLS. */
+const tlsOnlyUpgrade: onSendHookHandler = (request, reply, payload, done) => {
+  const csp = reply.getHeader("content-security-policy");
+  if (typeof csp === "string") reply.header("content-security-policy", cspForProtocol(csp, request.protocol));
+  done(null, payload);
+};
+
 /** A 402 on a dark square: the icon browsers and directory listings show for the service. */
 const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1b1b1b"/><text x="32" y="41" font-family="monospace" font-size="24" font-weight="700" fill="#49cc90" text-anchor="middle">402</text></svg>`;
 
@@ -58,6 +69,8 @@ export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Every route of this plugin (Swagger UI's included) is a page for a browser: document security headers.
   app.addHook("onRoute", (route) => {
     route.config = { ...route.config, pageKind: "html" };
+    // A route-level hook runs after every context hook, so after Swagger UI's own onSend has set its static CSP.
+    route.onSend = [...asArray(route.onSend), tlsOnlyUpgrade];
   });
   await app.register(swaggerUi, {
     routePrefix: "/docs",
@@ -90,7 +103,7 @@ export const docsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "What one problem type means and what to do about it",
         produces: ["text/html"],
         params: Type.Object({ slug: Type.String({ pattern: "^[a-z0-9-]{1,64}$" }) }),
-        response: html,
+        response: { ...html, 404: problem("No problem type has this slug (see GET /problems for the list)") },
       },
     },
     async (request, reply) => {

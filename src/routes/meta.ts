@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
+import { withOwnershipProofs } from "../discovery/documents.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 import { PRICES } from "./prices.js";
 
@@ -7,6 +8,9 @@ export interface MetaOptions {
   payTo: string;
   facilitator: string;
   version: string;
+  publicBaseUrl: string | undefined;
+  /** The payee's ownership proofs that verify for an origin, added to /openapi.json for agent-wallet discovery. */
+  proofsFor: (origin: string) => Promise<`0x${string}`[]>;
 }
 
 /** Free routes: service description, health, and the OpenAPI document. */
@@ -31,15 +35,18 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
               llms: Type.String({ description: "Guidance for AI agents (llms.txt)" }),
               discovery: Type.String({ description: "x402 discovery document" }),
               routes: Type.Array(
-                Type.Object({
-                  route: Type.String(),
-                  price_usd: Type.String(),
-                  amount_atomic: Type.String(),
-                  x402_versions: Type.Array(Type.Integer()),
-                }),
+                Type.Object(
+                  {
+                    route: Type.String(),
+                    price_usd: Type.String(),
+                    amount_atomic: Type.String(),
+                    x402_versions: Type.Array(Type.Integer()),
+                  },
+                  { additionalProperties: false },
+                ),
               ),
             },
-            { additionalProperties: true },
+            { additionalProperties: false },
           ),
         },
       },
@@ -70,11 +77,16 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       schema: {
         tags: ["meta"],
         summary: "Liveness",
-        response: { 200: Type.Object({ status: Type.Literal("ok") }) },
+        response: { 200: Type.Object({ status: Type.Literal("ok") }, { additionalProperties: false }) },
       },
     },
     async () => ({ status: "ok" as const }),
   );
 
-  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  app.get("/openapi.json", { schema: { hide: true } }, async (request) =>
+    withOwnershipProofs(
+      app.swagger(),
+      await opts.proofsFor(opts.publicBaseUrl ?? `${request.protocol}://${request.host}`),
+    ),
+  );
 };

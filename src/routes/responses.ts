@@ -71,7 +71,7 @@ export function paidErrorResponses(price: PaidRoute) {
       headers: paymentRequiredHeader,
       description: price.acceptsV1
         ? "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON); the body is the v1 form, for clients that pay with X-PAYMENT."
-        : "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON). x402 v2 only: the body is v1-shaped with an empty `accepts` and an `error` starting with x402_v2_only, so v1-only clients stop with that reason.",
+        : "Payment required. Header PAYMENT-REQUIRED carries the x402 v2 PaymentRequired (base64 JSON). x402 v2 only: the body is a v1 PaymentRequired whose `error`, and the scheme of its only `accepts` entry, start with x402_v2_only: no v1 client pays an unknown scheme, so v1-only clients stop with that reason.",
     },
     409: problem("The same payment proof or Idempotency-Key is already in flight", retryAfter),
     ...(hasBody

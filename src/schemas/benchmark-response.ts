@@ -3,11 +3,11 @@ import { CATEGORIES } from "../store/catalog-schema.js";
 
 /**
  * 200 body of POST /v1/benchmark/endpoint. Every field the benchmark service returns is declared
- * here (the server serialises through this schema). Objects allow additional properties, as the
- * contract requires of all response objects.
+ * here (the server serialises through this schema, which drops anything undeclared), so the objects are closed: a
+ * typed client catches a misspelt field. Clients should still ignore fields they do not know (the contract's rule):
+ * a later version may declare more.
  */
-
-const open = { additionalProperties: true } as const;
+const closed = { additionalProperties: false } as const;
 const NullableNumber = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
 const NullableString = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
 const NullableInteger = (description: string) => Type.Union([Type.Integer(), Type.Null()], { description });
@@ -19,7 +19,7 @@ export const BenchmarkPrice = Type.Object(
     usd: NullableNumber("Price per call in USD (null when the asset's USD value is unknown)"),
     amount_atomic: NullableString("Price per call in the asset's atomic units, as a decimal string"),
   },
-  { ...open, description: "Observed price of one call" },
+  { ...closed, description: "Observed price of one call" },
 );
 
 export const RouteDescriptor = Type.Object(
@@ -54,10 +54,10 @@ export const RouteDescriptor = Type.Object(
         ),
         reasons: Type.Array(Type.String(), { description: "Why the grade is what it is" }),
       },
-      { ...open, description: "The grade behind the confidence label, with its reasons" },
+      { ...closed, description: "The grade behind the confidence label, with its reasons" },
     ),
   },
-  { ...open, description: "Route descriptor of the benchmarked endpoint" },
+  { ...closed, description: "Route descriptor of the benchmarked endpoint" },
 );
 
 export const BenchmarkMatch = Type.Object(
@@ -74,7 +74,7 @@ export const BenchmarkMatch = Type.Object(
     listed_service: NullableString("Service name as the source listed it"),
     matched_urls: Type.Array(Type.String(), { description: "URLs of the matching catalog entries" }),
   },
-  { ...open, description: "How the endpoint was matched to market data" },
+  { ...closed, description: "How the endpoint was matched to market data" },
 );
 
 export const MarketStats = Type.Object(
@@ -116,11 +116,11 @@ export const MarketStats = Type.Object(
         no_price: Type.Integer({ description: "Entries without a USD price" }),
         self: Type.Integer({ description: "Entries of the benchmarked endpoint's own service" }),
       },
-      { ...open, description: "Entries of the category left out of the comparables, by reason" },
+      { ...closed, description: "Entries of the category left out of the comparables, by reason" },
     ),
     basis: Type.String({ description: "What the comparables are" }),
   },
-  { ...open, description: "Market price distribution of comparable endpoints (USD per call)" },
+  { ...closed, description: "Market price distribution of comparable endpoints (USD per call)" },
 );
 
 export const UsageFigures = Type.Object(
@@ -142,7 +142,7 @@ export const UsageFigures = Type.Object(
     observed: Type.Boolean({ description: "False when no usage was observed for this endpoint" }),
     source_url: NullableString("Where the usage figures were read"),
   },
-  { ...open, description: "Usage of the endpoint with the wash adjustment" },
+  { ...closed, description: "Usage of the endpoint with the wash adjustment" },
 );
 
 export const Alternative = Type.Object(
@@ -158,7 +158,7 @@ export const Alternative = Type.Object(
     observed_at: NullableString("When its listing was observed"),
     source_url: Type.String({ description: "Where it was observed" }),
   },
-  { ...open, description: "Same-category endpoint at or below the price with stronger adjusted usage" },
+  { ...closed, description: "Same-category endpoint at or below the price with stronger adjusted usage" },
 );
 
 export const TestPriceBand = Type.Object(
@@ -171,7 +171,7 @@ export const TestPriceBand = Type.Object(
     service_count: Type.Integer({ description: "Services behind the band (one vote each)" }),
     basis: Type.String({ description: "How the band was set" }),
   },
-  { ...open, description: "Price band in which to test a route in this market" },
+  { ...closed, description: "Price band in which to test a route in this market" },
 );
 
 export const SourceTrailItem = Type.Object(
@@ -193,7 +193,7 @@ export const SourceTrailItem = Type.Object(
     ),
     compiled_on: NullableString("Date the source was compiled or ingested (YYYY-MM-DD)"),
   },
-  { ...open, description: "One observation behind the result" },
+  { ...closed, description: "One observation behind the result" },
 );
 
 export const LiveProbeReport = Type.Object(
@@ -202,7 +202,7 @@ export const LiveProbeReport = Type.Object(
     outcome: Type.String({ description: "ok, a refusal or failure reason, or why it was skipped" }),
     detail: Type.String({ description: "The outcome in words" }),
   },
-  { ...open, description: "Live 402 probe report" },
+  { ...closed, description: "Live 402 probe report" },
 );
 
 export const BenchmarkResult = Type.Object(
@@ -233,7 +233,7 @@ export const BenchmarkResult = Type.Object(
         endpoint_count: Type.Integer({ description: "Comparable endpoints behind the percentile" }),
         service_count: Type.Integer({ description: "Services behind the percentile" }),
       },
-      { ...open, description: "What the percentile is computed over" },
+      { ...closed, description: "What the percentile is computed over" },
     ),
     price_position: Type.Union(
       [
@@ -262,7 +262,7 @@ export const BenchmarkResult = Type.Object(
         }),
         detail: Type.String({ description: "The check in words" }),
       },
-      { ...open, description: "Whether the better-alternative check could run" },
+      { ...closed, description: "Whether the better-alternative check could run" },
     ),
     alternatives: Type.Array(Alternative, {
       description: "Better-used endpoints at or below the price (at most 5)",
@@ -278,6 +278,6 @@ export const BenchmarkResult = Type.Object(
     }),
     synthetic: Type.Boolean({ description: "False: built from real public observations" }),
   },
-  { ...open, description: "x402 market price benchmark of one endpoint" },
+  { ...closed, description: "x402 market price benchmark of one endpoint" },
 );
 export type BenchmarkResult = Static<typeof BenchmarkResult>;

@@ -1,6 +1,10 @@
 import { Type } from "typebox";
 
-const open = { additionalProperties: true } as const;
+/**
+ * Every 200 object is closed: it declares every field the service sends (the serializer drops anything undeclared
+ * anyway), so a typed client catches a misspelt field. Evidence records stay free-form objects (the contract).
+ */
+const closed = { additionalProperties: false } as const;
 const Num = (description: string) => Type.Number({ description });
 const Int = (description: string) => Type.Integer({ description });
 const Str = (description: string) => Type.String({ description });
@@ -27,7 +31,7 @@ export const EvidenceRecord = Type.Object(
     confidence: Num("Confidence in this input, 0–1"),
     assumptions: Type.Array(Type.String(), { description: "Assumptions made for this factor" }),
   },
-  { ...open, description: "One evidence record per model factor" },
+  { additionalProperties: true, description: "One evidence record per model factor" },
 );
 
 export const RecipientShare = Type.Object(
@@ -39,7 +43,7 @@ export const RecipientShare = Type.Object(
     source_type: Str("How the schedule is known: onchain_contract, official_docs, aggregator, inferred"),
     timing_precision: Str("Date precision: exact, day, week, month"),
   },
-  open,
+  closed,
 );
 
 const MarketFigures = Type.Object(
@@ -68,7 +72,7 @@ const MarketFigures = Type.Object(
       Num("Confidence of the liquidity evidence: 0.8 × 0.5^(market_age_days / 30) (docs/risk-model.md)"),
     ),
   },
-  { ...open, description: "The market figures this item was valued with" },
+  { ...closed, description: "The market figures this item was valued with" },
 );
 
 /** How completely the token's supply is known (issue 17: the wide schedule set). */
@@ -93,7 +97,7 @@ export const SupplyCoverage = Type.Object(
       description: "true when the circulating figure is a lower bound; null when it is unknown",
     }),
   },
-  { ...open, description: "Completeness of the supply schedule behind circulating supply" },
+  { ...closed, description: "Completeness of the supply schedule behind circulating supply" },
 );
 
 const riskItemFields = {
@@ -101,21 +105,17 @@ const riskItemFields = {
   unlock_event_id: Str("Event id unlock_<symbol>_<yyyy>_<mm>_<dd>[_n]"),
   risk_score: Num("Modeled sell-pressure risk, 0–100"),
   risk_level: Level,
-  score_kind: Type.Optional(Str("What the score is (a supply-pressure ranking, not a price forecast)")),
-  token_name: Type.Optional(Str("Token name")),
-  unlock_date: Type.Optional(
-    Str("Unlock date (UTC); for linear streams the first streaming day of the month"),
+  score_kind: Str("What the score is (a supply-pressure ranking, not a price forecast)"),
+  token_name: Str("Token name"),
+  unlock_date: Str("Unlock date (UTC); for linear streams the first streaming day of the month"),
+  days_until: Int("Days from today (UTC) to the unlock; negative when past"),
+  amount_tokens: Num("Tokens released"),
+  amount_usd: Num("USD value of the release at the price in the evidence"),
+  pct_circulating: NullableNum(
+    "Release as % of estimated circulating supply just before it (see market.circulating_method); null when unknown",
   ),
-  days_until: Type.Optional(Int("Days from today (UTC) to the unlock; negative when past")),
-  amount_tokens: Type.Optional(Num("Tokens released")),
-  amount_usd: Type.Optional(Num("USD value of the release at the price in the evidence")),
-  pct_circulating: Type.Optional(
-    NullableNum(
-      "Release as % of estimated circulating supply just before it (see market.circulating_method); null when unknown",
-    ),
-  ),
-  pct_max_supply: Type.Optional(NullableNum("Release as % of max supply (exact from the schedule)")),
-  market: Type.Optional(MarketFigures),
+  pct_max_supply: NullableNum("Release as % of max supply (exact from the schedule)"),
+  market: MarketFigures,
   window_amount_tokens: Type.Optional(
     Num("Tokens of this event released inside the requested window (linear streams prorated by day)"),
   ),
@@ -127,33 +127,25 @@ const riskItemFields = {
         stream_end: Str("Last streaming day of this month's stream"),
         month_amount_tokens: Num("Tokens the stream releases over the whole month"),
       },
-      { ...open, description: "Linear events only" },
+      { ...closed, description: "Linear events only" },
     ),
   ),
-  absorption_ratio: Type.Optional(NullableNum("Release USD value ÷ 30-day average daily volume")),
-  recipient_category: Type.Optional(
-    Str("Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other"),
+  absorption_ratio: NullableNum("Release USD value ÷ 30-day average daily volume"),
+  recipient_category: Str(
+    "Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other",
   ),
-  unlock_type: Type.Optional(
-    Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)"),
-  ),
-  confidence: Type.Optional(
-    Num("Score confidence 0–1: schedule confidence × the decay of stale market inputs (1 when fresh)"),
-  ),
+  unlock_type: Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)"),
+  confidence: Num("Score confidence 0–1: schedule confidence × the decay of stale market inputs (1 when fresh)"),
   schedule_confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
-  supply_coverage: Type.Optional(SupplyCoverage),
-  recipients: Type.Optional(
-    Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" }),
-  ),
-  model_version: Type.Optional(Str("Risk model version (see docs/risk-model.md)")),
-  as_of: Type.Optional(Str("Snapshot date of the market context")),
-  synthetic: Type.Optional(
-    Type.Boolean({ description: "true when built from synthetic (generated) market data" }),
-  ),
+  supply_coverage: SupplyCoverage,
+  recipients: Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" }),
+  model_version: Str("Risk model version (see docs/risk-model.md)"),
+  as_of: Str("Snapshot date of the market context"),
+  synthetic: Type.Boolean({ description: "true when built from synthetic (generated) market data" }),
   evidence: Type.Optional(Type.Array(EvidenceRecord, { description: "Evidence records, one per factor" })),
 };
 
-export const RiskItem = Type.Object(riskItemFields, { ...open, description: "Unlock risk item" });
+export const RiskItem = Type.Object(riskItemFields, { ...closed, description: "Unlock risk item" });
 
 export const UpcomingResponse = Type.Object(
   {
@@ -163,18 +155,18 @@ export const UpcomingResponse = Type.Object(
       description:
         "Events releasing tokens on days today..today + days (discrete releases; linear months overlapping the window, prorated), by date",
     }),
-    window_amount_tokens_by_token: Type.Optional(
-      Type.Record(Type.String(), Type.Number(), { description: "Tokens released in the window, per token" }),
-    ),
-    score_kind: Type.Optional(Str("What risk_score is")),
-    window_start: Type.Optional(Str("First day of the window (today, UTC)")),
-    window_end: Type.Optional(Str("Last day of the window (inclusive)")),
-    count: Type.Optional(Int("Number of unlocks returned")),
-    model_version: Type.Optional(Str("Risk model version")),
-    as_of: Type.Optional(Str("Snapshot date of the market context")),
-    synthetic: Type.Optional(Type.Boolean({ description: "true when any item uses synthetic market data" })),
+    window_amount_tokens_by_token: Type.Record(Type.String(), Type.Number(), {
+      description: "Tokens released in the window, per token",
+    }),
+    score_kind: Str("What risk_score is"),
+    window_start: Str("First day of the window (today, UTC)"),
+    window_end: Str("Last day of the window (inclusive)"),
+    count: Int("Number of unlocks returned"),
+    model_version: Str("Risk model version"),
+    as_of: Str("Snapshot date of the market context"),
+    synthetic: Type.Boolean({ description: "true when any item uses synthetic market data" }),
   },
-  open,
+  closed,
 );
 
 const NextUnlock = Type.Object(
@@ -188,7 +180,7 @@ const NextUnlock = Type.Object(
     risk_score: Num("Risk score 0–100"),
     risk_level: Level,
   },
-  open,
+  closed,
 );
 
 const CategoryTotal = Type.Object(
@@ -198,7 +190,7 @@ const CategoryTotal = Type.Object(
     amount_tokens: Num("Tokens unlocking in the window"),
     amount_usd: Num("USD unlocking in the window"),
   },
-  open,
+  closed,
 );
 
 export const RiskSummary = Type.Object(
@@ -208,36 +200,30 @@ export const RiskSummary = Type.Object(
     eventCount: Int("Unlock events in the window"),
     maxRiskScore: Type.Optional(Num("Highest risk score in the window; absent when there are no events")),
     riskLevel: Type.Optional(Str("Level of maxRiskScore; absent when there are no events")),
-    token_name: Type.Optional(Str("Token name")),
-    window_start: Type.Optional(Str("First day of the window (today, UTC)")),
-    window_end: Type.Optional(Str("Last day (today + windowDays, inclusive)")),
-    window_covers: Type.Optional(Str("What the window covers")),
-    mean_risk_score: Type.Optional(NullableNum("Mean risk score of the window's events")),
-    next_unlock: Type.Optional(
-      Type.Union([NextUnlock, Type.Null()], {
-        description: "Next unlock from today, in or after the window",
-      }),
-    ),
-    tokens_unlocking: Type.Optional(Num("Tokens unlocking in the window")),
-    usd_unlocking: Type.Optional(Num("USD unlocking in the window")),
-    pct_circulating_unlocking: Type.Optional(
-      NullableNum("Tokens unlocking as % of estimated circulating supply today"),
-    ),
-    pct_max_supply_unlocking: Type.Optional(NullableNum("Tokens unlocking as % of max supply")),
-    circulating_supply: Type.Optional(NullableNum("Estimated circulating supply today; null when unknown")),
-    circulating_method: Type.Optional(Str("How circulating supply was estimated")),
-    supply_coverage: Type.Optional(SupplyCoverage),
-    market: Type.Optional(MarketFigures),
-    score_kind: Type.Optional(Str("What the risk scores are")),
-    by_category: Type.Optional(Type.Array(CategoryTotal, { description: "Totals by recipient category" })),
-    top_events: Type.Optional(
-      Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" }),
-    ),
-    model_version: Type.Optional(Str("Risk model version")),
-    as_of: Type.Optional(Str("Snapshot date of the market context")),
-    synthetic: Type.Optional(Type.Boolean({ description: "true when built from synthetic market data" })),
+    token_name: Str("Token name"),
+    window_start: Str("First day of the window (today, UTC)"),
+    window_end: Str("Last day (today + windowDays, inclusive)"),
+    window_covers: Str("What the window covers"),
+    mean_risk_score: NullableNum("Mean risk score of the window's events"),
+    next_unlock: Type.Union([NextUnlock, Type.Null()], {
+      description: "Next unlock from today, in or after the window",
+    }),
+    tokens_unlocking: Num("Tokens unlocking in the window"),
+    usd_unlocking: Num("USD unlocking in the window"),
+    pct_circulating_unlocking: NullableNum("Tokens unlocking as % of estimated circulating supply today"),
+    pct_max_supply_unlocking: NullableNum("Tokens unlocking as % of max supply"),
+    circulating_supply: NullableNum("Estimated circulating supply today; null when unknown"),
+    circulating_method: Str("How circulating supply was estimated"),
+    supply_coverage: SupplyCoverage,
+    market: MarketFigures,
+    score_kind: Str("What the risk scores are"),
+    by_category: Type.Array(CategoryTotal, { description: "Totals by recipient category" }),
+    top_events: Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" }),
+    model_version: Str("Risk model version"),
+    as_of: Str("Snapshot date of the market context"),
+    synthetic: Type.Boolean({ description: "true when built from synthetic market data" }),
   },
-  open,
+  closed,
 );
 
 export const Reaction = Type.Object(
@@ -264,7 +250,7 @@ export const Reaction = Type.Object(
     volume_change_pct: NullableNum("Mean volume days 0..w−1 vs days −w..−1, %; null when volume unknown"),
     synthetic: Type.Boolean({ description: "true when the prices are synthetic" }),
   },
-  { ...open, description: "Market reaction around one past unlock" },
+  { ...closed, description: "Market reaction around one past unlock" },
 );
 
 const ReactionSummary = Type.Object(
@@ -277,74 +263,64 @@ const ReactionSummary = Type.Object(
     share_negative_abnormal: NullableNum("Share of reactions with a negative abnormal return"),
     mean_max_drawdown_pct: NullableNum("Mean max drawdown, %"),
   },
-  open,
+  closed,
 );
 
 export const BacktestResult = Type.Object(
   {
-    token: Type.Optional(Str("Token symbol")),
-    unlock_event_id: Type.Optional(Str("Event the backtest is for")),
-    windowDays: Type.Optional(Int("Window w in days")),
-    reactions: Type.Optional(
-      Type.Array(Reaction, { description: "Non-overlapping past reactions, by date" }),
+    token: Str("Token symbol"),
+    unlock_event_id: Str("Event the backtest is for"),
+    windowDays: Int("Window w in days"),
+    reactions: Type.Array(Reaction, { description: "Non-overlapping past reactions, by date" }),
+    basis: Str(
+      "Which history was measured: event (the event itself), token_history (the token's own earlier unlocks) or category_history (other tokens' unlocks of the same recipient category)",
     ),
-    basis: Type.Optional(
-      Str(
-        "Which history was measured: event (the event itself), token_history (the token's own earlier unlocks) or category_history (other tokens' unlocks of the same recipient category)",
-      ),
+    pooled_across_tokens: Type.Boolean({
+      description: "true when the reactions (and the summary) mix several tokens",
+    }),
+    basis_description: Str("The basis in words"),
+    benchmark: Str("Benchmark for abnormal returns"),
+    event: Type.Object(
+      {
+        unlock_date: Str("Event date"),
+        recipient_category: Str("Event's dominant recipient category"),
+        unlock_type: Str("Event's release type"),
+        is_past: Type.Boolean({
+          description: "Whether the event date is on or before the data's last day",
+        }),
+      },
+      closed,
     ),
-    pooled_across_tokens: Type.Optional(
-      Type.Boolean({ description: "true when the reactions (and the summary) mix several tokens" }),
+    candidates: Int("Past unlocks with enough price history on the chosen basis"),
+    excluded_overlapping: Int(
+      "Candidates dropped because another kept unlock of the token is closer than w days",
     ),
-    basis_description: Type.Optional(Str("The basis in words")),
-    benchmark: Type.Optional(Str("Benchmark for abnormal returns")),
-    event: Type.Optional(
+    excluded_truncated: Int("Non-overlapping candidates beyond the 60 most significant"),
+    summary: ReactionSummary,
+    method: Str("How returns are measured"),
+    data_through: Str("Last day of price history"),
+    price_sources: Type.Array(
       Type.Object(
         {
-          unlock_date: Str("Event date"),
-          recipient_category: Str("Event's dominant recipient category"),
-          unlock_type: Str("Event's release type"),
-          is_past: Type.Boolean({
-            description: "Whether the event date is on or before the data's last day",
-          }),
-        },
-        open,
-      ),
-    ),
-    candidates: Type.Optional(Int("Past unlocks with enough price history on the chosen basis")),
-    excluded_overlapping: Type.Optional(
-      Int("Candidates dropped because another kept unlock of the token is closer than w days"),
-    ),
-    excluded_truncated: Type.Optional(Int("Non-overlapping candidates beyond the 60 most significant")),
-    summary: Type.Optional(ReactionSummary),
-    method: Type.Optional(Str("How returns are measured")),
-    data_through: Type.Optional(Str("Last day of price history")),
-    price_sources: Type.Optional(
-      Type.Array(
-        Type.Object(
-          {
-            symbol: Str("Token (or benchmark) symbol"),
-            segments: Type.Array(
-              Type.Object(
-                {
-                  from: Str("First day (00:00 UTC price)"),
-                  to: Str("Last day"),
-                  venue: Str("Exchange"),
-                  instrument: Str("Instrument"),
-                },
-                open,
-              ),
+          symbol: Str("Token (or benchmark) symbol"),
+          segments: Type.Array(
+            Type.Object(
+              {
+                from: Str("First day (00:00 UTC price)"),
+                to: Str("Last day"),
+                venue: Str("Exchange"),
+                instrument: Str("Instrument"),
+              },
+              closed,
             ),
-          },
-          open,
-        ),
-        { description: "Venue and instrument of every price series the reactions use" },
+          ),
+        },
+        closed,
       ),
+      { description: "Venue and instrument of every price series the reactions use" },
     ),
-    model_version: Type.Optional(Str("Risk model version")),
-    synthetic: Type.Optional(
-      Type.Boolean({ description: "true exactly when any figure in the response is generated" }),
-    ),
+    model_version: Str("Risk model version"),
+    synthetic: Type.Boolean({ description: "true exactly when any figure in the response is generated" }),
   },
-  open,
+  closed,
 );

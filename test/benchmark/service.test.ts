@@ -402,6 +402,14 @@ describe("refusals before payment (precheck)", () => {
     expect(await service.precheck({ endpoint_url: "https://unknown-seller.example/x" })).toBeNull();
   });
 
+  it("names the refused address class with the article its sound takes", async () => {
+    const detail = async (url: string) => (await service.precheck({ endpoint_url: url }))?.detail;
+    expect(await detail("http://[::ffff:127.0.0.1]/")).toBe("must not point at an ipv4-mapped address");
+    expect(await detail("http://0.0.0.0/")).toBe("must not point at an unspecified address");
+    expect(await detail("http://[fd00::1]/")).toBe("must not point at a unique-local address");
+    expect(await detail("http://127.0.0.1/")).toBe("must not point at a loopback address");
+  });
+
   it("refuses a name that resolves to a private address when the probe would run, and only then", async () => {
     const privateDns = createBenchmarkService(catalog, {
       clock,

@@ -1,5 +1,6 @@
 import { x402Client } from "@x402/core/client";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { PaymentRequiredV2Schema } from "@x402/core/schemas";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequirementsV1 } from "@x402/core/types/v1";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -32,6 +33,28 @@ async function unpaid(method: "GET" | "POST", path: string, input: Record<string
     ? t.app.inject({ method, url: `${path}?${new URLSearchParams(input as Record<string, string>)}` })
     : t.app.inject({ method, url: path, payload: input });
 }
+
+describe("the seller in every 402's resource (v2 ResourceInfo)", () => {
+  for (const d of DISCOVERABLE) {
+    it(`${d.route}: serviceName, tags and an iconUrl the server serves as SVG`, async () => {
+      const res = await unpaid(d.method, d.path, d.inputExample);
+      expect(res.statusCode).toBe(402);
+      const required = decodePaymentRequiredHeader(String(res.headers["payment-required"]));
+      // The x402 schema's own bounds: name <= 32 printable ASCII, <= 5 tags of <= 32, iconUrl <= 2048.
+      expect(PaymentRequiredV2Schema.safeParse(required).success).toBe(true);
+      const { serviceName, tags, iconUrl } = required.resource;
+      expect(serviceName).toBe("pressure402");
+      expect(tags?.length).toBeGreaterThan(0);
+      expect(tags?.length).toBeLessThanOrEqual(5);
+      const icon = new URL(String(iconUrl));
+      expect(icon.origin).toBe(new URL(required.resource.url).origin);
+      const svg = await t.app.inject({ method: "GET", url: icon.pathname });
+      expect(svg.statusCode).toBe(200);
+      expect(svg.headers["content-type"]).toMatch(/^image\/svg\+xml/);
+      expect(svg.body).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    });
+  }
+});
 
 describe("Bazaar discovery on every paid route", () => {
   for (const d of DISCOVERABLE) {

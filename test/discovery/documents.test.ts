@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { discoverOriginSchema } from "@agentcash/discovery";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
@@ -55,6 +56,52 @@ describe("/.well-known/x402", () => {
   it("publishes no proof when none verifies", async () => {
     const res = await wellKnownWith([await stranger.signMessage({ message: ORIGIN })]);
     expect(res.json().ownershipProofs).toBeUndefined();
+  });
+});
+
+describe("agent-wallet discovery (@agentcash/discovery) reads the OpenAPI document", () => {
+  /** The server on 127.0.0.1 as `ORIGIN` (its PUBLIC_BASE_URL), discovered the way agent wallets discover it. */
+  async function discover(env: Record<string, string>) {
+    const ledger = openLedger(":memory:");
+    const app = await appWith({
+      config: testConfig({ PUBLIC_BASE_URL: ORIGIN, ...env }),
+      gateway: fakeGateway(),
+      ledger,
+      payTo: payee.address,
+    });
+    try {
+      const address = await app.listen({ host: "127.0.0.1", port: 0 });
+      const found = await discoverOriginSchema({
+        target: ORIGIN,
+        specificationOverrideUrl: `${address}/openapi.json`,
+      });
+      if (!found.found) throw new Error(`not discovered: ${JSON.stringify(found)}`);
+      return found;
+    } finally {
+      await app.close();
+      ledger.close();
+    }
+  }
+
+  it("puts a verified payee in the ownership_verified tier, with the contact from configuration", async () => {
+    const good = await payee.signMessage({ message: ORIGIN });
+    const wrongKey = await stranger.signMessage({ message: ORIGIN });
+    const found = await discover({
+      OWNERSHIP_PROOF: [wrongKey, good].join(","),
+      CONTACT_EMAIL: "api@example.com",
+      CONTACT_URL: "https://example.com/support",
+    });
+    expect(found.trustTier).toBe("ownership_verified");
+    expect(found.ownershipProofs).toEqual([good]);
+    expect(found.info?.contactEmail).toBe("api@example.com");
+    const endpoints = found.endpoints.map((e) => `${e.method} ${e.path}`);
+    for (const d of DISCOVERABLE) expect(endpoints).toContain(d.route);
+  });
+
+  it("leaves an origin without a verifying proof in the origin_hosted tier", async () => {
+    const found = await discover({ OWNERSHIP_PROOF: await stranger.signMessage({ message: ORIGIN }) });
+    expect(found.trustTier).toBe("origin_hosted");
+    expect(found.ownershipProofs).toBeUndefined();
   });
 });
 

@@ -65,6 +65,21 @@ describe("/docs in headless Chromium", () => {
     await page.close();
   }, 60_000);
 
+  it("links the paid GET operation to its paywall page, which a browser opens with the price", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${base}/docs`);
+    const upcoming = page.locator("#operations-unlocks-listUpcomingUnlocks");
+    await upcoming.locator(".opblock-summary").click({ timeout: 30_000 });
+    const link = upcoming.locator('a[href="/v1/unlocks/upcoming?days=30&minRisk=50"]');
+    await link.waitFor({ timeout: 30_000 });
+    // Swagger UI opens description links in a new tab.
+    const [paywall] = await Promise.all([page.context().waitForEvent("page"), link.click()]);
+    await paywall.waitForSelector("text=Payment Required", { timeout: 30_000 });
+    expect(await paywall.locator(".header").innerText()).toContain("$0.02");
+    await paywall.close();
+    await page.close();
+  }, 60_000);
+
   it("follows a real problem's type URI to the page that explains it", async () => {
     const page = await browser.newPage();
     const res = await fetch(`${base}/v1/token/risk-summary`, {
@@ -79,4 +94,39 @@ describe("/docs in headless Chromium", () => {
     expect(await page.locator("h1").innerText()).toBe("Unknown token");
     await page.close();
   }, 30_000);
+
+  it("loads every asset of /docs over plain http under a host name other than localhost", async () => {
+    // A name Chromium resolves to 127.0.0.1 itself: the page is an ordinary insecure http origin (not localhost,
+    // which browsers treat as secure), as when an operator opens a container by its machine's name.
+    const host = "pressure402.lan.test";
+    const named = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--no-sandbox", `--host-resolver-rules=MAP ${host} 127.0.0.1`],
+    });
+    try {
+      const page = await named.newPage();
+      const failed: string[] = [];
+      const loaded: string[] = [];
+      page.on("requestfailed", (r) => failed.push(`${r.url()} ${r.failure()?.errorText ?? ""}`));
+      page.on("response", (r) => {
+        if (r.status() >= 400) failed.push(`${r.url()} ${r.status()}`);
+        else loaded.push(r.url());
+      });
+      const origin = `http://${host}:${new URL(base).port}`;
+      await page.goto(`${origin}/docs`);
+      await page.waitForSelector(".opblock", { timeout: 30_000 });
+      expect(failed).toEqual([]);
+      // Every asset came from the same plain-http origin: nothing was rewritten to https.
+      expect(loaded.length).toBeGreaterThanOrEqual(5);
+      for (const url of loaded) expect(url.startsWith(`${origin}/`), url).toBe(true);
+      for (const asset of ["swagger-ui.css", "swagger-ui-bundle.js", "swagger-initializer.js", "/docs/json"])
+        expect(
+          loaded.some((u) => u.includes(asset)),
+          asset,
+        ).toBe(true);
+      await page.close();
+    } finally {
+      await named.close();
+    }
+  }, 60_000);
 });

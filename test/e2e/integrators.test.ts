@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
@@ -9,12 +9,15 @@ import { start } from "../../src/server.js";
 
 /*
  * The README's integration paths, run as written against the real server on the embedded devnet: the curl walk-through
- * and the @x402/fetch and @x402/axios snippets must each move exactly the route's price on chain.
+ * and the @x402/fetch and @x402/axios snippets must each move exactly the route's price on chain. The snippets are
+ * taken from the README itself and run in a fresh `npm init -y` project (CommonJS, no tsconfig), as a newcomer would
+ * paste them; its node_modules is this repository's (the packages the README says to install), so nothing is fetched.
  */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 let server: Awaited<ReturnType<typeof start>>;
 let dir: string;
+let fresh: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "p402-integrators-"));
@@ -26,6 +29,11 @@ beforeAll(async () => {
       LEDGER_PATH: join(dir, "ledger.sqlite"),
     }),
   );
+  fresh = join(dir, "fresh-project");
+  mkdirSync(fresh);
+  const init = await exec("npm", ["init", "-y"], {}, fresh);
+  if (init.code !== 0) throw new Error(`npm init -y failed: ${init.stderr}`);
+  symlinkSync(join(ROOT, "node_modules"), join(fresh, "node_modules"), "dir");
 }, 120_000);
 
 afterAll(async () => {
@@ -39,14 +47,10 @@ const devnet = () => {
   return server.devnet;
 };
 
-const exec = (file: string, args: string[], env: Record<string, string>) =>
+const exec = (file: string, args: string[], env: Record<string, string>, cwd = ROOT) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(
-      file,
-      args,
-      { cwd: ROOT, env: { ...process.env, ...env }, timeout: 90_000 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(file, args, { cwd, env: { ...process.env, ...env }, timeout: 90_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 
@@ -57,7 +61,26 @@ async function received(fn: () => Promise<void>): Promise<bigint> {
   return (await devnet().balanceOf(devnet().payTo)) - before;
 }
 
+/** The README's TypeScript snippet shown for `file`. */
+function readmeSnippet(file: string): string {
+  const code = README.match(new RegExp(`<!-- snippet:${file} -->\\n\`\`\`ts\\n([\\s\\S]*?)\\n\`\`\``))?.[1];
+  if (!code) throw new Error(`no snippet of ${file} in README.md`);
+  return code;
+}
+
+/** Pastes a README snippet into the fresh project and runs it there with tsx, as `npx tsx snippet.ts` would. */
+async function runInFreshProject(file: string, env: Record<string, string>) {
+  const name = basename(file);
+  writeFileSync(join(fresh, name), readmeSnippet(file));
+  return exec(join(fresh, "node_modules", ".bin", "tsx"), [name], env, fresh);
+}
+
 describe("README: integrators' path", () => {
+  it("runs the snippets in a project as `npm init -y` makes it: CommonJS, no tsconfig", () => {
+    const pkg = JSON.parse(readFileSync(join(fresh, "package.json"), "utf8")) as { type?: string };
+    expect(pkg.type ?? "commonjs").toBe("commonjs");
+  });
+
   for (const file of ["scripts/examples/pay-with-fetch.ts", "scripts/examples/pay-with-axios.ts"]) {
     it(`shows ${file} verbatim`, () => {
       const code = readFileSync(join(ROOT, file), "utf8").trimEnd();
@@ -69,7 +92,7 @@ describe("README: integrators' path", () => {
     const buyer = devnet().buyers[2]!;
     let out = { code: 0, stdout: "", stderr: "" };
     const paid = await received(async () => {
-      out = await exec(process.execPath, ["--import", "tsx", "scripts/examples/pay-with-fetch.ts"], {
+      out = await runInFreshProject("scripts/examples/pay-with-fetch.ts", {
         BASE_URL: server.address,
         BUYER_PRIVATE_KEY: buyer.privateKey,
       });
@@ -84,7 +107,7 @@ describe("README: integrators' path", () => {
     const buyer = devnet().buyers[3]!;
     let out = { code: 0, stdout: "", stderr: "" };
     const paid = await received(async () => {
-      out = await exec(process.execPath, ["--import", "tsx", "scripts/examples/pay-with-axios.ts"], {
+      out = await runInFreshProject("scripts/examples/pay-with-axios.ts", {
         BASE_URL: server.address,
         BUYER_PRIVATE_KEY: buyer.privateKey,
       });

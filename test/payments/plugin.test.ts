@@ -107,13 +107,13 @@ describe("402 without a proof", () => {
     expect(handlerRuns).toBe(0);
   });
 
-  it("answers a v1-shaped 'v2 only' body with nothing to accept on the v2-only route, still with PAYMENT-REQUIRED", async () => {
+  it("answers a v1 body whose only scheme is the 'v2 only' refusal on the v2-only route, still with PAYMENT-REQUIRED", async () => {
     const res = await post("/v2only");
     expect(res.statusCode).toBe(402);
     expect(res.headers["content-type"]).toMatch(/application\/json/);
     expect(res.json()).toMatchObject({
       x402Version: 1,
-      accepts: [],
+      accepts: [{ scheme: expect.stringMatching(/^x402_v2_only: /) }],
       error: expect.stringMatching(/^x402_v2_only: /),
     });
     expect(decodePaymentRequiredHeader(res.headers["payment-required"] as string).accepts[0]?.amount).toBe(

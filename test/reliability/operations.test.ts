@@ -81,6 +81,41 @@ describe("security headers (helmet, computed once)", () => {
   });
 });
 
+describe("upgrade-insecure-requests only behind TLS", () => {
+  const upgrades = (csp: string | number | string[] | undefined) =>
+    String(csp)
+      .split(";")
+      .map((d) => d.trim())
+      .includes("upgrade-insecure-requests");
+
+  it("is left out over plain http and kept when a trusted proxy says the client came over https", async () => {
+    t = await testApp({ TRUST_PROXY: "127.0.0.1" });
+    for (const url of [
+      "/docs",
+      "/docs/static/swagger-initializer.js",
+      "/problems",
+      "/problems/unknown-token",
+    ]) {
+      const plain = await t.app.inject({ method: "GET", url });
+      expect(plain.statusCode, url).toBe(200);
+      expect(plain.headers["content-security-policy"], url).toMatch(/default-src 'self'/);
+      expect(upgrades(plain.headers["content-security-policy"]), url).toBe(false);
+      const tls = await t.app.inject({ method: "GET", url, headers: { "x-forwarded-proto": "https" } });
+      expect(upgrades(tls.headers["content-security-policy"]), url).toBe(true);
+    }
+  });
+
+  it("ignores X-Forwarded-Proto from a proxy that is not trusted", async () => {
+    t = await testApp();
+    const forged = await t.app.inject({
+      method: "GET",
+      url: "/docs",
+      headers: { "x-forwarded-proto": "https" },
+    });
+    expect(upgrades(forged.headers["content-security-policy"])).toBe(false);
+  });
+});
+
 describe("load shedding (under-pressure)", () => {
   it("answers 503 with Retry-After while the event loop lags, and recovers", async () => {
     t = await testApp({ MAX_EVENT_LOOP_DELAY_MS: "50" });

@@ -94,6 +94,10 @@ describe("the 402 bodies speak to the client that reads them", () => {
     });
     expect(res.statusCode).toBe(402);
     expect(res.headers["payment-required"]).toBeDefined();
-    expect(res.json()).toMatchObject({ x402Version: 1, accepts: [], error: expect.stringMatching(/^x402_v2_only: /) });
+    expect(res.json()).toMatchObject({
+      x402Version: 1,
+      accepts: [{ scheme: expect.stringMatching(/^x402_v2_only: /) }],
+      error: expect.stringMatching(/^x402_v2_only: /),
+    });
   });
 });

@@ -98,6 +98,14 @@ describe("npm run pay", () => {
     expect(gateway.calls.verify).toBe(before);
   }, 60_000);
 
+  it("rejects an X402_VERSION other than 1 or 2 before calling anything", async () => {
+    const before = gateway.calls.verify;
+    const { code, stderr } = await run(["GET", "/v1/unlocks/upcoming"], { X402_VERSION: "3" });
+    expect(code).toBe(2);
+    expect(stderr).toContain("X402_VERSION must be 1 or 2, got 3");
+    expect(gateway.calls.verify).toBe(before);
+  }, 60_000);
+
   it("rejects bad usage with exit 2 and the help text", async () => {
     const { code, stderr } = await run(["DELETE", "/v1/unlocks/upcoming"]);
     expect(code).toBe(2);
