@@ -11,7 +11,6 @@ import {
 } from "@x402/core/types";
 import type { FacilitatorConfig } from "../config.js";
 import { cdpAuthHeaders } from "./cdp-auth.js";
-import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
 import {
   admit,
   type CircuitLabel,
@@ -23,6 +22,7 @@ import {
   recordNeutral,
   recordSuccess,
 } from "./circuit.js";
+import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
 
 export interface FacilitatorTarget {
   url: string;
@@ -69,6 +69,8 @@ export interface FacilitatorGateway {
   readonly circuit: Readonly<CircuitState>;
   /** The circuit's position now (metrics, readiness). */
   position(): CircuitLabel;
+  /** The background health probe's outcome (GET /supported answered or not): the facilitator's own health. */
+  probed?(reachable: boolean): void;
 }
 
 /** "Facilitator verify failed (503): …" — how @x402/core's HTTP client reports a non-2xx answer without a verdict. */
