@@ -111,7 +111,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(ProblemSchema);
   // Bodies are JSON only (the contract); anything else is a 415 rather than a string the schema then rejects.
   app.removeContentTypeParser("text/plain");
-  registerProblemHandlers(app);
 
   registerSecurityHeaders(app);
   // External plugins first, then the app's own (fastify/demo order).
@@ -156,6 +155,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         `Rate limit of ${context.max} requests per ${context.after} exceeded.`,
       ),
   });
+  // After the rate limiter: unknown paths are limited too.
+  registerProblemHandlers(app);
   await app.register(underPressure, {
     maxEventLoopDelay: config.maxEventLoopDelayMs,
     retryAfter: 5,

@@ -14,10 +14,7 @@ export type PageKind = "api" | "html";
  * forbids everything and framing; the browser-isolation headers meant for documents are left out.
  */
 const API: HelmetOptions = {
-  contentSecurityPolicy: {
-    useDefaults: false,
-    directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
-  },
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
   xFrameOptions: { action: "deny" },
   crossOriginOpenerPolicy: false,
   crossOriginResourcePolicy: false,
@@ -58,8 +55,7 @@ export function registerSecurityHeaders(app: FastifyInstance): void {
     html: helmetHeaders(HTML),
   };
   app.addHook("onRequest", (request, reply, done) => {
-    for (const [name, value] of sets[request.routeOptions.config.pageKind ?? "api"])
-      reply.header(name, value);
+    for (const [name, value] of sets[request.routeOptions.config.pageKind ?? "api"]) reply.header(name, value);
     done();
   });
 }

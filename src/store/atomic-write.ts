@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { mkdirSync, renameSync, rmSync, writeFileSync, fsyncSync, openSync, closeSync } from "node:fs";
+import { dirname, join, basename } from "node:path";
 
 /**
  * Writes `contents` to `path` so that readers see either the old file or the complete new one:

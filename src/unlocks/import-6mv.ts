@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import { type DailySeries, seriesAt, toDailySeries } from "../store/unlocks-snapshot.js";
+import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
 import type {
   PriceSeries,
   RecipientCategory,
@@ -9,7 +10,6 @@ import type {
   TokenRecord,
   UnlockSnapshot,
 } from "../store/unlocks-types.js";
-import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
 
 /** One file of ../shared/data/unlock-history-6mv (see its README). */
 export interface SixMvFile {

@@ -321,8 +321,9 @@ export async function startHttpApp(
     PAY_TO: TEST_PAY_TO,
     ...env,
   });
+  const client = createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl));
   const gateway = createFacilitatorGateway(
-    createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl)),
+    client,
     config.circuit,
     opts.paymentsClock ? () => (opts.paymentsClock as () => Date)().getTime() : undefined,
   );
@@ -333,6 +334,7 @@ export async function startHttpApp(
     ledger,
     logger: opts.logger,
     facilitatorLabel: facilitatorUrl,
+    supported: () => client.getSupported(),
     ...(opts.chain ? { chain: opts.chain } : {}),
     ...(opts.paymentObserver ? { paymentObserver: opts.paymentObserver } : {}),
     ...(opts.paymentsClock ? { paymentsClock: opts.paymentsClock } : {}),
