@@ -71,7 +71,6 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessRep
 
   return async () => {
     const position = deps.circuit();
-    deps.observer.circuitState(position);
     const checks = {
       facilitator: await facilitator(),
       ledger: await ledger(),

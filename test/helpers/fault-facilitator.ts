@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
+import { generatePrivateKey } from "viem/accounts";
 import type { buildApp } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import {
@@ -15,7 +16,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { type Ledger, openLedger } from "../../src/store/ledger.js";
 import { appWith, TEST_PAY_TO, testConfig } from "./app.js";
-import { b64, v2Proof } from "./proofs.js";
+import { b64, signedV2Proof, v2Proof } from "./proofs.js";
 
 /**
  * How the fake facilitator answers one endpoint. It models a chain faithfully enough for billing checks: a settled
@@ -355,6 +356,18 @@ export async function startHttpApp(
 
 /** The cheapest paid route, used by the reliability tests: GET /v1/unlocks/upcoming (0.02 USD, v1 and v2). */
 export const UPCOMING_PATH = "/v1/unlocks/upcoming?days=30";
+
+/**
+ * A v2 proof for the upcoming route signed by a fresh random key (a distinct payer each time, whose signature
+ * recovers to its `from`): what an honest EOA buyer sends. The fake facilitator does not check balances.
+ */
+export async function signedUpcomingProof(config: Config): Promise<string> {
+  const accepted = requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: config.paymentTimeoutSeconds,
+  });
+  return b64(await signedV2Proof(accepted, undefined, generatePrivateKey()));
+}
 
 /** A fresh, well-formed v2 proof (new nonce) for the upcoming route, base64 as it goes in PAYMENT-SIGNATURE. */
 export function upcomingProof(config: Config, nonce?: string): string {

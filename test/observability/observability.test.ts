@@ -17,6 +17,7 @@ import { createUnlockService } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import {
   type FaultFacilitator,
+  signedUpcomingProof,
   startFaultFacilitator,
   UPCOMING_PATH,
   upcomingProof,
@@ -149,7 +150,7 @@ describe("GET /metrics", () => {
     const res = await app.inject({
       method: "GET",
       url: UPCOMING_PATH,
-      headers: { "payment-signature": upcomingProof(config) },
+      headers: { "payment-signature": await signedUpcomingProof(config) }, // proven: evidence against the facilitator
     });
     expect(res.statusCode).toBe(502);
     const text = await scrape(app);
