@@ -46,6 +46,10 @@ export interface FaultFacilitator {
   /** When set, each call waits for it after being counted (a barrier the test opens); settle transfers first. */
   verifyGate: Promise<void> | undefined;
   settleGate: Promise<void> | undefined;
+  /** Per payer (lower case): its verify calls wait for this gate (a payer whose proofs are slow to check). */
+  verifyGateFor: Map<string, Promise<void>>;
+  /** Verify calls per payer (lower case). */
+  verifiesBy: Map<string, number>;
   /** Resolves once `calls[kind]` has reached `n` (a barrier, not a sleep). */
   untilCalls(kind: "verify" | "settle", n: number): Promise<void>;
   /** The "chain" behind it, as the payment core reads it (authorizationState + the transfer's transaction). */
@@ -104,6 +108,8 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
     settleDelayMs: 0,
     verifyGate: undefined,
     settleGate: undefined,
+    verifyGateFor: new Map(),
+    verifiesBy: new Map(),
     untilCalls: (kind, n) =>
       f.calls[kind] >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ kind, n, resolve })),
     chain: {
@@ -200,6 +206,10 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
 
     if (path === "/verify") {
       counted("verify");
+      const who = (payer ?? "").toLowerCase();
+      f.verifiesBy.set(who, (f.verifiesBy.get(who) ?? 0) + 1);
+      const gate = f.verifyGateFor.get(who);
+      if (gate) await gate;
       const behaviour = f.verify;
       if (f.verifyDelayMs > 0) await new Promise((r) => setTimeout(r, f.verifyDelayMs));
       if (f.verifyGate) await f.verifyGate;
