@@ -77,6 +77,8 @@ export async function start(config: Config) {
     await served.stop(); // the app, the ledger, then the devnet (already closed by its own failure)
     throw err;
   }
+  // /ready answers from the cached health state: refreshed now, so it says ready as the banner appears.
+  await served.app.observability.health.refresh();
   printDevnetHelp(served.address, running);
   return { ...served, devnet: running };
 }
