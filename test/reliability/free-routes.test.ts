@@ -1,13 +1,13 @@
 import { Worker } from "node:worker_threads";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
-  type FaultFacilitator,
   type HttpApp,
   startFaultFacilitator,
   startHttpApp,
   UPCOMING_PATH,
   upcomingProof,
 } from "../helpers/fault-facilitator.js";
+import { useFaultStack } from "../helpers/fault-stack.js";
 
 /*
  * Free routes must cost nothing an unpaying client can multiply: a flood of each free path (from one client, at the
@@ -16,14 +16,7 @@ import {
  * its idle p50 is measured and printed, not asserted: on a shared 2-core machine (load average 8–15 while this was
  * written) the flooding thread's own CPU use moves it by ×1 to ×14 from one run to the next, whatever the server does.
  */
-let fac: FaultFacilitator | undefined;
-let http: HttpApp | undefined;
-afterEach(async () => {
-  await http?.close();
-  await fac?.close();
-  http = undefined;
-  fac = undefined;
-});
+const stack = useFaultStack();
 
 const FREE_PATHS = ["/", "/health", "/ready", "/metrics", "/.well-known/x402"];
 const HONEST_IP = "203.0.113.7";
@@ -90,13 +83,14 @@ async function flood(app: HttpApp, path: string, ip: string, measure: () => Prom
 
 describe("free endpoints cost nothing", () => {
   it("a flood of each free path: 0 facilitator calls beyond the background refresh, paid p50 measured", async () => {
-    fac = await startFaultFacilitator();
-    http = await startHttpApp(fac.url, {
+    const fac = await startFaultFacilitator();
+    stack.fac = fac;
+    stack.http = await startHttpApp(fac.url, {
       TRUST_PROXY: "true",
       RATE_LIMIT_MAX: "300", // the default
       HEALTH_REFRESH_MS: "600000", // one refresh (at start) during the test: every other /supported would be a flood's
     });
-    const app = http;
+    const app = stack.http;
     // The start-up refresh is done (or, without a cache, this probe is the one facilitator call allowed).
     await fetch(`${app.url}/ready`, { headers: { "x-forwarded-for": HONEST_IP } });
     expect(fac.calls.supported).toBe(1);
