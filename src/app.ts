@@ -15,8 +15,13 @@ import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http
 import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
-import { combineObservers, createMetrics, registerMetrics } from "./observability/metrics.js";
-import { createReadiness, ledgerWriteProbe } from "./observability/readiness.js";
+import { combineObservers, createMetrics, type Metrics, registerMetrics } from "./observability/metrics.js";
+import {
+  createHealthMonitor,
+  createReadiness,
+  type HealthMonitor,
+  ledgerWriteProbe,
+} from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
@@ -37,6 +42,13 @@ import type { UnlockService } from "./unlocks/service.js";
 export const SERVICE_VERSION = "1.0.0";
 /** The seller as every 402 names it (`resource.serviceName`, `resource.iconUrl`); the icon is served by docsRoutes. */
 export const SERVICE: ServiceIdentity = { name: "pressure402", iconPath: "/favicon.svg" };
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The cached health state behind /ready, and the metrics the metrics listener serves. */
+    observability: { health: HealthMonitor; metrics: Metrics };
+  }
+}
 
 export interface AppDeps {
   config: Config;
@@ -62,9 +74,6 @@ export interface AppDeps {
   /** The facilitator's GET /supported, for /ready; without it /ready reports the facilitator as unchecked (503). */
   supported?: () => Promise<SupportedResponse>;
 }
-
-/** Probes and scrapes: never rate-limited, so an orchestrator's checks cannot be starved by buyers (or vice versa). */
-const UNLIMITED_ROUTES = new Set(["/health", "/ready", "/metrics"]);
 
 /** Payment proofs and credentials must never reach a log line. */
 export const REDACT = [
@@ -106,7 +115,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addSchema(ProblemSchema);
   // Bodies are JSON only (the contract); anything else is a 415 rather than a string the schema then rejects.
   app.removeContentTypeParser("text/plain");
-  registerProblemHandlers(app);
 
   registerSecurityHeaders(app);
   // External plugins first, then the app's own (fastify/demo order).
@@ -142,7 +150,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     max: config.rateLimit.max,
     timeWindow: config.rateLimit.windowMs,
     enableDraftSpec: true,
-    allowList: (request) => UNLIMITED_ROUTES.has(request.routeOptions.url ?? ""),
+    // Free routes too: a flood of /ready or / costs like any other. An orchestrator's probes (one per few seconds)
+    // are far below the limit; Prometheus scrapes the metrics listener, which has none.
     errorResponseBuilder: (_request, context) =>
       new HttpProblem(
         429,
@@ -150,6 +159,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         `Rate limit of ${context.max} requests per ${context.after} exceeded.`,
       ),
   });
+  // After the rate limiter: unknown paths are limited too.
+  registerProblemHandlers(app);
   await app.register(underPressure, {
     maxEventLoopDelay: config.maxEventLoopDelayMs,
     retryAfter: 5,
@@ -180,17 +191,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ? combineObservers(metrics.observer, deps.paymentObserver)
     : metrics.observer;
   const circuit = () => deps.gateway.position();
-  await registerMetrics(app, metrics, () => metrics.observer.circuitState(circuit()));
-  await app.register(readinessRoutes, {
-    check: createReadiness({
+  metrics.beforeScrape = () => metrics.observer.circuitState(circuit());
+  await registerMetrics(app, metrics, { token: config.metricsToken });
+  const health = createHealthMonitor(
+    createReadiness({
       supported: deps.supported ?? (() => Promise.reject(new Error("no facilitator probe configured"))),
       scheme: "exact",
       network: NETWORK,
       probeLedger: ledgerWriteProbe(deps.ledger, incarnation),
       circuit,
       observer,
+      onFacilitatorProbe: (reachable) => deps.gateway.probed?.(reachable),
     }),
-  });
+    circuit,
+  );
+  app.decorate("observability", { health, metrics });
+  app.addHook("onReady", async () => health.start(config.healthRefreshMs));
+  app.addHook("onClose", async () => health.stop());
+  await app.register(readinessRoutes, { check: health.report });
 
   await app.register(payments, {
     gateway: deps.gateway,

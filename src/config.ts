@@ -37,6 +37,10 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_MAX: Type.Integer({ default: 300, minimum: 1 }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ default: 60_000, minimum: 1000 }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ default: 1000, minimum: 0 }),
+  HEALTH_REFRESH_MS: Type.Integer({ default: 5000, minimum: 100, maximum: 600_000 }),
+  METRICS_HOST: Type.String({ default: "127.0.0.1", minLength: 1 }),
+  METRICS_PORT: Type.Integer({ default: 9464, minimum: 0, maximum: 65535 }),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, pattern: "^[\\x21-\\x7e]+$" })),
   UNLOCKS_SNAPSHOT: Type.Optional(Type.String({ minLength: 1 })),
   CATALOG_SNAPSHOT: Type.Optional(Type.String({ minLength: 1 })),
   BENCHMARK_PHASE: Type.Enum(["provisional", "full"], { default: "provisional" }),
@@ -58,6 +62,7 @@ const FIX: Partial<Record<keyof Env, string>> = {
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
   CONTACT_EMAIL: "set an email address such as api@example.com",
   CONTACT_URL: "set an http(s) URL such as https://example.com/support",
+  METRICS_TOKEN: "set at least 16 visible ASCII characters (e.g. openssl rand -hex 24), or unset it",
 };
 
 export type Env = Static<typeof EnvSchema>;
@@ -95,6 +100,13 @@ export interface Config {
   requestTimeoutMs: number;
   rateLimit: { max: number; windowMs: number };
   maxEventLoopDelayMs: number;
+  /** Period of the background health refresh behind /ready (facilitator /supported + a ledger write). */
+  healthRefreshMs: number;
+  /** The metrics listener (GET /metrics), apart from the public port; loopback by default. */
+  metricsHost: string;
+  metricsPort: number;
+  /** When set, GET /metrics is also served on the public port, to `Authorization: Bearer <token>` only. */
+  metricsToken: string | undefined;
   unlocksSnapshot: string | undefined;
   catalogSnapshot: string | undefined;
   benchmark: {
@@ -224,7 +236,9 @@ export function parseConfig(source: Record<string, string | undefined> = process
         String((e.params as { requiredProperties?: string[] }).requiredProperties ?? ""),
     );
     throw new ConfigError(
-      [...new Set(names)].map((name) => describeInvalid(name, hidePassword(source[name]))),
+      [...new Set(names)].map((name) =>
+        describeInvalid(name, name === "METRICS_TOKEN" ? "(hidden)" : hidePassword(source[name])),
+      ),
     );
   }
   const env = withDefaults as Env;
@@ -290,6 +304,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
+    healthRefreshMs: env.HEALTH_REFRESH_MS,
+    metricsHost: env.METRICS_HOST,
+    metricsPort: env.METRICS_PORT,
+    metricsToken: env.METRICS_TOKEN,
     unlocksSnapshot: env.UNLOCKS_SNAPSHOT,
     catalogSnapshot: env.CATALOG_SNAPSHOT,
     benchmark: {

@@ -3,6 +3,7 @@ import { buildApp } from "./app.js";
 import { createBenchmarkService } from "./benchmark/service.js";
 import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet, DevnetLaunch } from "./devnet/index.js";
+import { metricsListener } from "./observability/metrics.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
@@ -76,6 +77,8 @@ export async function start(config: Config) {
     await served.stop(); // the app, the ledger, then the devnet (already closed by its own failure)
     throw err;
   }
+  // /ready answers from the cached health state: refreshed now, so it says ready as the banner appears.
+  await served.app.observability.health.refresh();
   printDevnetHelp(served.address, running);
   return { ...served, devnet: running };
 }
@@ -124,15 +127,13 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,
     supported: () => client.getSupported(),
-    facilitatorLabel:
-      facilitator.kind === "cdp"
-        ? `cdp (${facilitatorUrl})`
-        : facilitator.kind === "devnet"
-          ? `devnet (${facilitatorUrl})`
-          : facilitatorUrl,
+    // The kind only: FACILITATOR_URL may be an internal address, and GET / is public.
+    facilitatorLabel: facilitator.kind === "url" ? "configured" : facilitator.kind,
   });
+  const metricsApp = await metricsListener(app.observability.metrics);
 
   const stop = async () => {
+    await metricsApp.close();
     await app.close(); // waits for in-flight requests, so paid calls finish and settle first
     await ledger.close();
     await devnet?.stop();
@@ -141,11 +142,22 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
   try {
     address = await app.listen({ host: config.host, port: config.port });
   } catch (err) {
+    await metricsApp.close();
     await app.close();
     // The pre-flight probe found the port free; another process took it since.
     throw new ConfigError(listenProblem(err, config.host, config.port));
   }
-  return { app, address, stop };
+  let metricsAddress: string | undefined;
+  try {
+    metricsAddress = await metricsApp.listen({ host: config.metricsHost, port: config.metricsPort });
+  } catch (err) {
+    // Metrics are not worth refusing paid calls for (two instances on one host, a port taken): said loudly, not fatal.
+    app.log.error(
+      { err: (err as Error).message },
+      `metrics listener could not listen on ${config.metricsHost}:${config.metricsPort}; set METRICS_PORT to a free port`,
+    );
+  }
+  return { app, address, metricsAddress, stop };
 }
 
 function printDevnetHelp(address: string, devnet: Devnet): void {

@@ -10,6 +10,8 @@ export interface AnvilOptions {
   chainId?: number;
   log?: (msg: string) => void;
   startupTimeoutMs?: number;
+  /** More anvil flags (tests: `--number`/`--timestamp` for a deep chain whose head is now). */
+  extraArgs?: string[];
 }
 
 export interface AnvilInstance {
@@ -121,7 +123,15 @@ export async function startAnvil(opts: AnvilOptions = {}): Promise<AnvilInstance
   const timeoutMs = opts.startupTimeoutMs ?? 30_000;
   const binary = resolveAnvilBinary();
   // Default mnemonic on purpose: the well-known test accounts 0..9 are part of the devnet contract.
-  const args = ["--chain-id", String(chainId), "--host", host, "--port", String(opts.port ?? 0)];
+  const args = [
+    "--chain-id",
+    String(chainId),
+    "--host",
+    host,
+    "--port",
+    String(opts.port ?? 0),
+    ...(opts.extraArgs ?? []),
+  ];
 
   const child = spawn(process.execPath, ["-e", WATCHDOG, "--", binary, ...args], {
     stdio: ["pipe", "pipe", "pipe"],

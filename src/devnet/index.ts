@@ -44,6 +44,8 @@ export interface StartDevnetOptions {
   anvilPort?: number;
   facilitatorPort?: number;
   log?: (msg: string) => void;
+  /** More anvil flags (see AnvilOptions.extraArgs). */
+  anvilArgs?: string[];
 }
 
 /** A devnet on its way up: what a resource server needs to be built is known before the chain is ready. */
@@ -104,7 +106,13 @@ export async function launchDevnet(opts: StartDevnetOptions = {}): Promise<Devne
   const stoppedWhileStarting = () => new Error("devnet: stopped while starting");
 
   const bringUp = async (): Promise<Devnet> => {
-    anvilStarting = startAnvil({ host, port: opts.anvilPort, chainId: DEVNET_CHAIN_ID, log });
+    anvilStarting = startAnvil({
+      host,
+      port: opts.anvilPort,
+      chainId: DEVNET_CHAIN_ID,
+      log,
+      ...(opts.anvilArgs ? { extraArgs: opts.anvilArgs } : {}),
+    });
     const anvil = await anvilStarting;
     if (stopping) throw stoppedWhileStarting();
     // Precompiled (src/devnet/contracts/*.json): no Solidity compiler on the start-up path.

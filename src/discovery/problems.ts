@@ -166,6 +166,21 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
     action: "Retry after Retry-After seconds.",
     charged: NOT_CHARGED,
   },
+  "payer-limited": {
+    status: 429,
+    title: "Too many payment checks for this payer",
+    meaning:
+      "Several verifications of this payer's proofs are running, or its recent ones timed out or failed (for example a smart-wallet signature too slow to check); its checks are paused briefly.",
+    action: "Retry after Retry-After seconds, with the same proof.",
+    charged: NOT_CHARGED,
+  },
+  unauthorized: {
+    status: 401,
+    title: "Credentials required",
+    meaning: "GET /metrics on the public port needs the operator's bearer token.",
+    action: "Scrape the metrics listener instead, or send Authorization: Bearer <METRICS_TOKEN>.",
+    charged: NOT_CHARGED,
+  },
   "facilitator-bad-response": {
     status: 502,
     title: "Malformed facilitator answer",

@@ -1,5 +1,11 @@
 import type { Duplex } from "node:stream";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  preHandlerHookHandler,
+} from "fastify";
 
 /** RFC 9457 problem details. `errors` lists each invalid field with a JSON pointer into the part it came from. */
 export interface FieldError {
@@ -169,7 +175,9 @@ export function registerProblemHandlers(app: FastifyInstance): void {
     );
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  // Unknown paths (scanners) go through the same per-client limit as every route when a rate limiter is there.
+  const limited = (app as { rateLimit?: () => preHandlerHookHandler }).rateLimit;
+  app.setNotFoundHandler(limited ? { preHandler: limited() } : {}, (request, reply) => {
     const instance = problemInstance(request);
     return sendProblem(reply, problem(404, "not-found", `No route ${request.method} ${instance}.`, instance));
   });

@@ -1,6 +1,8 @@
-import type { FastifyInstance, RouteOptions } from "fastify";
+import { timingSafeEqual } from "node:crypto";
+import Fastify, { type FastifyInstance } from "fastify";
 import fastifyMetricsModule from "fastify-metrics";
 import client from "prom-client";
+import { PROBLEM_CONTENT_TYPE, problem } from "../http/problem.js";
 import type { PaymentObserver } from "../payments/events.js";
 
 // fastify-metrics is CommonJS with `exports.default`: under Node's ESM interop the default import is the module object.
@@ -14,6 +16,10 @@ const fastifyMetrics = fastifyMetricsModule.default;
 export interface Metrics {
   registry: client.Registry;
   observer: PaymentObserver;
+  /** The exposition text, with gauges that are cheaper to read than to push refreshed first (circuit state). */
+  scrape(): Promise<string>;
+  /** What scrape() refreshes first. */
+  beforeScrape: () => void;
 }
 
 const CIRCUIT_STATES = ["closed", "half_open", "open"] as const;
@@ -76,7 +82,16 @@ export function createMetrics(): Metrics {
       backlog.set(count);
     },
   };
-  return { registry, observer };
+  const m: Metrics = {
+    registry,
+    observer,
+    beforeScrape: () => {},
+    scrape: async () => {
+      m.beforeScrape();
+      return registry.metrics();
+    },
+  };
+  return m;
 }
 
 /** Fans one event out to several observers (metrics plus whatever the caller adds). */
@@ -98,24 +113,18 @@ export function combineObservers(...observers: PaymentObserver[]): PaymentObserv
 }
 
 /**
- * Registers GET /metrics with the HTTP duration histogram by method, route pattern and status, plus
- * Node process metrics. `beforeScrape` refreshes gauges that are cheaper to read than to push (circuit state).
+ * Collects the HTTP duration histogram (by method, route pattern and status) and the Node process metrics of `app`.
+ * GET /metrics is not on this app's port unless `token` is given, and then only with `Authorization: Bearer <token>`:
+ * the series show revenue per route, and a scrape costs far more than a request. The usual place is its own listener
+ * (metricsListener, on loopback by default).
  */
 export async function registerMetrics(
   app: FastifyInstance,
   metrics: Metrics,
-  beforeScrape: () => void = () => {},
+  opts: { token?: string | undefined } = {},
 ): Promise<void> {
-  const endpoint = {
-    url: "/metrics",
-    logLevel: "warn",
-    exposeHeadRoute: false,
-    schema: { hide: true },
-    // Refreshed right before fastify-metrics serialises the registry.
-    onRequest: async () => beforeScrape(),
-  } as unknown as RouteOptions;
   await app.register(fastifyMetrics, {
-    endpoint,
+    endpoint: null,
     defaultMetrics: { enabled: true, register: metrics.registry, prefix: "pressure402_" },
     routeMetrics: {
       // The histogram only: quantiles come from its buckets in Prometheus. The summary's per-request quantile trees
@@ -135,4 +144,48 @@ export async function registerMetrics(
       },
     },
   });
+  const token = opts.token;
+  if (token === undefined) return;
+  const expected = Buffer.from(`Bearer ${token}`);
+  app.get(
+    "/metrics",
+    {
+      logLevel: "warn",
+      exposeHeadRoute: false,
+      schema: { hide: true },
+      onRequest: async (request, reply) => {
+        const given = Buffer.from(request.headers.authorization ?? "");
+        if (given.length !== expected.length || !timingSafeEqual(given, expected))
+          return reply
+            .code(401)
+            .header("WWW-Authenticate", 'Bearer realm="metrics"')
+            .type(PROBLEM_CONTENT_TYPE)
+            .send(
+              problem(
+                401,
+                "unauthorized",
+                "GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.",
+                request.url,
+              ),
+            );
+      },
+    },
+    async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.scrape()),
+  );
+}
+
+/**
+ * The metrics listener: a bare HTTP server with GET /metrics only, for METRICS_HOST:METRICS_PORT (loopback by
+ * default). No rate limit (it is not the public port) and no payment code on its path.
+ */
+export async function metricsListener(metrics: Metrics): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false });
+  app.get("/metrics", async (_request, reply) =>
+    reply
+      .type(metrics.registry.contentType)
+      .header("Cache-Control", "no-store")
+      .send(await metrics.scrape()),
+  );
+  await app.ready();
+  return app;
 }

@@ -17,6 +17,8 @@ export interface ReadinessDeps {
   probeLedger(): Promise<void>;
   circuit(): CircuitLabel;
   observer: PaymentObserver;
+  /** Told whether each background probe reached the facilitator: its health, which the circuit breaker counts. */
+  onFacilitatorProbe?: (reachable: boolean) => void;
   /** Monotonic seconds, for the latency metric. */
   now?: () => number;
 }
@@ -46,12 +48,14 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessRep
     try {
       const supported = await deps.supported();
       deps.observer.facilitatorCall({ operation: "supported", seconds: now() - started, ok: true });
+      deps.onFacilitatorProbe?.(true);
       return supportsKind(supported, deps.scheme, deps.network)
         ? { ok: true, detail: `supports ${deps.scheme} on ${deps.network}` }
         : { ok: false, detail: `does not support ${deps.scheme} on ${deps.network}` };
     } catch {
       // The cause (URL, socket error) goes to the log at the route; the report is public.
       deps.observer.facilitatorCall({ operation: "supported", seconds: now() - started, ok: false });
+      deps.onFacilitatorProbe?.(false);
       return { ok: false, detail: "unreachable or answered with an error" };
     }
   }
@@ -67,7 +71,6 @@ export function createReadiness(deps: ReadinessDeps): () => Promise<ReadinessRep
 
   return async () => {
     const position = deps.circuit();
-    deps.observer.circuitState(position);
     const checks = {
       facilitator: await facilitator(),
       ledger: await ledger(),
@@ -88,4 +91,58 @@ export function ledgerWriteProbe(
   incarnation: string,
 ): () => Promise<void> {
   return () => ledger.heartbeat(incarnation, new Date());
+}
+
+export interface HealthMonitor {
+  /** The last report, with the circuit's position read now (no I/O); the first call waits for the first refresh. */
+  report(): Promise<ReadinessReport>;
+  /** Runs the checks now (one at a time: callers during a refresh share it). */
+  refresh(): Promise<ReadinessReport>;
+  /** Refreshes every `everyMs` in the background until stop(). */
+  start(everyMs: number): void;
+  stop(): void;
+}
+
+/**
+ * Readiness served from a cached health state: the facilitator probe and the ledger write run in the background (one
+ * of each per period, whatever the traffic), so a flood of /ready costs neither a facilitator call nor a ledger write.
+ */
+export function createHealthMonitor(
+  check: () => Promise<ReadinessReport>,
+  circuit: () => CircuitLabel,
+): HealthMonitor {
+  let last: ReadinessReport | undefined;
+  let running: Promise<ReadinessReport> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  const refresh = () => {
+    running ??= check()
+      .then((r) => {
+        last = r;
+        return r;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+  const withLiveCircuit = (r: ReadinessReport): ReadinessReport => {
+    const position = circuit();
+    const checks = { ...r.checks, circuit: { ok: position !== "open", detail: position } };
+    return { ready: checks.facilitator.ok && checks.ledger.ok && checks.circuit.ok, checks };
+  };
+  return {
+    report: async () => withLiveCircuit(last ?? (await refresh())),
+    refresh,
+    start(everyMs) {
+      if (timer) return;
+      void refresh().catch(() => {});
+      timer = setInterval(() => void refresh().catch(() => {}), everyMs);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  };
 }

@@ -3,6 +3,7 @@ import { Type } from "typebox";
 import type { ReadinessReport } from "./readiness.js";
 
 export interface ReadinessRouteOptions {
+  /** The cached health state (see createHealthMonitor): no facilitator call or ledger write per request. */
   check: () => Promise<ReadinessReport>;
 }
 

@@ -11,7 +11,6 @@ import {
 } from "@x402/core/types";
 import type { FacilitatorConfig } from "../config.js";
 import { cdpAuthHeaders } from "./cdp-auth.js";
-import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
 import {
   admit,
   type CircuitLabel,
@@ -23,6 +22,11 @@ import {
   recordNeutral,
   recordSuccess,
 } from "./circuit.js";
+import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
+import { createPayerLimits, type PayerLimitOptions, type PayerLimits } from "./payer-limits.js";
+import type { ExactPayload } from "./proof.js";
+import { NETWORK_V1 } from "./requirements.js";
+import { evmChainId, signedByPayer } from "./signature.js";
 
 export interface FacilitatorTarget {
   url: string;
@@ -52,7 +56,7 @@ export function createFacilitatorClient(target: FacilitatorTarget): FacilitatorC
 /** The facilitator could not give an answer: the request fails closed with this status, never with free content. */
 export class FacilitatorFault extends Error {
   constructor(
-    readonly status: 502 | 503,
+    readonly status: 429 | 502 | 503,
     readonly reason: string,
     readonly retryAfterSeconds: number,
     message: string,
@@ -63,12 +67,75 @@ export class FacilitatorFault extends Error {
 
 export const SETTLEMENT_PENDING = "settlement_pending";
 
+/**
+ * This payer's proofs may not reach the facilitator now: too many of its verifications are running, or its recent
+ * ones timed out or failed (back-off). 429 + Retry-After, nothing charged; the facilitator's circuit is untouched.
+ */
+export class PayerLimited extends FacilitatorFault {
+  constructor(retryAfterSeconds: number, why: "busy" | "backoff") {
+    super(
+      429,
+      "payer_limited",
+      retryAfterSeconds,
+      why === "busy"
+        ? "too many payment verifications of this payer are running"
+        : "this payer's recent payment verifications failed; backing off",
+    );
+  }
+}
+
+/**
+ * The local signature check, before any facilitator call: "eoa" when the 65-byte signature recovers to the
+ * authorization's `from` (ecrecover, well under a millisecond); "unproven" otherwise — a smart-wallet (ERC-1271)
+ * signature or a wrong one, which only the chain can tell apart. Only faults met by proven proofs are evidence against
+ * the facilitator; an unproven proof's faults are its payer's alone.
+ */
+export async function localSignatureCheck(
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+): Promise<"eoa" | "unproven"> {
+  const exact = (payload as { payload?: unknown }).payload as ExactPayload | undefined;
+  const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
+  const chainId =
+    evmChainId(requirements.network) ?? ((requirements.network as string) === NETWORK_V1 ? 8453 : undefined);
+  if (
+    typeof exact?.signature !== "string" ||
+    typeof exact.authorization?.from !== "string" ||
+    chainId === undefined ||
+    typeof extra?.name !== "string" ||
+    typeof extra.version !== "string"
+  )
+    return "unproven";
+  const ok = await signedByPayer(exact, {
+    name: extra.name,
+    version: extra.version,
+    chainId,
+    verifyingContract: requirements.asset,
+  });
+  return ok ? "eoa" : "unproven";
+}
+
+/** The payer an exact payload names (lower case), if it names one. */
+function payerOf(payload: PaymentPayload): string | undefined {
+  const from = (payload as { payload?: { authorization?: { from?: unknown } } }).payload?.authorization?.from;
+  return typeof from === "string" ? from.toLowerCase() : undefined;
+}
+
+export interface GatewayOptions extends CircuitOptions {
+  /** Per-payer verification limits (defaults: DEFAULT_PAYER_LIMITS). */
+  payerLimits?: Partial<PayerLimitOptions>;
+}
+
 export interface FacilitatorGateway {
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
   readonly circuit: Readonly<CircuitState>;
+  /** Per-payer verification slots and back-off. */
+  readonly payers?: PayerLimits;
   /** The circuit's position now (metrics, readiness). */
   position(): CircuitLabel;
+  /** The background health probe's outcome (GET /supported answered or not): the facilitator's own health. */
+  probed?(reachable: boolean): void;
 }
 
 /** "Facilitator verify failed (503): …" — how @x402/core's HTTP client reports a non-2xx answer without a verdict. */
@@ -83,7 +150,7 @@ export function classify(
   error: unknown,
   operation: string,
   retryAfterSeconds: number,
-): { fault: FacilitatorFault; counts: boolean } {
+): { fault: FacilitatorFault; counts: boolean; unreachable?: boolean } {
   if (error instanceof FacilitatorFault) return { fault: error, counts: true };
   if (error instanceof FacilitatorTimeoutError)
     return {
@@ -114,6 +181,7 @@ export function classify(
         `facilitator ${operation}: ${message}`,
       ),
       counts: true,
+      unreachable: true,
     };
   const status = Number(HTTP_STATUS.exec(message)?.[1] ?? 0);
   return {
@@ -128,18 +196,29 @@ export function classify(
 }
 
 /**
- * Wraps a FacilitatorClient with fail-closed error mapping and a circuit breaker. A verify/settle *answer* (valid or
- * not, settled or not) is a success for the circuit; only transport faults and malformed answers count against it.
+ * Whose a fault is: "own" — no payer, or no answer at all (the facilitator is down for everyone); a payer address —
+ * a proven proof met it, one witness toward the circuit; "payer_only" — an unproven proof met it: its payer's alone.
+ */
+type Attribution = "own" | "payer_only" | { witness: string };
+
+/**
+ * Wraps a FacilitatorClient with fail-closed error mapping, a circuit breaker and per-payer limits. A verify/settle
+ * *answer* (valid or not, settled or not) is a success for the circuit; only transport faults and malformed answers
+ * count against it — and a fault met by one payer's proof counts against that payer (its slots and back-off), toward
+ * the circuit only as one witness, and not at all when the proof's signature could not be checked locally.
  */
 export function createFacilitatorGateway(
   client: FacilitatorClient,
-  opts: CircuitOptions,
+  opts: GatewayOptions,
   now: () => number = Date.now,
 ): FacilitatorGateway {
   const circuit = closedCircuit();
+  const payers = createPayerLimits(opts.payerLimits);
   const retryAfter = () => Math.max(1, Math.ceil(opts.cooldownMs / 1000));
+  /** Faults that were the facilitator failing on a request (timeout, 5xx, malformed answer), not unreachable. */
+  const costly = new WeakSet<FacilitatorFault>();
 
-  async function guarded<T>(operation: string, call: () => Promise<T>): Promise<T> {
+  async function guarded<T>(operation: string, call: () => Promise<T>, by: Attribution = "own"): Promise<T> {
     const admission = admit(circuit, opts, now());
     if (!admission.allowed)
       throw new FacilitatorFault(
@@ -153,18 +232,51 @@ export function createFacilitatorGateway(
       recordSuccess(circuit);
       return result;
     } catch (error) {
-      const { fault, counts } = classify(error, operation, retryAfter());
-      if (counts) recordFailure(circuit, opts, now());
-      else recordNeutral(circuit);
+      const { fault, counts, unreachable } = classify(error, operation, retryAfter());
+      if (counts && !unreachable) costly.add(fault);
+      if (!counts) recordNeutral(circuit);
+      else if (unreachable || by === "own") recordFailure(circuit, opts, now());
+      else if (by === "payer_only") recordNeutral(circuit);
+      else recordFailure(circuit, opts, now(), by.witness);
       throw fault;
+    }
+  }
+
+  /** Verify under the payer's limits: its slot is held until the facilitator's answer (or fault) comes back. */
+  async function verifyFor(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    call: () => Promise<VerifyResponse>,
+  ): Promise<VerifyResponse> {
+    const payer = payerOf(payload);
+    if (payer === undefined) return guarded("verify", call);
+    const proven = (await localSignatureCheck(payload, requirements)) === "eoa";
+    const slot = payers.admit(payer, now());
+    if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
+    let outcome: "answer" | "fault" | "neutral" = "neutral";
+    try {
+      const verdict = await guarded("verify", call, proven ? { witness: payer } : "payer_only");
+      outcome = "answer";
+      return verdict;
+    } catch (error) {
+      // What this proof cost: a timeout, an error or a malformed answer on it. Not the facilitator being unreachable
+      // or its circuit open (everyone's), nor a fault of our own process.
+      if (error instanceof FacilitatorFault && costly.has(error)) outcome = "fault";
+      throw error;
+    } finally {
+      payers.settle(payer, outcome, now());
     }
   }
 
   return {
     circuit,
+    payers,
     position: () => circuitLabel(circuit, opts.cooldownMs, now()),
+    probed: (reachable) => {
+      if (!reachable) recordFailure(circuit, opts, now());
+    },
     verify: (payload, requirements) =>
-      guarded("verify", async () => {
+      verifyFor(payload, requirements, async () => {
         try {
           return await client.verify(payload, requirements);
         } catch (error) {
@@ -178,29 +290,36 @@ export function createFacilitatorGateway(
           throw error;
         }
       }),
-    settle: (payload, requirements) =>
-      guarded("settle", async () => {
-        const once = async (): Promise<SettleResponse> => {
-          try {
-            return await client.settle(payload, requirements);
-          } catch (error) {
-            if (error instanceof SettleError)
-              return {
-                success: false,
-                errorReason: error.errorReason ?? "settlement_failed",
-                errorMessage: error.errorMessage,
-                payer: error.payer,
-                transaction: error.transaction ?? "",
-                network: error.network ?? requirements.network,
-              } as SettleResponse;
-            throw error;
-          }
-        };
-        const first = await once();
-        // A broadcast-but-unconfirmed settlement is retried once with the same payload: the facilitator reconciles
-        // against the transaction it already sent instead of sending a second one (as @x402/core's server does).
-        if (!first.success && first.errorReason === SETTLEMENT_PENDING && first.transaction) return once();
-        return first;
-      }),
+    settle: (payload, requirements) => {
+      const payer = payerOf(payload);
+      return guarded(
+        "settle",
+        async () => {
+          const once = async (): Promise<SettleResponse> => {
+            try {
+              return await client.settle(payload, requirements);
+            } catch (error) {
+              if (error instanceof SettleError)
+                return {
+                  success: false,
+                  errorReason: error.errorReason ?? "settlement_failed",
+                  errorMessage: error.errorMessage,
+                  payer: error.payer,
+                  transaction: error.transaction ?? "",
+                  network: error.network ?? requirements.network,
+                } as SettleResponse;
+              throw error;
+            }
+          };
+          const first = await once();
+          // A broadcast-but-unconfirmed settlement is retried once with the same payload: the facilitator reconciles
+          // against the transaction it already sent instead of sending a second one (as @x402/core's server does).
+          if (!first.success && first.errorReason === SETTLEMENT_PENDING && first.transaction) return once();
+          return first;
+        },
+        // Only verified proofs are settled: a fault there is one witness against the facilitator.
+        payer === undefined ? "own" : { witness: payer },
+      );
+    },
   };
 }

@@ -84,6 +84,7 @@ const FAULT_DETAIL: Record<string, string> = {
   facilitator_circuit_open: "The payment facilitator is failing; calls are paused for a short cool-down.",
   facilitator_error: "The payment facilitator answered with an error.",
   facilitator_chain_unavailable: "The payment facilitator could not reach the chain to check the payment.",
+  payer_limited: "Too many payment checks of this payer are running or recently failed.",
 };
 
 function header(request: FastifyRequest, name: string): string | undefined {

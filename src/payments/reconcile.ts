@@ -23,11 +23,21 @@ export interface ChainQuery {
   amount: string;
   /** A transaction the facilitator already named for it (a pending settlement), checked first. */
   transaction?: string | null | undefined;
-  /** When the receipt was created: logs are searched from the block of that time on, however long ago. */
+  /**
+   * When the receipt was created. Our settlement cannot have landed before it (less a clock margin), so it is the
+   * window's lower bound whenever it is later than validAfter (a validAfter of 0 would otherwise mean block 0).
+   */
   since: Date;
+  /** The authorization's validAfter (unix seconds), when known: no use of it can be older. */
+  validAfter?: string | null | undefined;
   /** The authorization's validBefore (unix seconds), to tell "not used yet" from "can never be used". */
   validBefore?: string | null | undefined;
   now: Date;
+  /**
+   * Who asks. A buyer's request never repeats a lookup that just failed (the chain or its RPC is down): that question
+   * waits for the background reconciler, which always asks.
+   */
+  origin?: "request" | "reconciler";
 }
 
 export type ChainVerdict =
@@ -42,18 +52,29 @@ export interface ChainReader {
   lookup(q: ChainQuery): Promise<ChainVerdict>;
 }
 
+/** A lookup a request may not make now: the same one failed moments ago; the reconciler retries it. */
+export class ChainLookupDeferred extends Error {
+  override readonly name = "ChainLookupDeferred";
+}
+
 const EIP3009 = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
   "event Transfer(address indexed from, address indexed to, uint256 value)",
 ]);
 
-/** Some margin before the receipt's time: the server's clock and the chain's block times differ slightly. */
+/** Some margin around the window: the server's clock and the chain's block times differ slightly. */
 const CLOCK_MARGIN_SECONDS = 300n;
 
 export interface ChainReaderOptions {
-  /** Largest block range per eth_getLogs call (providers cap it); the search walks the whole range in such chunks. */
+  /** Largest block range per eth_getLogs call (providers cap it); the window is read in such pages. */
   chunkBlocks?: bigint;
+  /** The chain's usual block interval, for the first guess of a block by time (Base: 2 s); a guess, never trusted. */
+  blockSeconds?: number;
+  /** After a failed lookup, how long requests for the same authorization leave it to the reconciler (ms). */
+  deferAfterFailureMs?: number;
+  /** Wall clock of the deferral (tests). */
+  clock?: () => number;
 }
 
 export function createChainReader(rpcUrl: string, opts: ChainReaderOptions = {}): ChainReader {
@@ -66,89 +87,203 @@ export function createChainReader(rpcUrl: string, opts: ChainReaderOptions = {})
   return chainReaderFor(client as PublicClient, opts);
 }
 
-export function chainReaderFor(client: PublicClient, opts: ChainReaderOptions = {}): ChainReader {
+/** What findAuthorizationUse needs: the authorization's identity, our terms, and its validity window. */
+export type AuthorizationUseQuery = Pick<
+  ChainQuery,
+  "asset" | "payer" | "nonce" | "payTo" | "amount" | "since" | "validAfter" | "validBefore"
+>;
+
+export interface AuthorizationUse {
+  /** The transaction whose AuthorizationUsed(payer, nonce) log the window holds. */
+  transaction: Hex;
+  blockNumber: bigint;
+  /** Whether that transaction paid payTo the full amount from the payer (our settlement), or used it elsewhere. */
+  paysUs: boolean;
+}
+
+interface BlockPoint {
+  number: bigint;
+  timestamp: bigint;
+}
+
+/** How close (in blocks) a time-to-block search must get; the pages read cover the rest. */
+const BLOCK_TOLERANCE = 64n;
+/** At most this many header reads to place one time on the chain; past it the bracket found so far is used. */
+const MAX_BLOCK_PROBES = 8;
+
+/**
+ * The last block at or before `seconds` — or an earlier one within BLOCK_TOLERANCE — and the first block at or after
+ * it (or a later one), found by interpolation from the latest block: two or three header reads on a chain with a
+ * steady block time, never a walk from genesis.
+ */
+export async function blocksAround(
+  client: Pick<PublicClient, "getBlock">,
+  seconds: bigint,
+  latest: BlockPoint,
+  blockSeconds: number,
+): Promise<{ atOrBefore: bigint; atOrAfter: bigint }> {
+  if (seconds >= latest.timestamp) return { atOrBefore: latest.number, atOrAfter: latest.number };
+  const read = async (n: bigint): Promise<BlockPoint> => {
+    const b = await client.getBlock({ blockNumber: n });
+    return { number: n, timestamp: b.timestamp };
+  };
+  let hi = latest;
+  let lo: BlockPoint | undefined;
+  let step = BigInt(Math.max(1, Math.ceil(Number(latest.timestamp - seconds) / blockSeconds)));
+  for (let probes = 0; probes < MAX_BLOCK_PROBES; probes++) {
+    let guess: bigint;
+    if (lo === undefined) {
+      // Not bracketed yet: guess back from hi by the assumed block time, doubling the step until below `seconds`.
+      guess = hi.number > step ? hi.number - step : 0n;
+      step *= 2n;
+    } else {
+      if (hi.number - lo.number <= BLOCK_TOLERANCE) break;
+      const span = hi.timestamp - lo.timestamp;
+      const frac = span > 0n ? ((seconds - lo.timestamp) * (hi.number - lo.number)) / span : 0n;
+      guess = lo.number + frac;
+      // Keep strictly inside the bracket so each probe narrows it.
+      if (guess <= lo.number) guess = lo.number + 1n;
+      if (guess >= hi.number) guess = hi.number - 1n;
+    }
+    const p = await read(guess);
+    if (p.timestamp <= seconds) lo = p;
+    else hi = p;
+    if (lo === undefined && guess === 0n) return { atOrBefore: 0n, atOrAfter: hi.number };
+  }
+  return { atOrBefore: lo?.number ?? 0n, atOrAfter: hi.number };
+}
+
+/**
+ * Finds the AuthorizationUsed log of (payer, nonce) on `asset` within the authorization's validity window — from
+ * max(validAfter, receipt time) to validBefore, each widened by a clock margin and mapped to blocks — read in pages of
+ * `chunkBlocks`, and says whether that transaction paid us. Undefined when the window holds no use (a cancellation
+ * leaves AuthorizationCanceled, not AuthorizationUsed). Never reads outside the window, however deep the chain.
+ */
+export async function findAuthorizationUse(
+  client: PublicClient,
+  q: AuthorizationUseQuery,
+  opts: Pick<ChainReaderOptions, "chunkBlocks" | "blockSeconds"> = {},
+): Promise<AuthorizationUse | undefined> {
   const chunk = opts.chunkBlocks ?? 10_000n;
-
-  /** The last block at or before `seconds` (binary search on timestamps; O(log n) calls, no fixed lookback). */
-  async function blockAtOrBefore(seconds: bigint, latest: bigint): Promise<bigint> {
-    let lo = 0n;
-    let hi = latest;
-    while (lo < hi) {
-      const mid = (lo + hi + 1n) / 2n;
-      const block = await client.getBlock({ blockNumber: mid });
-      if (block.timestamp <= seconds) lo = mid;
-      else hi = mid - 1n;
-    }
-    return lo;
+  const blockSeconds = opts.blockSeconds ?? 2;
+  const head = await client.getBlock({ blockTag: "latest" });
+  const latest: BlockPoint = { number: head.number as bigint, timestamp: head.timestamp };
+  const since = BigInt(Math.floor(q.since.getTime() / 1000));
+  const validAfter = q.validAfter ? BigInt(q.validAfter) : 0n;
+  const low = (since > validAfter ? since : validAfter) - CLOCK_MARGIN_SECONDS;
+  const fromBlock = (await blocksAround(client, low, latest, blockSeconds)).atOrBefore;
+  let toBlock = latest.number;
+  if (q.validBefore) {
+    const high = BigInt(q.validBefore) + CLOCK_MARGIN_SECONDS;
+    if (high < latest.timestamp) toBlock = (await blocksAround(client, high, latest, blockSeconds)).atOrAfter;
   }
-
-  async function paysUs(hash: Hex, q: ChainQuery): Promise<boolean> {
-    const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
-    if (receipt?.status !== "success") return false;
-    const used = parseEventLogs({ abi: EIP3009, eventName: "AuthorizationUsed", logs: receipt.logs }).some(
-      (l) =>
-        l.address.toLowerCase() === q.asset.toLowerCase() &&
-        l.args.authorizer.toLowerCase() === q.payer.toLowerCase() &&
-        l.args.nonce.toLowerCase() === q.nonce.toLowerCase(),
-    );
-    // Only a transfer of the full amount from the payer to our payTo, in the transaction that used this very
-    // authorization, counts as our settlement.
-    return (
-      used &&
-      parseEventLogs({ abi: EIP3009, eventName: "Transfer", logs: receipt.logs }).some(
-        (t) =>
-          t.address.toLowerCase() === q.asset.toLowerCase() &&
-          t.args.from.toLowerCase() === q.payer.toLowerCase() &&
-          t.args.to.toLowerCase() === q.payTo.toLowerCase() &&
-          t.args.value === BigInt(q.amount),
-      )
-    );
+  for (let from = fromBlock; from <= toBlock; from += chunk) {
+    const to = from + chunk - 1n < toBlock ? from + chunk - 1n : toBlock;
+    const logs = await client.getContractEvents({
+      address: q.asset as Hex,
+      abi: EIP3009,
+      eventName: "AuthorizationUsed",
+      args: { authorizer: q.payer as Hex, nonce: q.nonce as Hex },
+      fromBlock: from,
+      toBlock: to,
+    });
+    const log = logs[0];
+    if (log?.transactionHash)
+      return {
+        transaction: log.transactionHash,
+        blockNumber: log.blockNumber ?? from,
+        paysUs: await paysUs(client, log.transactionHash, q),
+      };
   }
+  return undefined;
+}
 
-  async function findUse(q: ChainQuery, fromBlock: bigint, latest: bigint): Promise<Hex | undefined> {
-    for (let from = fromBlock; from <= latest; from += chunk) {
-      const to = from + chunk - 1n < latest ? from + chunk - 1n : latest;
-      const logs = await client.getContractEvents({
-        address: q.asset as Hex,
-        abi: EIP3009,
-        eventName: "AuthorizationUsed",
-        args: { authorizer: q.payer as Hex, nonce: q.nonce as Hex },
-        fromBlock: from,
-        toBlock: to,
-      });
-      const hash = logs[0]?.transactionHash;
-      if (hash) return hash;
+/** Whether transaction `hash` used this very authorization to pay payTo the full amount from the payer. */
+async function paysUs(client: PublicClient, hash: Hex, q: AuthorizationUseQuery): Promise<boolean> {
+  const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
+  if (receipt?.status !== "success") return false;
+  const used = parseEventLogs({ abi: EIP3009, eventName: "AuthorizationUsed", logs: receipt.logs }).some(
+    (l) =>
+      l.address.toLowerCase() === q.asset.toLowerCase() &&
+      l.args.authorizer.toLowerCase() === q.payer.toLowerCase() &&
+      l.args.nonce.toLowerCase() === q.nonce.toLowerCase(),
+  );
+  // Only a transfer of the full amount from the payer to our payTo, in the transaction that used this very
+  // authorization, counts as our settlement.
+  return (
+    used &&
+    parseEventLogs({ abi: EIP3009, eventName: "Transfer", logs: receipt.logs }).some(
+      (t) =>
+        t.address.toLowerCase() === q.asset.toLowerCase() &&
+        t.args.from.toLowerCase() === q.payer.toLowerCase() &&
+        t.args.to.toLowerCase() === q.payTo.toLowerCase() &&
+        t.args.value === BigInt(q.amount),
+    )
+  );
+}
+
+/** How many failed authorizations a reader remembers for deferral (oldest forgotten first). */
+const MAX_DEFERRED = 1000;
+
+export function chainReaderFor(client: PublicClient, opts: ChainReaderOptions = {}): ChainReader {
+  const deferMs = opts.deferAfterFailureMs ?? 30_000;
+  const clock = opts.clock ?? Date.now;
+  /** `${payer}:${nonce}` → until when requests leave it to the reconciler. */
+  const deferred = new Map<string, number>();
+  /** One lookup per authorization at a time: concurrent retries of one proof share it. */
+  const inFlight = new Map<string, Promise<ChainVerdict>>();
+
+  async function ask(q: ChainQuery): Promise<ChainVerdict> {
+    if (!isAddress(q.asset) || !isAddress(q.payer) || !isHex(q.nonce) || q.nonce.length !== 66)
+      return { kind: "unused", expired: false };
+    if (q.transaction && isHex(q.transaction) && (await paysUs(client, q.transaction, q)))
+      return { kind: "settled", transaction: q.transaction };
+    const used = await client.readContract({
+      address: q.asset,
+      abi: EIP3009,
+      functionName: "authorizationState",
+      args: [q.payer, q.nonce as Hex],
+    });
+    if (!used) {
+      const expired =
+        q.validBefore !== null &&
+        q.validBefore !== undefined &&
+        BigInt(Math.floor(q.now.getTime() / 1000)) >= BigInt(q.validBefore);
+      return { kind: "unused", expired };
     }
-    return undefined;
+    const use = await findAuthorizationUse(client, q, opts);
+    if (use?.paysUs) return { kind: "settled", transaction: use.transaction };
+    return { kind: "used_elsewhere" };
   }
 
   return {
-    async lookup(q) {
-      if (!isAddress(q.asset) || !isAddress(q.payer) || !isHex(q.nonce) || q.nonce.length !== 66)
-        return { kind: "unused", expired: false };
-      if (q.transaction && isHex(q.transaction) && (await paysUs(q.transaction, q)))
-        return { kind: "settled", transaction: q.transaction };
-      const used = await client.readContract({
-        address: q.asset,
-        abi: EIP3009,
-        functionName: "authorizationState",
-        args: [q.payer, q.nonce as Hex],
-      });
-      if (!used) {
-        const expired =
-          q.validBefore !== null &&
-          q.validBefore !== undefined &&
-          BigInt(Math.floor(q.now.getTime() / 1000)) >= BigInt(q.validBefore);
-        return { kind: "unused", expired };
-      }
-      const latest = await client.getBlockNumber({ cacheTime: 0 });
-      const since = BigInt(Math.floor(q.since.getTime() / 1000)) - CLOCK_MARGIN_SECONDS;
-      const start = await blockAtOrBefore(since, latest);
-      // From the receipt's own block; should the clocks disagree more than the margin, the rest of the chain too.
-      const hash =
-        (await findUse(q, start, latest)) ?? (start > 0n ? await findUse(q, 0n, start - 1n) : undefined);
-      if (hash && (await paysUs(hash, q))) return { kind: "settled", transaction: hash };
-      return { kind: "used_elsewhere" };
+    lookup(q) {
+      const key = `${q.payer.toLowerCase()}:${q.nonce.toLowerCase()}`;
+      const until = deferred.get(key);
+      if (q.origin !== "reconciler" && until !== undefined && until > clock())
+        return Promise.reject(
+          new ChainLookupDeferred(
+            "a lookup of this authorization failed moments ago; the reconciler retries it",
+          ),
+        );
+      const running = inFlight.get(key);
+      if (running) return running;
+      const p = ask(q)
+        .then(
+          (v) => {
+            deferred.delete(key);
+            return v;
+          },
+          (err: unknown) => {
+            deferred.delete(key);
+            deferred.set(key, clock() + deferMs);
+            if (deferred.size > MAX_DEFERRED) deferred.delete(deferred.keys().next().value as string);
+            throw err;
+          },
+        )
+        .finally(() => inFlight.delete(key));
+      inFlight.set(key, p);
+      return p;
     },
   };
 }

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { PaymentObserver } from "./events.js";
 import type { Incarnation, LedgerPort, Receipt } from "./ledger-port.js";
-import type { ChainReader, ChainVerdict } from "./reconcile.js";
+import { ChainLookupDeferred, type ChainReader, type ChainVerdict } from "./reconcile.js";
 
 export type Resolution =
   | { kind: "settled"; receipt: Receipt }
@@ -22,6 +22,8 @@ export async function resolveFromChain(
   receipt: Receipt,
   now: Date,
   log: FastifyBaseLogger,
+  /** A buyer's request (default) does not repeat a lookup that just failed; the reconciler always asks. */
+  origin: "request" | "reconciler" = "request",
 ): Promise<Resolution> {
   if (!chain) return { kind: "unknown" };
   let verdict: ChainVerdict;
@@ -36,8 +38,10 @@ export async function resolveFromChain(
       since: new Date(receipt.createdAt),
       validBefore: receipt.validBefore,
       now,
+      origin,
     });
   } catch (err) {
+    if (err instanceof ChainLookupDeferred) return { kind: "unknown" };
     log.warn({ err, receipt: receipt.id }, "chain lookup failed");
     return { kind: "unknown" };
   }
@@ -105,7 +109,7 @@ export async function reconcileOnce(deps: ReconcilerDeps): Promise<{ resolved: n
   try {
     const pending = await deps.ledger.unresolvedReceipts(batch);
     for (const r of pending) {
-      const res = await resolveFromChain(deps.ledger, deps.chain, r, deps.clock(), deps.log);
+      const res = await resolveFromChain(deps.ledger, deps.chain, r, deps.clock(), deps.log, "reconciler");
       if (res.kind === "settled" || res.kind === "failed") resolved += 1;
     }
     const remaining = (await deps.ledger.unresolvedReceipts(10_000)).length;

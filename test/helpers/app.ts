@@ -46,6 +46,7 @@ export function appWith(deps: {
   paymentObserver?: AppDeps["paymentObserver"];
   paymentsClock?: AppDeps["paymentsClock"];
   payTo?: `0x${string}`;
+  supported?: AppDeps["supported"];
 }): Promise<FastifyInstance> {
   const clock = deps.clock ?? (() => TEST_NOW);
   return buildApp({
@@ -61,6 +62,7 @@ export function appWith(deps: {
     chain: deps.chain,
     ...(deps.paymentObserver ? { paymentObserver: deps.paymentObserver } : {}),
     ...(deps.paymentsClock ? { paymentsClock: deps.paymentsClock } : {}),
+    ...(deps.supported ? { supported: deps.supported } : {}),
     logger: deps.logger ?? false,
   });
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
+import { generatePrivateKey } from "viem/accounts";
 import type { buildApp } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
 import {
@@ -15,7 +16,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { type Ledger, openLedger } from "../../src/store/ledger.js";
 import { appWith, TEST_PAY_TO, testConfig } from "./app.js";
-import { b64, v2Proof } from "./proofs.js";
+import { b64, signedV2Proof, v2Proof } from "./proofs.js";
 
 /**
  * How the fake facilitator answers one endpoint. It models a chain faithfully enough for billing checks: a settled
@@ -54,6 +55,10 @@ export interface FaultFacilitator {
   landGate: Promise<void> | undefined;
   /** Resolves once the "chain" holds a transfer of `nonce` (a barrier, not a sleep). */
   untilTransferred(nonce: string): Promise<void>;
+  /** Per payer (lower case): its verify calls wait for this gate (a payer whose proofs are slow to check). */
+  verifyGateFor: Map<string, Promise<void>>;
+  /** Verify calls per payer (lower case). */
+  verifiesBy: Map<string, number>;
   /** Resolves once `calls[kind]` has reached `n` (a barrier, not a sleep). */
   untilCalls(kind: "verify" | "settle", n: number): Promise<void>;
   /** The "chain" behind it, as the payment core reads it (authorizationState + the transfer's transaction). */
@@ -120,6 +125,8 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
       f.transfers.has(nonce.toLowerCase())
         ? Promise.resolve()
         : new Promise((resolve) => landed.push({ nonce: nonce.toLowerCase(), resolve })),
+    verifyGateFor: new Map(),
+    verifiesBy: new Map(),
     untilCalls: (kind, n) =>
       f.calls[kind] >= n ? Promise.resolve() : new Promise((resolve) => waiters.push({ kind, n, resolve })),
     chain: {
@@ -240,6 +247,10 @@ export async function startFaultFacilitator(port = 0): Promise<FaultFacilitator>
 
     if (path === "/verify") {
       counted("verify");
+      const who = (payer ?? "").toLowerCase();
+      f.verifiesBy.set(who, (f.verifiesBy.get(who) ?? 0) + 1);
+      const gate = f.verifyGateFor.get(who);
+      if (gate) await gate;
       const behaviour = f.verify;
       if (f.verifyDelayMs > 0) await new Promise((r) => setTimeout(r, f.verifyDelayMs));
       if (f.verifyGate) await f.verifyGate;
@@ -375,8 +386,9 @@ export async function startHttpApp(
     PAY_TO: TEST_PAY_TO,
     ...env,
   });
+  const client = createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl));
   const gateway = createFacilitatorGateway(
-    createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl)),
+    client,
     config.circuit,
     opts.paymentsClock ? () => (opts.paymentsClock as () => Date)().getTime() : undefined,
   );
@@ -388,6 +400,7 @@ export async function startHttpApp(
     logger: opts.logger,
     facilitatorLabel: facilitatorUrl,
     ...(opts.ledgerShared ? { ledgerShared: true } : {}),
+    supported: () => client.getSupported(),
     ...(opts.chain ? { chain: opts.chain } : {}),
     ...(opts.paymentObserver ? { paymentObserver: opts.paymentObserver } : {}),
     ...(opts.paymentsClock ? { paymentsClock: opts.paymentsClock } : {}),
@@ -408,6 +421,18 @@ export async function startHttpApp(
 
 /** The cheapest paid route, used by the reliability tests: GET /v1/unlocks/upcoming (0.02 USD, v1 and v2). */
 export const UPCOMING_PATH = "/v1/unlocks/upcoming?days=30";
+
+/**
+ * A v2 proof for the upcoming route signed by a fresh random key (a distinct payer each time, whose signature
+ * recovers to its `from`): what an honest EOA buyer sends. The fake facilitator does not check balances.
+ */
+export async function signedUpcomingProof(config: Config): Promise<string> {
+  const accepted = requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: config.paymentTimeoutSeconds,
+  });
+  return b64(await signedV2Proof(accepted, undefined, generatePrivateKey()));
+}
 
 /** A fresh, well-formed v2 proof (new nonce) for the upcoming route, base64 as it goes in PAYMENT-SIGNATURE. */
 export function upcomingProof(config: Config, nonce?: string): string {

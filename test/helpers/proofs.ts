@@ -50,8 +50,9 @@ export const TEST_BUYER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8
 export async function signedV2Proof(
   accepted: PaymentRequirements,
   nonce = `0x${randomBytes(32).toString("hex")}`,
+  key: `0x${string}` = TEST_BUYER_KEY,
 ) {
-  const account = privateKeyToAccount(TEST_BUYER_KEY);
+  const account = privateKeyToAccount(key);
   const authorization = {
     from: account.address,
     to: accepted.payTo as `0x${string}`,

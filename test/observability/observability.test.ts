@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import type { Config } from "../../src/config.js";
-import { createMetrics } from "../../src/observability/metrics.js";
+import { createMetrics, metricsListener } from "../../src/observability/metrics.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
@@ -17,6 +17,7 @@ import { createUnlockService } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import {
   type FaultFacilitator,
+  signedUpcomingProof,
   startFaultFacilitator,
   UPCOMING_PATH,
   upcomingProof,
@@ -85,8 +86,11 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return undefined;
 }
 
+/** A scrape of the metrics listener (METRICS_PORT), as Prometheus makes it. */
 const scrape = async (app: FastifyInstance) => {
-  const res = await app.inject({ method: "GET", url: "/metrics" });
+  const listener = await metricsListener(app.observability.metrics);
+  const res = await listener.inject({ method: "GET", url: "/metrics" });
+  await listener.close();
   expect(res.statusCode).toBe(200);
   expect(res.headers["content-type"]).toMatch(/^text\/plain/);
   return res.body;
@@ -146,7 +150,7 @@ describe("GET /metrics", () => {
     const res = await app.inject({
       method: "GET",
       url: UPCOMING_PATH,
-      headers: { "payment-signature": upcomingProof(config) },
+      headers: { "payment-signature": await signedUpcomingProof(config) }, // proven: evidence against the facilitator
     });
     expect(res.statusCode).toBe(502);
     const text = await scrape(app);
@@ -232,6 +236,9 @@ describe("GET /ready", () => {
     expect(fac.calls.supported).toBe(1);
 
     await fac.close();
+    // Served from the cached state until the background refresh runs (here: now).
+    expect((await app.inject({ method: "GET", url: "/ready" })).statusCode).toBe(200);
+    await app.observability.health.refresh();
     const down = await app.inject({ method: "GET", url: "/ready" });
     expect(down.statusCode).toBe(503);
     expect(down.json().checks.facilitator).toEqual({
@@ -243,6 +250,7 @@ describe("GET /ready", () => {
     expect((await app.inject({ method: "GET", url: "/health" })).statusCode).toBe(200);
 
     fac = await startFaultFacilitator(port);
+    await app.observability.health.refresh();
     const back = await app.inject({ method: "GET", url: "/ready" });
     expect(back.statusCode).toBe(200);
     expect(fac.calls.supported).toBe(1);
@@ -278,20 +286,71 @@ describe("GET /ready", () => {
   });
 });
 
-describe("probes and rate limiting", () => {
-  it("never rate-limits /health, /ready or /metrics, while other routes are limited", async () => {
+describe("probes, metrics and rate limiting", () => {
+  it("rate-limits /health and /ready like every route; the public port has no /metrics without a token", async () => {
     fac = await startFaultFacilitator();
-    const { app } = await start(fac.url, { RATE_LIMIT_MAX: "2" });
+    const { app } = await start(fac.url, { RATE_LIMIT_MAX: "4" });
     const get = (url: string) => app.inject({ method: "GET", url, remoteAddress: "10.0.0.9" });
-    for (let i = 0; i < 5; i++) {
-      expect((await get("/health")).statusCode).toBe(200);
-      expect((await get("/ready")).statusCode).toBe(200);
-      expect((await get("/metrics")).statusCode).toBe(200);
-    }
-    expect((await get("/")).statusCode).toBe(200);
-    expect((await get("/")).statusCode).toBe(200);
-    expect((await get("/")).statusCode).toBe(429);
+    expect((await get("/metrics")).statusCode).toBe(404);
     expect((await get("/health")).statusCode).toBe(200);
+    expect((await get("/ready")).statusCode).toBe(200);
+    expect((await get("/")).statusCode).toBe(200); // the 4th, counting the 404: unknown paths are limited too
+    expect((await get("/ready")).statusCode).toBe(429);
+    expect((await get("/health")).statusCode).toBe(429);
+    // Another client is not affected; the metrics listener has no limit.
+    expect((await app.inject({ method: "GET", url: "/health", remoteAddress: "10.0.0.8" })).statusCode).toBe(
+      200,
+    );
+    for (let i = 0; i < 6; i++) expect(await scrape(app)).toContain("pressure402_payments_total");
+  });
+
+  it("with METRICS_TOKEN, /metrics on the public port answers the bearer of that token only", async () => {
+    fac = await startFaultFacilitator();
+    const token = "s3cret-metrics-token-0123456789";
+    const { app } = await start(fac.url, { METRICS_TOKEN: token });
+    const get = (authorization?: string) =>
+      app.inject({ method: "GET", url: "/metrics", headers: authorization ? { authorization } : {} });
+    const none = await get();
+    expect(none.statusCode).toBe(401);
+    expect(none.headers["www-authenticate"]).toMatch(/^Bearer/);
+    expect(none.body).not.toContain("pressure402_");
+    expect((await get(`Bearer ${token}x`)).statusCode).toBe(401);
+    expect((await get(`Basic ${token}`)).statusCode).toBe(401);
+    const ok = await get(`Bearer ${token}`);
+    expect(ok.statusCode).toBe(200);
+    expect(ok.body).toContain("pressure402_facilitator_circuit_state");
+  });
+
+  it("GET / names the facilitator's kind, never FACILITATOR_URL", async () => {
+    const { start: startServer } = await import("../../src/server.js");
+    const { parseConfig } = await import("../../src/config.js");
+    fac = await startFaultFacilitator();
+    const served = await startServer(
+      parseConfig({
+        NODE_ENV: "test",
+        PORT: "0",
+        METRICS_PORT: "0",
+        LOG_LEVEL: "silent",
+        LEDGER_PATH: ":memory:",
+        FACILITATOR_URL: `${fac.url}/internal-facilitator`,
+        PAY_TO: TEST_PAY_TO,
+      }),
+    );
+    try {
+      const body = await (await fetch(`${served.address}/`)).text();
+      expect(body).not.toContain(fac.url);
+      expect(body).not.toContain("internal-facilitator");
+      expect(JSON.parse(body).facilitator).toBe("configured");
+      // The metrics listener is on loopback, apart from the public port.
+      expect(served.metricsAddress).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(served.metricsAddress).not.toBe(served.address);
+      expect(await (await fetch(`${served.metricsAddress}/metrics`)).text()).toContain(
+        "pressure402_payments_total",
+      );
+      expect((await fetch(`${served.address}/metrics`)).status).toBe(404);
+    } finally {
+      await served.stop();
+    }
   });
 });
 

@@ -109,3 +109,33 @@ describe("the gateway counts only the facilitator's own faults", () => {
     expect(circuitLabel(s, opts.cooldownMs, 1000)).toBe("closed");
   });
 });
+
+describe("faults met by payers' proofs open the circuit only across several payers", () => {
+  const o = { failureThreshold: 3, cooldownMs: 1000, minWitnesses: 3 };
+  it("one payer's faults, however many, never open it; three payers' do", () => {
+    const s = closedCircuit();
+    for (let i = 0; i < 50; i++) recordFailure(s, o, 0, "0xattacker");
+    expect(s.openedAt).toBeNull();
+    recordFailure(s, o, 1, "0xB");
+    expect(s.openedAt).toBeNull();
+    recordFailure(s, o, 2, "0xC");
+    expect(s.openedAt).toBe(2);
+  });
+  it("a fault of the facilitator's own (no payer: unreachable, health probe) needs no witness", () => {
+    const s = closedCircuit();
+    recordFailure(s, o, 0, "0xA");
+    recordFailure(s, o, 0, "0xA");
+    recordFailure(s, o, 5);
+    expect(s.openedAt).toBe(5);
+  });
+  it("an answer clears the run of faults and its witnesses", () => {
+    const s = closedCircuit();
+    recordFailure(s, o, 0, "0xA");
+    recordFailure(s, o, 0, "0xB");
+    recordSuccess(s);
+    recordFailure(s, o, 0, "0xC");
+    recordFailure(s, o, 0, "0xC");
+    recordFailure(s, o, 0, "0xC");
+    expect(s.openedAt).toBeNull();
+  });
+});

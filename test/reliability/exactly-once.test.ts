@@ -10,6 +10,7 @@ import { PRICES } from "../../src/routes/prices.js";
 import { openLedger } from "../../src/store/ledger.js";
 import {
   type HttpApp,
+  signedUpcomingProof,
   startFaultFacilitator,
   startHttpApp,
   UPCOMING_PATH,
@@ -99,9 +100,10 @@ describe("1. junk never reaches the facilitator and never trips the breaker", ()
     for (let i = 0; i < 10; i++)
       expect((await pay(stack.http, upcomingProof(stack.http.config))).status).toBe(502);
     expect(stack.http.gateway.circuit.openedAt).toBeNull();
+    // 5xx met by three different payers' proven (EOA-signed) proofs: the facilitator's fault, not one payer's.
     stack.fac.verify = "http500";
     for (let i = 0; i < 3; i++)
-      expect((await pay(stack.http, upcomingProof(stack.http.config))).status).toBe(502);
+      expect((await pay(stack.http, await signedUpcomingProof(stack.http.config))).status).toBe(502);
     expect(stack.http.gateway.circuit.openedAt).not.toBeNull();
     expect(rec.circuit).toEqual(["open"]);
     stack.fac.verify = "ok";

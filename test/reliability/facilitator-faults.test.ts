@@ -4,6 +4,7 @@ import {
   type Behaviour,
   type FaultFacilitator,
   type HttpApp,
+  signedUpcomingProof,
   startFaultFacilitator,
   startHttpApp,
   UPCOMING_PATH,
@@ -218,8 +219,9 @@ describe("circuit breaker", () => {
       { paymentsClock: () => new Date(now) }, // the breaker's time is the test's
     );
     fac.verify = "hang";
+    // Timeouts met by THRESHOLD different payers' proven (EOA-signed) proofs: the facilitator's fault.
     for (let i = 0; i < THRESHOLD; i++) {
-      const res = await pay(http, upcomingProof(http.config));
+      const res = await pay(http, await signedUpcomingProof(http.config));
       expect(await expectFailClosed(res)).toBe("facilitator-timeout");
     }
     expect(fac.calls.verify).toBe(THRESHOLD);

@@ -165,6 +165,6 @@ describe("idempotency records", () => {
     expect(replay.status).toBe(200);
     expect(await replay.text()).toBe(body);
     expect(replay.headers.get("payment-response")).toBe(settlement);
-    expect(fac2.calls).toEqual({ verify: 0, settle: 0, supported: 0 });
+    expect(fac2.calls).toMatchObject({ verify: 0, settle: 0 }); // (supported: the background health refresh)
   });
 });
