@@ -3,7 +3,8 @@
  *
  *   tsx scripts/image-check.ts --base-url URL --rpc-url URL --pay-to 0x… -- <command printing the receipts JSON>
  *
- * 1. the documents and probes answer (/health, /ready, /openapi.json, /docs, /metrics);
+ * 1. the documents and probes answer (/health, /ready, /openapi.json, /docs; /metrics on its own listener, and not on
+ *    the public port);
  * 2. each of the five paid routes, paid with x402 v2 by the devnet's buyer, answers 200 and moves exactly its price
  *    to PAY_TO on chain (balance read before and after each call);
  * 3. the receipts export, run by the given command (e.g. `docker exec <container> node dist/receipts.mjs`), bills
@@ -119,28 +120,35 @@ async function main() {
   const { values, positionals } = parseArgs({
     options: {
       "base-url": { type: "string" },
+      "metrics-url": { type: "string" },
       "rpc-url": { type: "string" },
       "pay-to": { type: "string" },
     },
     allowPositionals: true,
   });
   const baseUrl = values["base-url"];
+  const metricsUrl = values["metrics-url"];
   const rpcUrl = values["rpc-url"];
   const payTo = values["pay-to"] as `0x${string}` | undefined;
-  if (!baseUrl || !rpcUrl || !payTo || positionals.length === 0) {
+  if (!baseUrl || !metricsUrl || !rpcUrl || !payTo || positionals.length === 0) {
     process.stderr.write(
-      "usage: tsx scripts/image-check.ts --base-url URL --rpc-url URL --pay-to 0x… -- <receipts export command>\n",
+      "usage: tsx scripts/image-check.ts --base-url URL --metrics-url URL --rpc-url URL --pay-to 0x… -- <receipts export command>\n",
     );
     process.exit(2);
   }
   const problems: string[] = [];
   const say = (line: string) => process.stdout.write(`${line}\n`);
 
-  for (const path of ["/health", "/ready", "/openapi.json", "/docs/", "/metrics"]) {
-    const res = await fetch(`${baseUrl}${path}`);
+  const probes: [string, number][] = [
+    ...["/health", "/ready", "/openapi.json", "/docs/"].map((p): [string, number] => [`${baseUrl}${p}`, 200]),
+    [`${baseUrl}/metrics`, 404],
+    [metricsUrl, 200],
+  ];
+  for (const [target, expected] of probes) {
+    const res = await fetch(target);
     await res.arrayBuffer();
-    say(`GET ${path}: ${res.status}`);
-    if (res.status !== 200) problems.push(`GET ${path} answered ${res.status}`);
+    say(`GET ${target}: ${res.status}`);
+    if (res.status !== expected) problems.push(`GET ${target} answered ${res.status}, not ${expected}`);
   }
 
   const chain = createPublicClient({ chain: base, transport: http(rpcUrl) });

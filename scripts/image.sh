@@ -10,7 +10,7 @@
 #                                 same checks; prints the runtime tree's size instead of the image's
 #
 # Env: IMAGE (default pressure402:local), NODE_IMAGE (the base, default node:24-bookworm-slim; without a container
-# registry build it with scripts/standin-node-base/build.sh), APP_PORT (default: a free port), MAX_ADDED_MB (default
+# registry build it with scripts/standin-node-base/build.sh), APP_PORT and METRICS_PORT (default: free ports), MAX_ADDED_MB (default
 # 40: fail when the image adds more to its base), HEALTH_TIMEOUT_S (default 180), REHEARSE_KEEP (--rehearse: keep
 # and reuse the rehearsed build in this directory). The container uses the host network so that it reaches the
 # devnet's 127.0.0.1 addresses (Linux).
@@ -47,9 +47,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 
-if [[ -z "${APP_PORT:-}" ]]; then
-  APP_PORT=$(node -e "const s=require('node:net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})")
-fi
+free_port() {
+  node -e "const s=require('node:net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"
+}
+[[ -n "${APP_PORT:-}" ]] || APP_PORT=$(free_port)
+# /metrics has its own loopback listener (never the public port); the container shares the host's network.
+[[ -n "${METRICS_PORT:-}" ]] || METRICS_PORT=$(free_port)
 
 # --- build ------------------------------------------------------------------------------------------------------
 if [[ $MODE == container ]]; then
@@ -110,8 +113,8 @@ BASE_URL="http://127.0.0.1:$APP_PORT"
 say "devnet: facilitator $FACILITATOR_URL, chain $CHAIN_RPC_URL, payTo $PAY_TO"
 
 # --- run the image (or the rehearsed runtime tree) in production mode ---------------------------------------------
-APP_ENV=(HOST=127.0.0.1 PORT="$APP_PORT" PUBLIC_BASE_URL="$BASE_URL" FACILITATOR_URL="$FACILITATOR_URL"
-  PAY_TO="$PAY_TO" CHAIN_RPC_URL="$CHAIN_RPC_URL")
+APP_ENV=(HOST=127.0.0.1 PORT="$APP_PORT" METRICS_PORT="$METRICS_PORT" PUBLIC_BASE_URL="$BASE_URL"
+  FACILITATOR_URL="$FACILITATOR_URL" PAY_TO="$PAY_TO" CHAIN_RPC_URL="$CHAIN_RPC_URL")
 if [[ $MODE == container ]]; then
   VOLUME=$RUN_ID-ledger
   docker volume create "$VOLUME" >/dev/null
@@ -157,7 +160,8 @@ if [[ -z "$ready" ]]; then
   exit 1
 fi
 
-node --import tsx scripts/image-check.ts --base-url "$BASE_URL" --rpc-url "$CHAIN_RPC_URL" --pay-to "$PAY_TO" \
+node --import tsx scripts/image-check.ts --base-url "$BASE_URL" --metrics-url "http://127.0.0.1:$METRICS_PORT/metrics" \
+  --rpc-url "$CHAIN_RPC_URL" --pay-to "$PAY_TO" \
   -- "${RECEIPTS[@]}"
 
 # --- what was built and how it ran ----------------------------------------------------------------------------------

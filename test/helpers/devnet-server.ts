@@ -13,6 +13,8 @@ export interface DevnetServer {
   readonly ledgerPath: string;
   devnet(): EmbeddedDevnet;
   url(path: string): string;
+  /** A path on the metrics listener (loopback, its own port). */
+  metricsUrl(path: string): string;
 }
 
 /**
@@ -36,6 +38,8 @@ export function useDevnetServer(
         PORT: "0",
         LOG_LEVEL: "silent",
         LEDGER_PATH: ledgerPath,
+        // Test servers run side by side: each takes a free port for its metrics listener, not the shared 9464.
+        METRICS_PORT: "0",
         // A function is read when the server starts: after the file's earlier before-hooks (a port they chose).
         ...(typeof env === "function" ? env() : env),
       }),
@@ -64,6 +68,11 @@ export function useDevnetServer(
       return devnet;
     },
     url: (path) => `${started().address}${path}`,
+    metricsUrl: (path) => {
+      const address = started().metricsAddress;
+      if (!address) throw new Error("the metrics listener is not listening");
+      return `${address}${path}`;
+    },
   };
 }
 

@@ -14,7 +14,7 @@ import { jsonInit, useDevnetServer } from "../helpers/devnet-server.js";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const MAX = 1_000_000n;
 const srv = useDevnetServer("p402-receipts-e2e-");
-const { devnet, url } = srv;
+const { devnet, url, metricsUrl } = srv;
 
 async function receiptsCsv(args: string[]): Promise<Record<string, string>[]> {
   const env: Record<string, string | undefined> = { ...process.env, LEDGER_PATH: srv.ledgerPath };
@@ -88,7 +88,7 @@ describe("npm run receipts on the devnet", () => {
     const past = await receiptsCsv(["--from", "2020-01-01", "--to", "2020-01-31"]);
     expect(past.find((r) => r.kind === "total")).toMatchObject({ amount_atomic: "0", calls: "0" });
 
-    const metrics = await (await fetch(url("/metrics"))).text();
+    const metrics = await (await fetch(metricsUrl("/metrics"))).text();
     const series = (route: string, version: string) =>
       Number(
         new RegExp(
