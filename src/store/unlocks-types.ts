@@ -132,7 +132,14 @@ export const PriceSeries = Type.Object({
 export type PriceSeries = Static<typeof PriceSeries>;
 
 /** A piece of the complete supply schedule: only what circulating supply needs (no recipient or source per piece). */
-export const SupplyPiece = Type.Object(pieceTiming);
+export const SupplyPiece = Type.Object({
+  ...pieceTiming,
+  /**
+   * true: the adapter categorises the piece's section `noncirculating` (foundation, ecosystem, treasury and community
+   * reserves): it unlocks but is not distributed, so it counts toward `unlocked`, not toward circulating supply.
+   */
+  reserve: Type.Optional(Type.Literal(true)),
+});
 export type SupplyPiece = Static<typeof SupplyPiece>;
 
 /** An allocation the adapter models but could not evaluate offline (its releases are missing from `pieces`). */

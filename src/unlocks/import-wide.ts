@@ -80,6 +80,13 @@ export function isEmissionSection(s: Pick<WideSection, "name" | "category">): bo
 }
 
 /**
+ * A reserve: the adapter's own category says the section does not circulate once unlocked (`noncirculating`: foundation,
+ * ecosystem, treasury, community reserves). Decided from the category alone, the same way for every token.
+ */
+export const isReserveSection = (s: Pick<WideSection, "category">): boolean =>
+  s.category === "noncirculating";
+
+/**
  * Adapter categories → the model's recipient categories. `noncirculating` mixes foundation, ecosystem and treasury
  * reserves (README trap 8): it maps to treasury, the reserve bucket. Public sale and liquidity are market-facing.
  */
@@ -212,7 +219,13 @@ export function supplyScheduleOf(t: WideToken): SupplySchedule {
       allocation_in_meta: u.allocation_in_meta ?? null,
     })),
     emission_like_share: t.emission_like_share ?? 0,
-    pieces: t.sections.filter((s) => !isBurn(s)).flatMap((s) => s.pieces.flatMap(toSupplyPieces)),
+    pieces: t.sections
+      .filter((s) => !isBurn(s))
+      .flatMap((s) =>
+        s.pieces
+          .flatMap(toSupplyPieces)
+          .map((p): SupplyPiece => (isReserveSection(s) ? { ...p, reserve: true } : p)),
+      ),
   };
 }
 

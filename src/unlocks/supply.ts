@@ -8,6 +8,37 @@ export function unlockedBefore(pieces: readonly SupplyPiece[], day: number): num
   return sum;
 }
 
+/** What has unlocked before `day`: the total, and the part outside reserve sections (`reserve` pieces). */
+export interface UnlockedSplit {
+  readonly unlocked: number;
+  readonly excludingReserves: number;
+}
+
+/**
+ * The alternative the model card measures beside the product's figure: unlocked minus what the sections the adapter
+ * categorises `noncirculating` (foundation, ecosystem, treasury, community reserves) have unlocked.
+ */
+export function splitBefore(pieces: readonly SupplyPiece[], day: number): UnlockedSplit {
+  let unlocked = 0;
+  let reserve = 0;
+  for (const p of pieces) {
+    const r = releasedBefore(p, day);
+    unlocked += r;
+    if (p.reserve) reserve += r;
+  }
+  return { unlocked, excludingReserves: unlocked - reserve };
+}
+
+/** The product's rule, as the card and every response state it. */
+export const CIRCULATING_RULE =
+  "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, community, " +
+  "emissions and the vesting ones) has unlocked before the day; burns and unscheduled transfers are not counted";
+
+/** The rule measured beside it and not adopted (docs/risk-model.md says why). */
+export const RESERVE_RULE =
+  "unlocked minus what the sections the adapter categorises `noncirculating` (foundation, ecosystem, treasury and " +
+  "community reserves) have unlocked";
+
 /** How far apart the adapter and the curated set may date one release (data/unlocks-wide/README.md, trap 3). */
 export const CURATED_DATE_TOLERANCE_DAYS = 2;
 
@@ -17,9 +48,7 @@ export const CIRCULATING_UNKNOWN_NO_SCHEDULE =
 
 /** How a point-in-time figure from the complete schedule was obtained, and whether it is a lower bound. */
 export function circulatingMethodOf(s: SupplySchedule): string {
-  const base =
-    "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, community, " +
-    "emissions and the vesting ones) has unlocked before the day; burns and unscheduled transfers are not counted";
+  const base = CIRCULATING_RULE;
   if (s.complete) return base;
   const missing = s.unevaluated_sections.map((u) => u.name).join(", ");
   return (
