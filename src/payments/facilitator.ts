@@ -251,7 +251,11 @@ export function createFacilitatorGateway(
     const payer = payerOf(payload);
     if (payer === undefined) return guarded("verify", call);
     const proven = (await localSignatureCheck(payload, requirements)) === "eoa";
-    const slot = payers.admit(payer, now());
+    // Only a proof signed by `from` speaks for that payer. Anything else is limited under a key of its own, so proofs
+    // that merely name a victim cannot take the victim's slots or put the victim in back-off; and a proven payer's
+    // parallel calls are not capped (its verifies are cheap ecrecovers; back-off after faults still applies).
+    const key = proven ? payer : `unproven:${payer}`;
+    const slot = payers.admit(key, now(), !proven);
     if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
@@ -264,7 +268,7 @@ export function createFacilitatorGateway(
       if (error instanceof FacilitatorFault && costly.has(error)) outcome = "fault";
       throw error;
     } finally {
-      payers.settle(payer, outcome, now());
+      payers.settle(key, outcome, now());
     }
   }
 
