@@ -11,7 +11,13 @@ const x402 = new x402Client();
 registerExactEvmScheme(x402, { signer: privateKeyToAccount(process.env.BUYER_PRIVATE_KEY as `0x${string}`) });
 
 /** Calls a paid tool: unpaid first; on an x402 PaymentRequired, signs a payment and repeats the call with it. */
-async function callPaidTool(mcp: Client, name: string, args: Record<string, unknown>, maxAtomic: bigint) {
+async function callPaidTool(
+  mcp: Client,
+  x402: x402Client,
+  name: string,
+  args: Record<string, unknown>,
+  maxAtomic: bigint,
+) {
   const first = await mcp.callTool({ name, arguments: args });
   const required = first.structuredContent as PaymentRequired | undefined;
   if (!first.isError || required?.x402Version !== 2) return first; // a result, or a refusal (problem fields)
@@ -25,7 +31,7 @@ async function main() {
   await mcp.connect(new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`)));
   try {
     const args = { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16" };
-    const risk = await callPaidTool(mcp, "unlock_risk", args, 100_000n); // at most 0.10 USDC
+    const risk = await callPaidTool(mcp, x402, "unlock_risk", args, 100_000n); // at most 0.10 USDC
     const item = risk.structuredContent as
       | { token?: string; risk_score?: number; risk_level?: string }
       | undefined;
