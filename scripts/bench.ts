@@ -287,7 +287,7 @@ async function main(): Promise<void> {
     const freeFlood = async (): Promise<FreeFloodResult> => {
       const server = await startBenchProcess(
         "scripts/bench/serve.ts",
-        ["pressure402", fac, ""],
+        ["pressure402-limited", fac, ""],
         60_000,
         childEnv,
       );

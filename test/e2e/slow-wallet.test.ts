@@ -16,6 +16,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { waitForTransactionReceipt } from "viem/actions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { payingFetch } from "../../scripts/buyer.js";
+import { devnetKey } from "../../src/devnet/constants.js";
 import { devnetChain, devnetPublicClient } from "../../src/devnet/deploy.js";
 import { type Devnet, startDevnet, USDC_EIP712_NAME, USDC_EIP712_VERSION } from "../../src/devnet/index.js";
 import { smartWalletCheckOver } from "../../src/payments/smart-wallet.js";
@@ -71,10 +72,10 @@ async function deploySlowWallet(rounds: bigint): Promise<Hex> {
   };
   // The committed artifact must be the committed source's (recompile: node test/fixtures/chain/compile.mjs).
   expect(artifact.sourceSha256).toBe(createHash("sha256").update(readFileSync(SOURCE)).digest("hex"));
-  // anvil account 0 pays the gas, as the attacker would once.
-  const account = privateKeyToAccount("0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80");
+  // Deployed once, gas paid by anvil account 9 (a buyer: buyers only sign, so its nonces are free; account 0 is the
+  // facilitator's, which must not race it).
   const wallet = createWalletClient({
-    account,
+    account: privateKeyToAccount(devnetKey(9).privateKey),
     chain: devnetChain(devnet.rpcUrl),
     transport: http(devnet.rpcUrl),
   });
