@@ -5,7 +5,7 @@
 #
 # The runtime stage is what `npm start` runs, and nothing more (scripts/image-runtime.mjs assembles it): the one-file
 # server bundle with V8's code cache, the receipts export as one file, the few packages the bundles leave to Node
-# (better-sqlite3's compiled addon, pino, Swagger UI's files) and the two data snapshots.
+# (better-sqlite3's compiled addon, secp256k1's prebuilt one, pino, Swagger UI's files) and the two data snapshots.
 #
 # HEALTHCHECK is a Docker-format instruction: Docker keeps it; buildah and podman drop it from OCI-format images
 # (their default), so build there with `--format docker`.

@@ -101,7 +101,7 @@ function push(into: Record<string, LoadResult[]>, key: string, r: LoadResult): v
 function checked(name: string, r: LoadResult): LoadResult {
   if (r.unexpected > 0 || r.errors > 0)
     throw new Error(
-      `${name}: ${r.unexpected} unexpected statuses and ${r.errors} errors in ${r.requests} requests`,
+      `${name}: ${r.unexpected} unexpected statuses and ${r.errors} errors in ${r.requests} requests${r.statuses ? ` (by status: ${JSON.stringify(r.statuses)})` : ""}`,
     );
   return r;
 }

@@ -10,7 +10,7 @@
  *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out)
  *
  * Why not `npm prune --omit=dev`: the bundles already hold every other production package, so a pruned node_modules
- * (over 100 MB) would ship them twice. Why not a file tracer (@vercel/nft): the externals are five packages named in
+ * (over 100 MB) would ship them twice. Why not a file tracer (@vercel/nft): the externals are six packages named in
  * start.mjs; their dependency closure is a short walk of package.json files, and a missing one fails the image check.
  */
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";

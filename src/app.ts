@@ -201,7 +201,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       probeLedger: ledgerWriteProbe(deps.ledger, incarnation),
       circuit,
       observer,
-      onFacilitatorProbe: (reachable) => deps.gateway.probed?.(reachable),
+      // Only a probe that really asked the facilitator says anything about its health: with no probe configured the
+      // failing stand-in must not count toward the circuit (every refresh would, and the circuit would open).
+      ...(deps.supported
+        ? { onFacilitatorProbe: (reachable: boolean) => deps.gateway.probed?.(reachable) }
+        : {}),
     }),
     circuit,
   );

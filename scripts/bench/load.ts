@@ -10,6 +10,8 @@ export interface LoadResult {
   requests: number;
   /** Responses with another status than the one the case expects (each is a failed case, not a slow one). */
   unexpected: number;
+  /** Answers by status code (autocannon runs), so a failed check says what came back. */
+  statuses?: Record<string, number>;
   errors: number;
   /** The server's CPU time per answered request, in µs (NaN when the server's pid is not given or /proc is absent). */
   cpuUsPerRequest: number;
@@ -81,6 +83,9 @@ export async function runLoad(c: LoadCase): Promise<LoadResult> {
     p99Ms: result.latency.p99,
     requests: answered,
     unexpected: answered - Number(expected),
+    statuses: Object.fromEntries(
+      Object.entries(result.statusCodeStats).map(([k, v]) => [k, Number(v.count)]),
+    ),
     errors: result.errors,
   };
 }

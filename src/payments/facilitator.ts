@@ -288,7 +288,11 @@ export function createFacilitatorGateway(
         proven = true;
       }
     }
-    const slot = payers.admit(payer, now());
+    // Only a proof signed by `from` (or vouched for by its wallet contract) speaks for that payer. Anything else is
+    // limited under a key of its own, so proofs that merely name a victim cannot take the victim's slots or put the
+    // victim in back-off; and a proven payer's parallel calls are not capped (back-off after faults still applies).
+    const key = proven ? payer : `unproven:${payer}`;
+    const slot = payers.admit(key, now(), !proven);
     if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
@@ -301,7 +305,7 @@ export function createFacilitatorGateway(
       if (error instanceof FacilitatorFault && costly.has(error)) outcome = "fault";
       throw error;
     } finally {
-      payers.settle(payer, outcome, now());
+      payers.settle(key, outcome, now());
     }
   }
 

@@ -1,6 +1,7 @@
 /**
  * What one payer's proofs may cost the facilitator. A verify that times out or fails for a proof is charged to its
- * payer, not to the facilitator's circuit: each payer has at most `maxInFlight` verifications running, and after
+ * payer, not to the facilitator's circuit: each payer has at most `maxInFlight` verifications running (unless the
+ * caller lifts the cap: see `admit`), and after
  * `faultsBeforeBackoff` consecutive faults it waits (1 s, 2 s, 4 s … up to `maxBackoffMs`) before the next one is
  * let through. Any answer of the facilitator (valid or not) clears the payer's record. Pure state, no timers; the
  * table is bounded (the payers not seen for longest are forgotten first).
@@ -34,8 +35,11 @@ export type PayerAdmission =
   | { allowed: false; retryAfterMs: number; why: "busy" | "backoff" };
 
 export interface PayerLimits {
-  /** Takes a verification slot for `payer`, or says why not and for how long. */
-  admit(payer: string, now: number): PayerAdmission;
+  /**
+   * Takes a verification slot for `payer`, or says why not and for how long. `capped: false` skips the in-flight cap
+   * (back-off still applies): for a payer whose own signature was checked, whose parallel calls are honest traffic.
+   */
+  admit(payer: string, now: number, capped?: boolean): PayerAdmission;
   /** The verification ended: `fault` when it timed out or failed on this proof; `neutral` frees the slot only. */
   settle(payer: string, outcome: "answer" | "fault" | "neutral", now: number): void;
   /** The payer's record (tests, logs). */
@@ -64,10 +68,10 @@ export function createPayerLimits(opts: Partial<PayerLimitOptions> = {}): PayerL
   };
 
   return {
-    admit(payer, now) {
+    admit(payer, now, capped = true) {
       const r = touch(payer.toLowerCase());
       if (r.until > now) return { allowed: false, retryAfterMs: r.until - now, why: "backoff" };
-      if (r.inFlight >= o.maxInFlight) return { allowed: false, retryAfterMs: 1000, why: "busy" };
+      if (capped && r.inFlight >= o.maxInFlight) return { allowed: false, retryAfterMs: 1000, why: "busy" };
       r.inFlight += 1;
       return { allowed: true };
     },

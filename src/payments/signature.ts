@@ -1,4 +1,5 @@
-import { type Hex, type LocalAccount, recoverTypedDataAddress } from "viem";
+import { type Hex, hashTypedData, type LocalAccount } from "viem";
+import { recoverSigner } from "./ecrecover.js";
 import type { Authorization, ExactPayload } from "./proof.js";
 
 /** EIP-3009's TransferWithAuthorization as EIP-712 types: the one definition production, tests and bench sign with. */
@@ -50,14 +51,14 @@ function authorizationMessage(a: Authorization) {
 }
 
 /** The address whose EIP-712 signature `exact.signature` is (throws on a malformed signature). */
-export function authorizationSigner(exact: ExactPayload, domain: AuthorizationDomain): Promise<Hex> {
-  return recoverTypedDataAddress({
+export async function authorizationSigner(exact: ExactPayload, domain: AuthorizationDomain): Promise<Hex> {
+  const hash = hashTypedData({
     domain: { ...domain, verifyingContract: domain.verifyingContract as Hex },
     types: TRANSFER_WITH_AUTHORIZATION,
     primaryType: "TransferWithAuthorization",
     message: authorizationMessage(exact.authorization),
-    signature: exact.signature,
   });
+  return recoverSigner(hash, exact.signature);
 }
 
 /** The account's EIP-712 signature of the authorization (tests and the bench sign real proofs with it). */

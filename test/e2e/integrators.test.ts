@@ -81,7 +81,11 @@ describe("README: integrators' path", () => {
     expect(pkg.type ?? "commonjs").toBe("commonjs");
   });
 
-  for (const file of ["scripts/examples/pay-with-fetch.ts", "scripts/examples/pay-with-axios.ts"]) {
+  for (const file of [
+    "scripts/examples/pay-with-fetch.ts",
+    "scripts/examples/pay-with-axios.ts",
+    "scripts/examples/pay-with-mcp.ts",
+  ]) {
     it(`shows ${file} verbatim`, () => {
       const code = readFileSync(join(ROOT, file), "utf8").trimEnd();
       expect(README).toContain(`<!-- snippet:${file} -->\n\`\`\`ts\n${code}\n\`\`\``);
@@ -116,6 +120,21 @@ describe("README: integrators' path", () => {
     expect(out.stdout).toMatch(/^200 30 \d+/);
     expect(out.stdout).toMatch(/transaction: '0x[0-9a-f]{64}'/);
     expect(paid).toBe(20000n);
+  }, 120_000);
+
+  it("the MCP snippet pays the unlock_risk tool (0.10 USDC) and prints the settlement from _meta", async () => {
+    const buyer = devnet().buyers[6]!;
+    let out = { code: 0, stdout: "", stderr: "" };
+    const paid = await received(async () => {
+      out = await runInFreshProject("scripts/examples/pay-with-mcp.ts", {
+        BASE_URL: server.address,
+        BUYER_PRIVATE_KEY: buyer.privateKey,
+      });
+    });
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toMatch(/^ok ARB \d+(\.\d+)? \w+/);
+    expect(out.stdout).toMatch(/transaction: '0x[0-9a-f]{64}'/);
+    expect(paid).toBe(100000n);
   }, 120_000);
 
   it("the curl walk-through pays as written: 402, decode, sign, retry, settlement", async () => {

@@ -286,6 +286,37 @@ describe("GET /ready", () => {
   });
 });
 
+describe("GET /ready without a facilitator probe", () => {
+  it("says the facilitator is unchecked and never counts that against the circuit (which would turn every paid call into a 503)", async () => {
+    const config = testConfig({ CIRCUIT_FAILURE_THRESHOLD: "2" });
+    const ledger = openLedger(":memory:");
+    const clock = () => TEST_NOW;
+    const gateway = createFacilitatorGateway(
+      createFacilitatorClient(facilitatorTarget(config.facilitator, "http://127.0.0.1:9")),
+      config.circuit,
+    );
+    const app = await buildApp({
+      config,
+      unlocks: createUnlockService(unlockStore, clock),
+      benchmark: createBenchmarkService(catalog, { clock }),
+      ledger,
+      gateway,
+      payTo: TEST_PAY_TO,
+      facilitatorLabel: "none",
+      clock,
+      logger: false,
+    });
+    await app.ready();
+    running = { app, config, ledger, logs: [] };
+    // Many background refreshes, each without a probe to make: far past the circuit's threshold.
+    for (let i = 0; i < 10; i++) await app.observability.health.refresh();
+    expect(gateway.position()).toBe("closed");
+    const res = await app.inject({ method: "GET", url: "/ready" });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().checks.circuit).toEqual({ ok: true, detail: "closed" });
+  });
+});
+
 describe("probes, metrics and rate limiting", () => {
   it("rate-limits /health and /ready like every route; the public port has no /metrics without a token", async () => {
     fac = await startFaultFacilitator();

@@ -1,5 +1,13 @@
-import { describe, expect, it } from "vitest";
-import { createPayerLimits } from "../../src/payments/payer-limits.js";
+import type { FacilitatorClient } from "@x402/core/server";
+import type { PaymentPayload } from "@x402/core/types";
+import { privateKeyToAccount } from "viem/accounts";
+import { describe, expect, it, vi } from "vitest";
+import { createFacilitatorGateway, PayerLimited } from "../../src/payments/facilitator.js";
+import { createPayerLimits, DEFAULT_PAYER_LIMITS } from "../../src/payments/payer-limits.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { TEST_PAY_TO } from "../helpers/app.js";
+import { signedV2Proof, TEST_BUYER_KEY, v2Proof } from "../helpers/proofs.js";
 
 describe("per-payer verification limits", () => {
   it("at most maxInFlight verifications per payer; other payers are not affected", () => {
@@ -10,6 +18,10 @@ describe("per-payer verification limits", () => {
     expect(l.admit("0xB", 0)).toEqual({ allowed: true });
     l.settle("0xA", "neutral", 0);
     expect(l.admit("0xA", 0)).toEqual({ allowed: true });
+    // Uncapped admission (a payer proven by its own signature) still counts, but is never "busy".
+    expect(l.admit("0xB", 0, false)).toEqual({ allowed: true });
+    expect(l.admit("0xB", 0, false)).toEqual({ allowed: true });
+    expect(l.peek("0xB")?.inFlight).toBe(3);
   });
 
   it("backs off after consecutive faults, doubling up to the maximum; an answer clears it", () => {
@@ -36,5 +48,78 @@ describe("per-payer verification limits", () => {
     for (let i = 0; i < 1000; i++) l.settle(`0x${i}`, "neutral", l.admit(`0x${i}`, 0) ? 0 : 0);
     expect(l.peek("0x0")).toBeUndefined();
     expect(l.peek("0x999")).toBeDefined();
+  });
+});
+
+describe("per-payer limits at the facilitator gateway", () => {
+  const accepted = requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: 60 });
+  const victim = privateKeyToAccount(TEST_BUYER_KEY).address;
+
+  /** A facilitator stand-in: holds every verify of a proof whose signature is `held` until the test opens the gate. */
+  function gatedClient(held: string) {
+    let open: () => void = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    const seen = { held: 0, answered: 0 };
+    const client = {
+      verify: async (p: PaymentPayload) => {
+        if ((p.payload as { signature?: string }).signature === held) {
+          seen.held += 1;
+          await gate;
+        } else seen.answered += 1;
+        return { isValid: true, payer: victim };
+      },
+      settle: async () => {
+        throw new Error("not used");
+      },
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    } as unknown as FacilitatorClient;
+    return { client, seen, open: () => open() };
+  }
+
+  it("proofs that only name a payer cannot take that payer's slots: its own signed proof is still verified", async () => {
+    const junk = v2Proof(accepted);
+    const naming = {
+      ...junk,
+      payload: { ...junk.payload, authorization: { ...junk.payload.authorization, from: victim } },
+    };
+    const signature = (junk.payload as { signature: string }).signature;
+    const { client, seen, open } = gatedClient(signature);
+    const gw = createFacilitatorGateway(client, { failureThreshold: 5, cooldownMs: 30_000 });
+    const squatters = Array.from({ length: 8 }, () =>
+      gw.verify(naming as PaymentPayload, accepted).then(
+        () => "answered",
+        (e: unknown) => (e instanceof PayerLimited ? "limited" : "other"),
+      ),
+    );
+    // The unproven proofs are capped under their own key (4 in flight), not the victim's.
+    await vi.waitFor(() => expect(seen.held).toBe(DEFAULT_PAYER_LIMITS.maxInFlight));
+    const own = await signedV2Proof(accepted);
+    await expect(gw.verify(own as PaymentPayload, accepted)).resolves.toMatchObject({ isValid: true });
+    expect(seen.answered).toBe(1);
+    open();
+    const outcomes = await Promise.all(squatters);
+    expect(outcomes.filter((o) => o === "limited")).toHaveLength(8 - DEFAULT_PAYER_LIMITS.maxInFlight);
+  });
+
+  it("a payer whose signature checks out is not capped in parallel calls", async () => {
+    const { client, seen, open } = gatedClient("none");
+    let held = 0;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const inner = client.verify.bind(client);
+    client.verify = async (p, r) => {
+      held += 1;
+      await gate;
+      return inner(p, r);
+    };
+    const gw = createFacilitatorGateway(client, { failureThreshold: 5, cooldownMs: 30_000 });
+    const n = DEFAULT_PAYER_LIMITS.maxInFlight * 3;
+    const proofs = await Promise.all(Array.from({ length: n }, () => signedV2Proof(accepted)));
+    const calls = proofs.map((p) => gw.verify(p as PaymentPayload, accepted));
+    await vi.waitFor(() => expect(held).toBe(n));
+    release();
+    open();
+    await expect(Promise.all(calls)).resolves.toHaveLength(n);
+    expect(seen.answered).toBe(n);
   });
 });
