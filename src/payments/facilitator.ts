@@ -328,14 +328,17 @@ export function createFacilitatorGateway(
       const verdict = await check(checkable.exact, checkable.domain);
       if (verdict.kind === "valid") outcome = "answer";
       if (verdict.kind !== "refused") return verdict.kind;
-      outcome = "fault";
+      // A clean "not mine" is cheap and is what junk naming an honest wallet gets: no back-off for that wallet.
+      if (verdict.why !== "rejected") outcome = "fault";
       return {
         isValid: false,
         invalidReason: SMART_WALLET_REFUSED,
         invalidMessage:
           verdict.why === "out_of_budget"
             ? "the smart-wallet signature could not be checked on chain within its time budget"
-            : "the smart wallet did not confirm the signature (isValidSignature) within its gas cap",
+            : verdict.why === "failed"
+              ? "the smart wallet's isValidSignature failed or needed more than its gas cap"
+              : "the smart wallet did not confirm the signature (isValidSignature)",
         payer: checkable.exact.authorization.from,
       };
     } finally {

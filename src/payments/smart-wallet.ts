@@ -36,12 +36,14 @@ export const DEFAULT_SMART_WALLET_CHECK: SmartWalletCheckOptions = { timeoutMs: 
 /**
  * "valid": the contract answered the magic value (or the 6492 validator true) within budget and gas cap.
  * "not_a_contract": `from` has no code and the signature carries no deployment: an EOA whose signature did not
- * recover — not this check's question. Otherwise refused, with why.
+ * recover — not this check's question. Otherwise refused, with why: "rejected" — the wallet answered, cheaply, that the
+ * signature is not its own (what junk naming an honest wallet gets); "failed" — the call reverted or ran out of gas;
+ * "out_of_budget" — no answer in time. Only the last two cost us, so only they back the contract off.
  */
 export type SmartWalletVerdict =
   | { kind: "valid" }
   | { kind: "not_a_contract" }
-  | { kind: "refused"; why: "rejected" | "out_of_budget" };
+  | { kind: "refused"; why: "rejected" | "failed" | "out_of_budget" };
 
 export type SmartWalletCheck = (
   exact: ExactPayload,
@@ -102,7 +104,9 @@ export function smartWalletCheckOver(client: Client, opts: SmartWalletCheckOptio
             args: [digest, inner],
           }),
         });
-        return data?.slice(0, 10).toLowerCase() === ERC1271_MAGIC
+        // No 32-byte answer (an RPC may answer "0x" for a call halted out of gas) is a failure, not a clean "no".
+        if (data === undefined || data.length < 66) return { kind: "refused", why: "failed" };
+        return data.slice(0, 10).toLowerCase() === ERC1271_MAGIC
           ? { kind: "valid" }
           : { kind: "refused", why: "rejected" };
       }
@@ -115,12 +119,11 @@ export function smartWalletCheckOver(client: Client, opts: SmartWalletCheckOptio
           bytecode: erc6492SignatureValidatorByteCode,
         }),
       });
-      return data !== undefined && BigInt(data) === 1n
-        ? { kind: "valid" }
-        : { kind: "refused", why: "rejected" };
+      if (data === undefined || data.length < 66) return { kind: "refused", why: "failed" };
+      return BigInt(data) === 1n ? { kind: "valid" } : { kind: "refused", why: "rejected" };
     } catch {
-      // A revert, out of gas, or the RPC refusing the call: the signature is not shown valid within the budget.
-      return { kind: "refused", why: "rejected" };
+      // A revert, out of gas, or the RPC refusing the call: the signature is not shown valid within the gas cap.
+      return { kind: "refused", why: "failed" };
     }
   };
   return async (exact, domain) => {

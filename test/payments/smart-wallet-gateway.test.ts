@@ -79,6 +79,18 @@ describe("the smart-wallet check before the facilitator", () => {
     expect(s.verifies).not.toContain(WALLET);
   });
 
+  it("a wallet that cleanly answers 'not mine' (junk naming it) is refused but not backed off", async () => {
+    const s = setup(() => ({ kind: "refused", why: "rejected" }));
+    for (let i = 0; i < 3; i++)
+      expect(await s.gateway.verify(proofFrom(WALLET), requirements)).toMatchObject({
+        isValid: false,
+        invalidReason: SMART_WALLET_REFUSED,
+      });
+    expect(s.checks).toHaveLength(3);
+    expect(s.verifies).toEqual([]);
+    expect(s.gateway.contracts?.peek(WALLET)).toMatchObject({ inFlight: 0, faults: 0, until: 0 });
+  });
+
   it("a wallet the chain vouches for goes to the facilitator; an address with no code goes there unchecked", async () => {
     const s = setup((from) => (from === WALLET ? { kind: "valid" } : { kind: "not_a_contract" }));
     expect(await s.gateway.verify(proofFrom(WALLET), requirements)).toMatchObject({ isValid: true });
