@@ -7,10 +7,12 @@
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
  *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 1500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--json out.json] [--only store|http] [--cpu-prof DIR]
+ *                    [--free-paid 60] [--json out.json] [--only store|http|free] [--cpu-prof DIR]
  *
  * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start);
- * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start).
+ * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start);
+ * `--only free` just honest paid p50 during a flood of each free path vs idle (scripts/bench/free-flood.ts), which
+ * the full run also does after the paid rounds.
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
@@ -21,6 +23,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runLoad, runSequential, type LoadResult, spread, type Spread } from "./bench/load.js";
+import { benchFreeFlood, type FreeFloodResult, freeFloodPool, logFreeFlood } from "./bench/free-flood.js";
 import { type BenchProcess, memoryOf, startBenchProcess } from "./bench/processes.js";
 import { paymentHeaders, requirementsOf, signAuthorizations } from "./bench/proofs.js";
 import { BENCH_PAY_TO, BENCH_ROUTE } from "./bench/serve.js";
@@ -33,6 +36,7 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "3" },
     paid: { type: "string", default: "1500" },
     "store-requests": { type: "string", default: "150" },
+    "free-paid": { type: "string", default: "60" },
     events: { type: "string", default: "100000" },
     "skip-startup": { type: "boolean", default: false },
     /** A directory: pressure402's seller process writes a V8 CPU profile of its run there (for `--cpu-prof`). */
@@ -54,10 +58,12 @@ const EVENTS = clamp(args.events, 1000, 200_000, 100_000);
 const CONNECTIONS = 32;
 const PRICE_ATOMIC = "20000";
 const UNPAID_PATH = `${BENCH_ROUTE}?days=30`;
-if (args.only !== undefined && args.only !== "store" && args.only !== "http")
+const FREE_PAID = clamp(args["free-paid"], 20, 500, 60);
+if (args.only !== undefined && args.only !== "store" && args.only !== "http" && args.only !== "free")
   throw new Error(`--only: unknown section ${args.only}`);
 const ONLY_STORE = args.only === "store";
 const ONLY_HTTP = args.only === "http";
+const ONLY_FREE = args.only === "free";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "unknown");
@@ -277,6 +283,48 @@ async function main(): Promise<void> {
 
     // The sellers' temp files (pressure402's ledger) go under this run's temp dir, removed at the end.
     const childEnv = { TMPDIR: tmp };
+    /** Honest paid p50 during a flood of each free path, on a pressure402 process of its own. */
+    const freeFlood = async (): Promise<FreeFloodResult> => {
+      const server = await startBenchProcess(
+        "scripts/bench/serve.ts",
+        ["pressure402-limited", fac, ""],
+        60_000,
+        childEnv,
+      );
+      procs.push(server);
+      try {
+        const freePool = await signAuthorizations(
+          freeFloodPool(ROUNDS, FREE_PAID),
+          BENCH_PAY_TO,
+          PRICE_ATOMIC,
+        );
+        return await benchFreeFlood({
+          server,
+          rounds: ROUNDS,
+          paid: FREE_PAID,
+          seconds: SECONDS,
+          connections: CONNECTIONS,
+          pool: freePool,
+          log,
+        });
+      } finally {
+        await server.stop();
+        procs.splice(procs.indexOf(server), 1);
+      }
+    };
+    if (ONLY_FREE) {
+      const free = await freeFlood();
+      sampleLoad();
+      log("");
+      logFreeFlood(free, log, fmtSpread);
+      log(
+        `\nload average (1 min) during the run: ${(report.loadavg as number[][]).map((l) => fmt(l[0] ?? Number.NaN, 1)).join(", ")} on ${cpus().length} CPUs`,
+      );
+      log(`bench took ${fmt((performance.now() - started) / 1000, 0)} s`);
+      Object.assign(report, { freeFlood: free });
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
     const p402 = await startBenchProcess(
       "scripts/bench/serve.ts",
       ["pressure402", fac, ""],
@@ -404,6 +452,9 @@ async function main(): Promise<void> {
     }
     for (const p of procs.splice(1)) await p.stop(); // keep only the facilitator
 
+    // ── free paths under a flood ──
+    const free = ONLY_HTTP ? undefined : await freeFlood();
+
     // ── 100k-event store ──
     const big = ONLY_HTTP ? undefined : await benchStore({ tmp, fac, childEnv, pool, procs, sampleLoad });
 
@@ -469,6 +520,10 @@ async function main(): Promise<void> {
       log("");
       logStore(big);
     }
+    if (free) {
+      log("");
+      logFreeFlood(free, log, fmtSpread);
+    }
     if (npmStart.length)
       log(
         `\nnpm start → first 402 (embedded devnet): ${fmtSpread(spread(npmStart), 0)} ms over ${npmStart.length} runs (target < 2000)`,
@@ -486,6 +541,7 @@ async function main(): Promise<void> {
       fastestPaid,
       cpuRatios,
       ...(big ? { store100k: storeReport(big) } : {}),
+      ...(free ? { freeFlood: free } : {}),
       npmStartMs: npmStart,
     });
     if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);

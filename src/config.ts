@@ -32,6 +32,8 @@ export const EnvSchema = Type.Object({
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
   CIRCUIT_FAILURE_THRESHOLD: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
   CIRCUIT_COOLDOWN_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
+  SMART_WALLET_CHECK_TIMEOUT_MS: Type.Integer({ default: 750, minimum: 50, maximum: 10_000 }),
+  SMART_WALLET_GAS_CAP: Type.Integer({ default: 1_000_000, minimum: 50_000, maximum: 30_000_000 }),
   BODY_LIMIT_BYTES: Type.Integer({ default: 16_384, minimum: 1024, maximum: 1_048_576 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 1000, maximum: 600_000 }),
   RATE_LIMIT_MAX: Type.Integer({ default: 300, minimum: 1 }),
@@ -96,6 +98,8 @@ export interface Config {
   reconcileIntervalMs: number;
   idempotencyTtlSeconds: number;
   circuit: { failureThreshold: number; cooldownMs: number };
+  /** The chain check of smart-wallet signatures before the facilitator (needs CHAIN_RPC_URL or the devnet). */
+  smartWalletCheck: { timeoutMs: number; gasCap: bigint };
   bodyLimit: number;
   requestTimeoutMs: number;
   rateLimit: { max: number; windowMs: number };
@@ -300,6 +304,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
+    smartWalletCheck: { timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS, gasCap: BigInt(env.SMART_WALLET_GAS_CAP) },
     bodyLimit: env.BODY_LIMIT_BYTES,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },

@@ -11,6 +11,7 @@ import {
 } from "./payments/facilitator.js";
 import { type ChainReader, createChainReader } from "./payments/reconcile.js";
 import { formatUsdc } from "./payments/requirements.js";
+import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
 import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
@@ -96,6 +97,21 @@ function deferredChainReader(devnet: DevnetLaunch): ChainReader {
   return { lookup: async (query) => (await reader).lookup(query) };
 }
 
+/**
+ * The smart-wallet chain check on the chain RPC (the devnet's, or CHAIN_RPC_URL). Without one, a signature that does
+ * not recover to `from` goes to the facilitator under the per-payer limits only.
+ */
+function smartWalletOption(config: Config, devnet: DevnetLaunch | undefined): { smartWallet?: SmartWalletCheck } {
+  if (devnet) {
+    const check = devnet.ready.then((running) => createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck));
+    check.catch(() => {}); // the start-up reports the devnet's failure
+    return { smartWallet: async (exact, domain) => (await check)(exact, domain) };
+  }
+  return config.chainRpcUrl
+    ? { smartWallet: createSmartWalletCheck(config.chainRpcUrl, config.smartWalletCheck) }
+    : {};
+}
+
 type Served = Awaited<ReturnType<typeof serve>>;
 
 async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | undefined) {
@@ -122,7 +138,7 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     }),
     ledger,
     ledgerShared,
-    gateway: createFacilitatorGateway(client, config.circuit),
+    gateway: createFacilitatorGateway(client, { ...config.circuit, ...smartWalletOption(config, devnet) }),
     chain,
     paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,

@@ -77,12 +77,18 @@ async function honoServer(facilitatorUrl: string, body: string): Promise<string>
   });
 }
 
-async function pressure402Server(facilitatorUrl: string, snapshot: string | undefined): Promise<string> {
-  // The test configuration: no rate limit or load shedding in the way (both plugins still run), logs off.
+async function pressure402Server(
+  facilitatorUrl: string,
+  snapshot: string | undefined,
+  rateLimited: boolean,
+): Promise<string> {
+  // The test configuration: no rate limit or load shedding in the way (both plugins still run), logs off. The
+  // "pressure402-limited" kind keeps the default rate limit, per client IP as X-Forwarded-For says (the free-path
+  // flood bench gives each client its own).
   const config = parseConfig({
     NODE_ENV: "test",
     LOG_LEVEL: "silent",
-    RATE_LIMIT_MAX: "1000000000",
+    ...(rateLimited ? { TRUST_PROXY: "true" } : { RATE_LIMIT_MAX: "1000000000" }),
     MAX_EVENT_LOOP_DELAY_MS: "0",
   });
   const ledger = openLedger(join(mkdtempSync(join(tmpdir(), "p402-bench-ledger-")), "ledger.sqlite"));
@@ -109,7 +115,8 @@ async function main(): Promise<void> {
   if (kind === "fastify") url = await fastifyServer(body());
   else if (kind === "express") url = await expressServer(facilitatorUrl, body());
   else if (kind === "hono") url = await honoServer(facilitatorUrl, body());
-  else if (kind === "pressure402") url = await pressure402Server(facilitatorUrl, snapshot || undefined);
+  else if (kind === "pressure402" || kind === "pressure402-limited")
+    url = await pressure402Server(facilitatorUrl, snapshot || undefined, kind === "pressure402-limited");
   else throw new Error(`unknown server kind ${kind}`);
   process.stdout.write(`READY ${url}\n`);
   // A clean exit on SIGTERM, so `NODE_OPTIONS=--cpu-prof` leaves a profile of the run.

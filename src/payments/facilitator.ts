@@ -26,7 +26,8 @@ import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./faci
 import { createPayerLimits, type PayerLimitOptions, type PayerLimits } from "./payer-limits.js";
 import type { ExactPayload } from "./proof.js";
 import { NETWORK_V1 } from "./requirements.js";
-import { evmChainId, signedByPayer } from "./signature.js";
+import { type AuthorizationDomain, evmChainId, signedByPayer } from "./signature.js";
+import type { SmartWalletCheck } from "./smart-wallet.js";
 
 export interface FacilitatorTarget {
   url: string;
@@ -94,6 +95,16 @@ export async function localSignatureCheck(
   payload: PaymentPayload,
   requirements: PaymentRequirements,
 ): Promise<"eoa" | "unproven"> {
+  const checkable = checkableProof(payload, requirements);
+  if (!checkable) return "unproven";
+  return (await signedByPayer(checkable.exact, checkable.domain)) ? "eoa" : "unproven";
+}
+
+/** The proof's exact payload and its token's EIP-712 domain, when the proof and requirements name them all. */
+function checkableProof(
+  payload: PaymentPayload,
+  requirements: PaymentRequirements,
+): { exact: ExactPayload; domain: AuthorizationDomain } | undefined {
   const exact = (payload as { payload?: unknown }).payload as ExactPayload | undefined;
   const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
   const chainId =
@@ -105,14 +116,11 @@ export async function localSignatureCheck(
     typeof extra?.name !== "string" ||
     typeof extra.version !== "string"
   )
-    return "unproven";
-  const ok = await signedByPayer(exact, {
-    name: extra.name,
-    version: extra.version,
-    chainId,
-    verifyingContract: requirements.asset,
-  });
-  return ok ? "eoa" : "unproven";
+    return undefined;
+  return {
+    exact,
+    domain: { name: extra.name, version: extra.version, chainId, verifyingContract: requirements.asset },
+  };
 }
 
 /** The payer an exact payload names (lower case), if it names one. */
@@ -124,7 +132,26 @@ function payerOf(payload: PaymentPayload): string | undefined {
 export interface GatewayOptions extends CircuitOptions {
   /** Per-payer verification limits (defaults: DEFAULT_PAYER_LIMITS). */
   payerLimits?: Partial<PayerLimitOptions>;
+  /**
+   * The chain check of smart-wallet signatures, run before the facilitator for a proof whose signature does not
+   * recover to `from`. Unset (no chain RPC): such proofs go to the facilitator under the payer limits only.
+   */
+  smartWallet?: SmartWalletCheck;
+  /** Per-contract limits of that check, stricter than the payer limits (defaults: DEFAULT_SMART_WALLET_LIMITS). */
+  smartWalletLimits?: Partial<PayerLimitOptions>;
 }
+
+/**
+ * One chain check at a time per contract, and a refusal backs it off at once (1 s doubling to 60 s): a contract whose
+ * isValidSignature burns gas or time costs at most one capped eth_call per back-off period.
+ */
+export const DEFAULT_SMART_WALLET_LIMITS: Partial<PayerLimitOptions> = {
+  maxInFlight: 1,
+  faultsBeforeBackoff: 1,
+};
+
+/** What a smart-wallet signature refused by the chain check is answered: the facilitator's own reason. */
+export const SMART_WALLET_REFUSED = "invalid_exact_evm_signature";
 
 export interface FacilitatorGateway {
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
@@ -132,6 +159,8 @@ export interface FacilitatorGateway {
   readonly circuit: Readonly<CircuitState>;
   /** Per-payer verification slots and back-off. */
   readonly payers?: PayerLimits;
+  /** Per-contract slots and back-off of the smart-wallet chain check. */
+  readonly contracts?: PayerLimits;
   /** The circuit's position now (metrics, readiness). */
   position(): CircuitLabel;
   /** The background health probe's outcome (GET /supported answered or not): the facilitator's own health. */
@@ -214,6 +243,7 @@ export function createFacilitatorGateway(
 ): FacilitatorGateway {
   const circuit = closedCircuit();
   const payers = createPayerLimits(opts.payerLimits);
+  const contracts = createPayerLimits({ ...DEFAULT_SMART_WALLET_LIMITS, ...opts.smartWalletLimits });
   const retryAfter = () => Math.max(1, Math.ceil(opts.cooldownMs / 1000));
   /** Faults that were the facilitator failing on a request (timeout, 5xx, malformed answer), not unreachable. */
   const costly = new WeakSet<FacilitatorFault>();
@@ -250,10 +280,17 @@ export function createFacilitatorGateway(
   ): Promise<VerifyResponse> {
     const payer = payerOf(payload);
     if (payer === undefined) return guarded("verify", call);
-    const proven = (await localSignatureCheck(payload, requirements)) === "eoa";
-    // Only a proof signed by `from` speaks for that payer. Anything else is limited under a key of its own, so proofs
-    // that merely name a victim cannot take the victim's slots or put the victim in back-off; and a proven payer's
-    // parallel calls are not capped (its verifies are cheap ecrecovers; back-off after faults still applies).
+    let proven = (await localSignatureCheck(payload, requirements)) === "eoa";
+    if (!proven && opts.smartWallet) {
+      const checked = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet);
+      if (checked !== "not_a_contract") {
+        if (checked !== "valid") return checked;
+        proven = true;
+      }
+    }
+    // Only a proof signed by `from` (or vouched for by its wallet contract) speaks for that payer. Anything else is
+    // limited under a key of its own, so proofs that merely name a victim cannot take the victim's slots or put the
+    // victim in back-off; and a proven payer's parallel calls are not capped (back-off after faults still applies).
     const key = proven ? payer : `unproven:${payer}`;
     const slot = payers.admit(key, now(), !proven);
     if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
@@ -272,9 +309,47 @@ export function createFacilitatorGateway(
     }
   }
 
+  /**
+   * The chain's word on a smart-wallet signature, under the contract's own limits: a refusal is answered as an invalid
+   * proof (nothing charged, no facilitator call) and backs that contract off; nobody else is touched.
+   */
+  async function smartWalletVerdict(
+    payer: string,
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    check: SmartWalletCheck,
+  ): Promise<"valid" | "not_a_contract" | VerifyResponse> {
+    const checkable = checkableProof(payload, requirements);
+    if (!checkable) return "not_a_contract";
+    const slot = contracts.admit(payer, now());
+    if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
+    let outcome: "answer" | "fault" | "neutral" = "neutral";
+    try {
+      const verdict = await check(checkable.exact, checkable.domain);
+      if (verdict.kind === "valid") outcome = "answer";
+      if (verdict.kind !== "refused") return verdict.kind;
+      // A clean "not mine" is cheap and is what junk naming an honest wallet gets: no back-off for that wallet.
+      if (verdict.why !== "rejected") outcome = "fault";
+      return {
+        isValid: false,
+        invalidReason: SMART_WALLET_REFUSED,
+        invalidMessage:
+          verdict.why === "out_of_budget"
+            ? "the smart-wallet signature could not be checked on chain within its time budget"
+            : verdict.why === "failed"
+              ? "the smart wallet's isValidSignature failed or needed more than its gas cap"
+              : "the smart wallet did not confirm the signature (isValidSignature)",
+        payer: checkable.exact.authorization.from,
+      };
+    } finally {
+      contracts.settle(payer, outcome, now());
+    }
+  }
+
   return {
     circuit,
     payers,
+    contracts,
     position: () => circuitLabel(circuit, opts.cooldownMs, now()),
     probed: (reachable) => {
       if (!reachable) recordFailure(circuit, opts, now());

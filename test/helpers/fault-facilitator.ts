@@ -13,6 +13,7 @@ import {
 } from "../../src/payments/facilitator.js";
 import type { ChainReader } from "../../src/payments/reconcile.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
+import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { type Ledger, openLedger } from "../../src/store/ledger.js";
 import { appWith, TEST_PAY_TO, testConfig } from "./app.js";
@@ -377,6 +378,8 @@ export async function startHttpApp(
     /** The payment core's clock (retention, key TTLs) and the circuit breaker's, for tests that move time. */
     paymentsClock?: () => Date;
     paymentObserver?: Parameters<typeof buildApp>[0]["paymentObserver"];
+    /** The smart-wallet chain check the gateway runs before the facilitator (as the server wires CHAIN_RPC_URL). */
+    smartWallet?: SmartWalletCheck;
   } = {},
 ): Promise<HttpApp> {
   const config = testConfig({
@@ -389,7 +392,7 @@ export async function startHttpApp(
   const client = createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl));
   const gateway = createFacilitatorGateway(
     client,
-    config.circuit,
+    { ...config.circuit, ...(opts.smartWallet ? { smartWallet: opts.smartWallet } : {}) },
     opts.paymentsClock ? () => (opts.paymentsClock as () => Date)().getTime() : undefined,
   );
   const ledger = opts.ledger ?? openLedger(opts.ledgerPath ?? ":memory:");

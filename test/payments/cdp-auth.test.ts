@@ -6,14 +6,23 @@ import { cdpAuthHeaders, cdpJwt, loadCdpKey } from "../../src/payments/cdp-auth.
 function ed25519Secret() {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
   const jwk = privateKey.export({ format: "jwk" });
-  const raw = Buffer.concat([Buffer.from(jwk.d as string, "base64url"), Buffer.from(jwk.x as string, "base64url")]);
+  const raw = Buffer.concat([
+    Buffer.from(jwk.d as string, "base64url"),
+    Buffer.from(jwk.x as string, "base64url"),
+  ]);
   return { secret: raw.toString("base64"), publicKey };
 }
 
 describe("CDP facilitator JWT", () => {
   it("signs an Ed25519 JWT bound to method, host and path, verifiable with the public key", async () => {
     const { secret, publicKey } = ed25519Secret();
-    const token = await cdpJwt(loadCdpKey(secret), "key-123", "POST", "https://api.cdp.coinbase.com/platform/v2/x402/settle", 1_700_000_000);
+    const token = await cdpJwt(
+      loadCdpKey(secret),
+      "key-123",
+      "POST",
+      "https://api.cdp.coinbase.com/platform/v2/x402/settle",
+      1_700_000_000,
+    );
     const header = decodeProtectedHeader(token);
     expect(header).toMatchObject({ alg: "EdDSA", kid: "key-123", typ: "JWT" });
     expect(header.nonce).toMatch(/^[0-9a-f]{32}$/);
@@ -37,7 +46,10 @@ describe("CDP facilitator JWT", () => {
 
   it("gives headers per facilitator path, each a fresh bearer token", async () => {
     const { secret } = ed25519Secret();
-    const headers = await cdpAuthHeaders("https://api.cdp.coinbase.com/platform/v2/x402", { apiKeyId: "k", apiKeySecret: secret })();
+    const headers = await cdpAuthHeaders("https://api.cdp.coinbase.com/platform/v2/x402", {
+      apiKeyId: "k",
+      apiKeySecret: secret,
+    })();
     expect(Object.keys(headers).sort()).toEqual(["settle", "supported", "verify"]);
     expect(headers.verify.Authorization).toMatch(/^Bearer ey/);
     expect(headers.verify.Authorization).not.toBe(headers.settle.Authorization);

@@ -20,8 +20,18 @@ describe("free routes", () => {
       llms: "/llms.txt",
       discovery: "/.well-known/x402",
     });
-    expect(body.routes).toContainEqual({ route: "POST /v1/unlock/backtest", price_usd: "0.5", amount_atomic: "500000", x402_versions: [2, 1] });
-    expect(body.routes).toContainEqual({ route: "POST /v1/benchmark/endpoint", price_usd: "0.05", amount_atomic: "50000", x402_versions: [2] });
+    expect(body.routes).toContainEqual({
+      route: "POST /v1/unlock/backtest",
+      price_usd: "0.5",
+      amount_atomic: "500000",
+      x402_versions: [2, 1],
+    });
+    expect(body.routes).toContainEqual({
+      route: "POST /v1/benchmark/endpoint",
+      price_usd: "0.05",
+      amount_atomic: "50000",
+      x402_versions: [2],
+    });
   });
 
   it("GET /health and GET /openapi.json", async () => {
@@ -45,23 +55,34 @@ describe("CORS for browser and agent clients", () => {
       headers: {
         origin: "https://agent.example",
         "access-control-request-method": "POST",
-        "access-control-request-headers": "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
+        "access-control-request-headers":
+          "payment-signature,x-payment,idempotency-key,content-type,access-control-expose-headers",
       },
     });
     expect(res.statusCode).toBe(204);
     const allowed = String(res.headers["access-control-allow-headers"]).toLowerCase();
-    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"]) expect(allowed).toContain(h);
+    for (const h of ["payment-signature", "x-payment", "idempotency-key", "access-control-expose-headers"])
+      expect(allowed).toContain(h);
   });
 
   it("responses expose the payment headers", async () => {
-    const res = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: { origin: "https://agent.example" } });
+    const res = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming",
+      headers: { origin: "https://agent.example" },
+    });
     expect(res.statusCode).toBe(402);
     const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
-    for (const h of ["payment-required", "payment-response", "x-payment-response"]) expect(exposed).toContain(h);
+    for (const h of ["payment-required", "payment-response", "x-payment-response"])
+      expect(exposed).toContain(h);
   });
 
   it("reflects the caller's origin, and sends no Access-Control-* headers to a client that sent no Origin", async () => {
-    const browser = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming", headers: { origin: "https://agent.example" } });
+    const browser = await t.app.inject({
+      method: "GET",
+      url: "/v1/unlocks/upcoming",
+      headers: { origin: "https://agent.example" },
+    });
     expect(browser.headers["access-control-allow-origin"]).toBe("https://agent.example");
     expect(browser.headers.vary).toMatch(/origin/i);
     const agent = await t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming" });
@@ -74,7 +95,8 @@ describe("CORS for browser and agent clients", () => {
     const res = await t.app.inject({ method: "GET", url: "/", headers: { origin: "https://agent.example" } });
     expect(res.headers["ratelimit-limit"]).toBeDefined();
     const exposed = String(res.headers["access-control-expose-headers"]).toLowerCase();
-    for (const h of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"]) expect(exposed).toContain(h);
+    for (const h of ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"])
+      expect(exposed).toContain(h);
   });
 });
 

@@ -1,0 +1,101 @@
+import type { FacilitatorClient } from "@x402/core/server";
+import type { PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/core/types";
+import { describe, expect, it } from "vitest";
+import { createFacilitatorGateway, SMART_WALLET_REFUSED } from "../../src/payments/facilitator.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
+import type { SmartWalletCheck, SmartWalletVerdict } from "../../src/payments/smart-wallet.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { TEST_PAY_TO } from "../helpers/app.js";
+import { v2Proof } from "../helpers/proofs.js";
+
+/*
+ * The gateway's smart-wallet path with the chain check replaced by a double (the devnet test runs the real one): a
+ * refusal is an invalid proof with no facilitator call, backs that contract off at once, and leaves other payers and
+ * the circuit alone; a wallet the chain vouches for goes on to the facilitator.
+ */
+const requirements = requirementsV2(PRICES.upcoming, {
+  payTo: TEST_PAY_TO,
+  maxTimeoutSeconds: 300,
+}) as PaymentRequirements;
+const WALLET = "0x5100000000000000000000000000000000000bad";
+const OTHER = "0x5100000000000000000000000000000000000001";
+
+function proofFrom(from: string): PaymentPayload {
+  const p = v2Proof(requirements);
+  return {
+    ...p,
+    payload: { ...p.payload, authorization: { ...p.payload.authorization, from } },
+  } as PaymentPayload;
+}
+
+function setup(verdict: (from: string) => SmartWalletVerdict) {
+  let now = 0;
+  const verifies: string[] = [];
+  const checks: string[] = [];
+  const client = {
+    verify: async (payload: PaymentPayload): Promise<VerifyResponse> => {
+      const from = (payload.payload as { authorization: { from: string } }).authorization.from;
+      verifies.push(from);
+      return { isValid: true, payer: from };
+    },
+    settle: async () => {
+      throw new Error("not used");
+    },
+    getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+  } as unknown as FacilitatorClient;
+  const check: SmartWalletCheck = async (exact) => {
+    checks.push(exact.authorization.from);
+    return verdict(exact.authorization.from);
+  };
+  const gateway = createFacilitatorGateway(
+    client,
+    { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
+    () => now,
+  );
+  return { gateway, verifies, checks, advance: (ms: number) => (now += ms) };
+}
+
+describe("the smart-wallet check before the facilitator", () => {
+  it("a refused wallet: invalid proof, no facilitator call, that contract backed off, others untouched", async () => {
+    const s = setup((from) =>
+      from === WALLET ? { kind: "refused", why: "out_of_budget" } : { kind: "valid" },
+    );
+    const first = await s.gateway.verify(proofFrom(WALLET), requirements);
+    expect(first).toMatchObject({ isValid: false, invalidReason: SMART_WALLET_REFUSED });
+    await expect(s.gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({
+      status: 429,
+      reason: "payer_limited",
+    });
+    expect(s.checks).toEqual([WALLET]); // the back-off spares the chain too
+    expect(await s.gateway.verify(proofFrom(OTHER), requirements)).toMatchObject({ isValid: true });
+    expect(s.verifies).toEqual([OTHER]);
+    expect(s.gateway.position()).toBe("closed");
+    // After the back-off the contract is checked again, refused again, and waits twice as long.
+    s.advance(1000);
+    expect(await s.gateway.verify(proofFrom(WALLET), requirements)).toMatchObject({ isValid: false });
+    s.advance(1000);
+    await expect(s.gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({ status: 429 });
+    expect(s.checks.filter((c) => c === WALLET)).toHaveLength(2);
+    expect(s.verifies).not.toContain(WALLET);
+  });
+
+  it("a wallet that cleanly answers 'not mine' (junk naming it) is refused but not backed off", async () => {
+    const s = setup(() => ({ kind: "refused", why: "rejected" }));
+    for (let i = 0; i < 3; i++)
+      expect(await s.gateway.verify(proofFrom(WALLET), requirements)).toMatchObject({
+        isValid: false,
+        invalidReason: SMART_WALLET_REFUSED,
+      });
+    expect(s.checks).toHaveLength(3);
+    expect(s.verifies).toEqual([]);
+    expect(s.gateway.contracts?.peek(WALLET)).toMatchObject({ inFlight: 0, faults: 0, until: 0 });
+  });
+
+  it("a wallet the chain vouches for goes to the facilitator; an address with no code goes there unchecked", async () => {
+    const s = setup((from) => (from === WALLET ? { kind: "valid" } : { kind: "not_a_contract" }));
+    expect(await s.gateway.verify(proofFrom(WALLET), requirements)).toMatchObject({ isValid: true });
+    expect(await s.gateway.verify(proofFrom(OTHER), requirements)).toMatchObject({ isValid: true });
+    expect(s.verifies).toEqual([WALLET, OTHER]);
+    expect(s.gateway.contracts?.peek(WALLET)).toMatchObject({ inFlight: 0, faults: 0 });
+  });
+});
