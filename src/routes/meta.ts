@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { withOwnershipProofs } from "../discovery/documents.js";
+import { compressBody, negotiateEncoding } from "../http/encoding.js";
+import { createResponseCache } from "../http/response-cache.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 import { PRICES } from "./prices.js";
 
@@ -83,10 +85,25 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
     async () => ({ status: "ok" as const }),
   );
 
-  app.get("/openapi.json", { schema: { hide: true } }, async (request) =>
-    withOwnershipProofs(
-      app.swagger(),
-      await opts.proofsFor(opts.publicBaseUrl ?? `${request.protocol}://${request.host}`),
-    ),
-  );
+  // The document (≈ 250 kB) depends only on the origin: it is serialized and compressed once per origin and encoding,
+  // not per request (a flood of /openapi.json made honest paid calls 47× slower). Host is the client's to choose, so
+  // the cache is bounded; an origin pushed out is simply built again.
+  const documents = createResponseCache({ maxEntries: 32, maxUnits: 16 * 1024 * 1024 });
+  app.get("/openapi.json", { schema: { hide: true } }, async (request, reply) => {
+    const origin = opts.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+    const proofs = await opts.proofsFor(origin);
+    const body = documents.get("static", origin, () =>
+      Buffer.from(JSON.stringify(withOwnershipProofs(app.swagger(), proofs))),
+    );
+    reply.type("application/json; charset=utf-8");
+    const header = request.headers["accept-encoding"];
+    const encoding = negotiateEncoding(Array.isArray(header) ? header.join(",") : header);
+    if (!encoding || request.headers["x-no-compression"] !== undefined) return reply.send(body);
+    // @fastify/compress leaves a body that already has a Content-Encoding alone.
+    const vary = reply.getHeader("vary");
+    return reply
+      .header("Content-Encoding", encoding)
+      .header("Vary", vary ? `${String(vary)}, Accept-Encoding` : "Accept-Encoding")
+      .send(documents.get("static", `${origin}|${encoding}`, () => compressBody(body, encoding)));
+  });
 };

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type TestApp, testApp } from "../helpers/app.js";
 
 let t: TestApp;
@@ -6,6 +7,38 @@ beforeAll(async () => {
   t = await testApp();
 });
 afterAll(() => t.close());
+
+describe("GET /openapi.json", () => {
+  it("is built once per origin and compressed once per encoding, and every encoding carries the same document", async () => {
+    const built = vi.spyOn(t.app, "swagger");
+    try {
+      const get = (host: string, encoding?: string) =>
+        t.app.inject({
+          method: "GET",
+          url: "/openapi.json",
+          headers: { host, ...(encoding ? { "accept-encoding": encoding } : {}) },
+        });
+      const plain = await get("a.example");
+      expect(plain.headers["content-type"]).toBe("application/json; charset=utf-8");
+      expect(plain.headers["content-encoding"]).toBeUndefined();
+      const doc = plain.json();
+      expect(doc.openapi).toBe("3.1.0");
+      const gz = await get("a.example", "gzip");
+      expect(gz.headers["content-encoding"]).toBe("gzip");
+      expect(gz.headers.vary).toMatch(/Accept-Encoding/);
+      expect(JSON.parse(gunzipSync(gz.rawPayload).toString("utf8"))).toEqual(doc);
+      const br = await get("a.example", "br");
+      expect(br.headers["content-encoding"]).toBe("br");
+      expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString("utf8"))).toEqual(doc);
+      for (let i = 0; i < 5; i++) expect((await get("a.example", "gzip")).rawPayload).toEqual(gz.rawPayload);
+      expect(built).toHaveBeenCalledTimes(1);
+      await get("b.example");
+      expect(built).toHaveBeenCalledTimes(2);
+    } finally {
+      built.mockRestore();
+    }
+  });
+});
 
 describe("free routes", () => {
   it("GET / describes the paid routes with their atomic prices", async () => {
