@@ -16,7 +16,7 @@ import type { ChainReader } from "./reconcile.js";
 import { deadIncarnations, resolveFromChain } from "./reconciler.js";
 import { NETWORK_V1, type PaymentTerms, type RoutePrice } from "./requirements.js";
 import { settleFailureKind } from "./settle-failure.js";
-import { evmChainId, signedByPayer } from "./signature.js";
+import { authorizationDomainOf, signedByPayer } from "./signature.js";
 
 /**
  * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
@@ -272,20 +272,9 @@ function answerPaid(
 
 /** Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (chain down). */
 async function payersOwnSignature(p: Payment, reason: string): Promise<boolean> {
-  const chainId = evmChainId(p.requirements.network);
-  const domain = p.requirements.extra as { name?: unknown; version?: unknown } | undefined;
-  return (
-    reason === "invalid_exact_evm_signature" &&
-    chainId !== undefined &&
-    typeof domain?.name === "string" &&
-    typeof domain.version === "string" &&
-    (await signedByPayer(p.proof.exact, {
-      name: domain.name,
-      version: domain.version,
-      chainId,
-      verifyingContract: p.requirements.asset,
-    }))
-  );
+  if (reason !== "invalid_exact_evm_signature") return false;
+  const domain = authorizationDomainOf(p.requirements);
+  return domain !== undefined && (await signedByPayer(p.proof.exact, domain));
 }
 
 /**

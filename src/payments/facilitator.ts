@@ -25,8 +25,7 @@ import {
 import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
 import { createPayerLimits, type PayerLimitOptions, type PayerLimits } from "./payer-limits.js";
 import type { ExactPayload } from "./proof.js";
-import { NETWORK_V1 } from "./requirements.js";
-import { type AuthorizationDomain, evmChainId, signedByPayer } from "./signature.js";
+import { type AuthorizationDomain, authorizationDomainOf, signedByPayer } from "./signature.js";
 import type { SmartWalletCheck } from "./smart-wallet.js";
 
 export interface FacilitatorTarget {
@@ -106,21 +105,10 @@ function checkableProof(
   requirements: PaymentRequirements,
 ): { exact: ExactPayload; domain: AuthorizationDomain } | undefined {
   const exact = (payload as { payload?: unknown }).payload as ExactPayload | undefined;
-  const extra = requirements.extra as { name?: unknown; version?: unknown } | undefined;
-  const chainId =
-    evmChainId(requirements.network) ?? ((requirements.network as string) === NETWORK_V1 ? 8453 : undefined);
-  if (
-    typeof exact?.signature !== "string" ||
-    typeof exact.authorization?.from !== "string" ||
-    chainId === undefined ||
-    typeof extra?.name !== "string" ||
-    typeof extra.version !== "string"
-  )
+  const domain = authorizationDomainOf(requirements);
+  if (typeof exact?.signature !== "string" || typeof exact.authorization?.from !== "string" || !domain)
     return undefined;
-  return {
-    exact,
-    domain: { name: extra.name, version: extra.version, chainId, verifyingContract: requirements.asset },
-  };
+  return { exact, domain };
 }
 
 /** The payer an exact payload names (lower case), if it names one. */
