@@ -72,11 +72,11 @@ export const SETTLEMENT_PENDING = "settlement_pending";
  * ones timed out or failed (back-off). 429 + Retry-After, nothing charged; the facilitator's circuit is untouched.
  */
 export class PayerLimited extends FacilitatorFault {
-  constructor(retryAfterSeconds: number, why: "busy" | "backoff") {
+  constructor({ retryAfterMs, why }: { retryAfterMs: number; why: "busy" | "backoff" }) {
     super(
       429,
       "payer_limited",
-      retryAfterSeconds,
+      Math.max(1, Math.ceil(retryAfterMs / 1000)),
       why === "busy"
         ? "too many payment verifications of this payer are running"
         : "this payer's recent payment verifications failed; backing off",
@@ -281,7 +281,7 @@ export function createFacilitatorGateway(
     // victim in back-off; and a proven payer's parallel calls are not capped (back-off after faults still applies).
     const key = proven ? payer : `unproven:${payer}`;
     const slot = payers.admit(key, now(), !proven);
-    if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
+    if (!slot.allowed) throw new PayerLimited(slot);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
       const verdict = await guarded("verify", call, proven ? { witness: payer } : "payer_only");
@@ -310,7 +310,7 @@ export function createFacilitatorGateway(
     const checkable = checkableProof(payload, requirements);
     if (!checkable) return "not_a_contract";
     const slot = contracts.admit(payer, now());
-    if (!slot.allowed) throw new PayerLimited(Math.max(1, Math.ceil(slot.retryAfterMs / 1000)), slot.why);
+    if (!slot.allowed) throw new PayerLimited(slot);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
       const verdict = await check(checkable.exact, checkable.domain);
