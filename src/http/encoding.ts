@@ -1,4 +1,5 @@
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
+import type { FastifyReply, FastifyRequest } from "fastify";
 
 export type ContentEncoding = "br" | "gzip";
 
@@ -40,4 +41,25 @@ export function compressBody(body: string | Buffer, encoding: ContentEncoding): 
         },
       })
     : gzipSync(body);
+}
+
+/**
+ * For a body compressed ahead of time: the encoding this request accepts, with Content-Encoding and Vary set on the
+ * reply (@fastify/compress then leaves the body alone); undefined, and nothing set, when it accepts neither or sent
+ * `x-no-compression`.
+ */
+export function precompressedEncoding(
+  request: FastifyRequest,
+  reply: FastifyReply,
+): ContentEncoding | undefined {
+  if (request.headers["x-no-compression"] !== undefined) return undefined;
+  const header = request.headers["accept-encoding"];
+  const encoding = negotiateEncoding(Array.isArray(header) ? header.join(",") : header);
+  if (!encoding) return undefined;
+  // Appended, not set: CORS has already put Origin there.
+  const vary = reply.getHeader("vary");
+  reply
+    .header("Content-Encoding", encoding)
+    .header("Vary", vary ? `${String(vary)}, Accept-Encoding` : "Accept-Encoding");
+  return encoding;
 }

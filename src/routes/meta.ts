@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
 import { withOwnershipProofs } from "../discovery/documents.js";
-import { compressBody, negotiateEncoding } from "../http/encoding.js";
+import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
 import { PRICES } from "./prices.js";
@@ -96,14 +96,8 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       Buffer.from(JSON.stringify(withOwnershipProofs(app.swagger(), proofs))),
     );
     reply.type("application/json; charset=utf-8");
-    const header = request.headers["accept-encoding"];
-    const encoding = negotiateEncoding(Array.isArray(header) ? header.join(",") : header);
-    if (!encoding || request.headers["x-no-compression"] !== undefined) return reply.send(body);
-    // @fastify/compress leaves a body that already has a Content-Encoding alone.
-    const vary = reply.getHeader("vary");
-    return reply
-      .header("Content-Encoding", encoding)
-      .header("Vary", vary ? `${String(vary)}, Accept-Encoding` : "Accept-Encoding")
-      .send(documents.get("static", `${origin}|${encoding}`, () => compressBody(body, encoding)));
+    const encoding = precompressedEncoding(request, reply);
+    if (!encoding) return reply.send(body);
+    return reply.send(documents.get("static", `${origin}|${encoding}`, () => compressBody(body, encoding)));
   });
 };

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { HttpProblem } from "../http/problem.js";
-import { compressBody, negotiateEncoding } from "../http/encoding.js";
+import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
@@ -76,20 +76,12 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
       onSend: async (request, reply, payload) => {
         const served = servedFromCache.get(request);
         if (!served || payload !== served.body || reply.statusCode !== 200) return payload;
-        if (served.body.length < COMPRESS_MIN_BYTES || request.headers["x-no-compression"] !== undefined)
-          return payload;
-        const header = request.headers["accept-encoding"];
-        const encoding = negotiateEncoding(Array.isArray(header) ? header.join(",") : header);
+        if (served.body.length < COMPRESS_MIN_BYTES) return payload;
+        const encoding = precompressedEncoding(request, reply);
         if (!encoding) return payload;
-        const compressed = upcomingBodies.get(served.generation, `${served.key}|${encoding}`, () =>
+        return upcomingBodies.get(served.generation, `${served.key}|${encoding}`, () =>
           compressBody(served.body, encoding),
         );
-        // Appended, not set: CORS has already put Origin there.
-        const vary = reply.getHeader("vary");
-        reply
-          .header("Content-Encoding", encoding)
-          .header("Vary", vary ? `${String(vary)}, Accept-Encoding` : "Accept-Encoding");
-        return compressed;
       },
     },
     async (request, reply) => {
