@@ -1,4 +1,9 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { heldOutHeadline } from "../../scripts/calibrate.js";
+import { repoRoot } from "../../src/store/paths.js";
+import { heldOutPoints, heldOutTallies } from "../../src/unlocks/circulating-check.js";
 import { parseDay } from "../../src/store/unlocks-dates.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import type { TokenRecord } from "../../src/store/unlocks-types.js";
@@ -138,5 +143,32 @@ describe("the figures a buyer reads", () => {
     expect(mon.circulating_supply!).toBeGreaterThanOrEqual(65e9);
     expect(mon.circulating_method).not.toContain("Counted to");
     expect(svc.summary("XPL", 30).circulating_supply!).toBeCloseTo(4.989e9, -7);
+  });
+});
+
+describe("held out: anchored on reports up to the cutoff, predicting the later ones", () => {
+  it("predicts each later report from the known ones only, with the rebuilt figure beside it", () => {
+    const reports = loadReportedCirculating([
+      live("2024-01-31", "800"),
+      live("2024-02-10", "950"), // hidden: after the cutoff, a target
+      live("2024-02-20", "1500"), // hidden: a target far off (a redefinition, say)
+    ]);
+    const pts = heldOutPoints([token], reports, { anchorUntil: "2024-02-01", from: "2024-02-05", to: "2024-03-01" });
+    expect(pts.map((p) => [p.date, p.anchorDate, p.anchored, p.rebuilt])).toEqual([
+      ["2024-02-10", "2024-01-31", 900, 1100],
+      ["2024-02-20", "2024-01-31", 1000, 1200],
+    ]);
+    const { all } = heldOutTallies(pts);
+    // 900 vs 950 is within 10 %, 1000 vs 1500 is not; the rebuilt 1100 vs 950 and 1200 vs 1500 are not.
+    expect(all).toMatchObject({ n: 2, anchoredWithin: 1, rebuiltN: 2, rebuiltWithin: 0 });
+  });
+
+  it("the model card publishes the held-out agreement the shipped data gives", () => {
+    const { all } = heldOutTallies(heldOutPoints(store.tokens, store.reports));
+    const card = readFileSync(join(repoRoot(), "docs", "risk-model.md"), "utf8");
+    expect(card).toContain(heldOutHeadline(all));
+    expect(all.n).toBeGreaterThan(400);
+    // The anchored rule beats the rebuilt figure alone out of sample.
+    expect(all.anchoredWithin).toBeGreaterThan(all.rebuiltWithin);
   });
 });
