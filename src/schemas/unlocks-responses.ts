@@ -141,6 +141,12 @@ export const SupplyCoverage = Type.Object(
           "Set when the token's latest report and its rebuilt figure differ by more than 25 % either way, with the cause; null otherwise",
       },
     ),
+    schedule_share_of_max_supply: NullableNum(
+      "What the complete schedule models ÷ max supply (below 1: part of max supply is in no schedule); null when either is unknown",
+    ),
+    schedule_coverage_note: Type.Union([Type.String(), Type.Null()], {
+      description: "How much of max supply no schedule covers, when the schedule covers less than 99 % of it; null otherwise",
+    }),
   },
   { ...closed, description: "Completeness of the supply schedule behind circulating supply" },
 );

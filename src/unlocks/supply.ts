@@ -242,6 +242,33 @@ export interface Coverage {
   circulating_report: { source: string; date: string; circulating_supply: number; attribution: string } | null;
   circulating_rebuilt: number | null;
   reported_vs_rebuilt: ReportedVsRebuilt | null;
+  /** What the complete schedule models ÷ max supply (HYPE 0.61: the rest is not scheduled); null when either is unknown. */
+  schedule_share_of_max_supply: number | null;
+  /** Says how much of max supply is unscheduled when the schedule covers less than 99 % of it; null otherwise. */
+  schedule_coverage_note: string | null;
+}
+
+const shareMemo = new WeakMap<TokenRecord, number | null>();
+
+/** The complete schedule's modelled total as a share of max supply (null without either). */
+export function scheduleShareOfMax(t: TokenRecord): number | null {
+  if (shareMemo.has(t)) return shareMemo.get(t) ?? null;
+  const s = t.supply_schedule;
+  const share =
+    s && t.max_supply !== null && t.max_supply > 0
+      ? s.pieces.reduce((sum, p) => sum + p.amount_tokens, 0) / t.max_supply
+      : null;
+  shareMemo.set(t, share);
+  return share;
+}
+
+function coverageNote(t: TokenRecord, share: number | null): string | null {
+  if (share === null || share >= 0.99) return null;
+  const modelled = share * (t.max_supply as number);
+  return (
+    `the complete schedule models ${(share * 100).toFixed(1)} % of max supply (${big(modelled)} of ${big(t.max_supply as number)}); ` +
+    `${big((t.max_supply as number) - modelled)} is in no schedule${t.supply_schedule?.complete === false ? " (partly the sections the adapter could not evaluate)" : ""}, so it is never counted as released`
+  );
 }
 
 export function coverageOf(
@@ -267,6 +294,11 @@ export function coverageOf(
           },
     circulating_rebuilt: fig.rebuilt === null ? null : Math.round(fig.rebuilt * 100) / 100,
     reported_vs_rebuilt: reportedVsRebuilt(t, reports),
+    schedule_share_of_max_supply: (() => {
+      const share = scheduleShareOfMax(t);
+      return share === null ? null : Math.round(share * 1e4) / 1e4;
+    })(),
+    schedule_coverage_note: coverageNote(t, scheduleShareOfMax(t)),
   };
 }
 

@@ -70,11 +70,19 @@ export function eventsInWindow(
   return out;
 }
 
-const windowItem = (store: UnlockStore, index: EventIndex, w: InWindow, t: number): RiskItem => ({
-  ...itemFor(preparedAt(store, index, w.row), t),
-  window_amount_tokens: round(w.tokens, 4),
-  window_amount_usd: round(w.usd, 2),
-});
+/**
+ * An event's item in a window. A linear month that began before today is still streaming: it starts today
+ * (days_until 0) and its window amounts are the share of its remaining days.
+ */
+function windowItem(store: UnlockStore, index: EventIndex, w: InWindow, t: number): RiskItem {
+  const item = itemFor(preparedAt(store, index, w.row), t);
+  return {
+    ...item,
+    days_until: Math.max(0, item.days_until),
+    window_amount_tokens: round(w.tokens, 4),
+    window_amount_usd: round(w.usd, 2),
+  };
+}
 
 export function upcomingIn(
   store: UnlockStore,

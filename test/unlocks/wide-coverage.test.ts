@@ -174,8 +174,10 @@ describe("circulating check against the 6MV tables", () => {
     const apt = rows.find((r) => r.symbol === "APT")!;
     expect(apt.notCheckable).toBeNull();
     expect(apt.events.n).toBe(6);
-    // 134.5M rebuilt vs 128.8M reported on 2022-11-11 … 157.3M vs 181.6M on 2023-04-11 (unlocked rule).
-    expect(apt.events.within).toBe(4);
+    // 139M rebuilt vs 128.8M reported on 2022-11-11 … 157.3M vs 181.6M on 2023-04-11 (unlocked rule). The adapter's
+    // own step clock dates the 2023-01 release by 2023-01-11, a day before CoinGecko counted it: 3 of 6, was 4 with
+    // calendar months counted from the section's first release.
+    expect(apt.events.within).toBe(3);
     // CRV streams a daily amount: 987 release days, no one-off event.
     const crv = rows.find((r) => r.symbol === "CRV")!;
     expect(crv.events.n).toBe(0);
@@ -183,10 +185,10 @@ describe("circulating check against the 6MV tables", () => {
   });
 
   it("never counts an unknowable figure as checkable", () => {
-    // FIL's clock-reading adapter starts every piece after the table ends: nothing rebuilt, not checkable.
-    const fil = cmp.filter((c) => c.symbol === "FIL");
-    expect(fil.length).toBeGreaterThan(0);
-    expect(fil.every((c) => c.unlocked === 0 && c.notCheckable === "before_schedule")).toBe(true);
+    // FIL's adapter starts every piece on 2024-10-17, after the table ends: its schedule is left out as undated, so its
+    // table is never compared (a schedule that released nothing would have been "before_schedule").
+    expect(store.tokenBySymbol.get("fil")!.supply_schedule).toBeUndefined();
+    expect(cmp.filter((c) => c.symbol === "FIL")).toHaveLength(0);
     // Incomplete schedules give lower bounds, kept apart from the 10 % target.
     for (const sym of ["CRV", "EUL", "LDO", "UNI"])
       expect(cmp.filter((c) => c.symbol === sym).every((c) => c.notCheckable === "lower_bound")).toBe(true);
