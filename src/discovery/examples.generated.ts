@@ -78,6 +78,7 @@ export const EXAMPLES: Record<
             "circulating_report": null,
             "circulating_rebuilt": 49300000000,
             "reported_vs_rebuilt": null,
+            "unexplained_report_changes": [],
             "schedule_share_of_max_supply": null,
             "schedule_coverage_note": null
           },
@@ -156,6 +157,7 @@ export const EXAMPLES: Record<
         },
         "circulating_rebuilt": 5809015186.52,
         "reported_vs_rebuilt": null,
+        "unexplained_report_changes": [],
         "schedule_share_of_max_supply": 0.6359,
         "schedule_coverage_note": "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…"
       },
@@ -233,6 +235,7 @@ export const EXAMPLES: Record<
         },
         "circulating_rebuilt": 5913468001.37,
         "reported_vs_rebuilt": null,
+        "unexplained_report_changes": [],
         "schedule_share_of_max_supply": 0.6359,
         "schedule_coverage_note": "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…"
       },
@@ -316,6 +319,7 @@ export const EXAMPLES: Record<
             },
             "circulating_rebuilt": 5924761635.87,
             "reported_vs_rebuilt": null,
+            "unexplained_report_changes": [],
             "schedule_share_of_max_supply": 0.6359,
             "schedule_coverage_note": "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…"
           },

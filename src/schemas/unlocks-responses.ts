@@ -141,6 +141,21 @@ export const SupplyCoverage = Type.Object(
           "Set when the token's latest report and its rebuilt figure differ by more than 25 % either way, with the cause; null otherwise",
       },
     ),
+    unexplained_report_changes: Type.Array(
+      Type.Object(
+        {
+          from: Str("Earlier report's day"),
+          to: Str("Later report's day"),
+          reported_change: Num("Change of the reported figure between them"),
+          scheduled_change: Num("What the complete schedule releases between them"),
+        },
+        closed,
+      ),
+      {
+        description:
+          "The latest (at most 3) changes between consecutive reports that the schedule does not explain by more than 25 % of the earlier report: a redefinition by the aggregator, or releases the schedule lacks",
+      },
+    ),
     schedule_share_of_max_supply: NullableNum(
       "What the complete schedule models ÷ max supply (below 1: part of max supply is in no schedule); null when either is unknown",
     ),

@@ -229,6 +229,60 @@ function disagreementCause(sched: SupplySchedule, r: CirculatingReport, split: U
   return "the schedule releases later than the aggregator counts (emissions, staking rewards or allocations dated or counted differently); the data does not show which";
 }
 
+/** Two consecutive reports whose change the schedule does not explain (a redefinition, or releases it lacks). */
+export interface ReportRevision {
+  from: string;
+  to: string;
+  reported_change: number;
+  scheduled_change: number;
+}
+
+/** A change between two reports further than this share of the earlier report from the schedule's is called out. */
+export const REVISION_SHARE = 0.25;
+/** How many of the latest unexplained changes a response lists. */
+const REVISIONS_SHOWN = 3;
+
+const revisionMemo = new WeakMap<readonly CirculatingReport[], WeakMap<TokenRecord, ReportRevision[]>>();
+
+/**
+ * Consecutive reports of one source whose change differs from what the complete schedule releases between them by
+ * more than 25 % of the earlier report: said, not silently picked (an aggregator redefining what circulates, or
+ * releases the schedule lacks). The latest few; none without a complete schedule.
+ */
+export function reportRevisions(
+  token: TokenRecord,
+  reports: readonly CirculatingReport[] | undefined,
+): ReportRevision[] {
+  const sched = token.supply_schedule;
+  if (!sched || !reports || reports.length < 2) return [];
+  let memo = revisionMemo.get(reports);
+  if (!memo) {
+    memo = new WeakMap();
+    revisionMemo.set(reports, memo);
+  }
+  const hit = memo.get(token);
+  if (hit) return hit;
+  const out: ReportRevision[] = [];
+  const lastBySource = new Map<string, CirculatingReport>();
+  for (const r of reports) {
+    const prev = lastBySource.get(r.source);
+    lastBySource.set(r.source, r);
+    if (!prev) continue;
+    const scheduled = unlockedBefore(sched.pieces, r.day + 1) - unlockedBefore(sched.pieces, prev.day + 1);
+    const reported = r.value - prev.value;
+    if (Math.abs(reported - scheduled) > REVISION_SHARE * prev.value)
+      out.push({
+        from: prev.date,
+        to: r.date,
+        reported_change: Math.round(reported),
+        scheduled_change: Math.round(scheduled),
+      });
+  }
+  const latest = out.slice(-REVISIONS_SHOWN);
+  memo.set(token, latest);
+  return latest;
+}
+
 /** What a response says about how completely a token's supply is known, and how its circulating figure was got. */
 export interface Coverage {
   supply_model: "vesting" | "emission";
@@ -242,6 +296,8 @@ export interface Coverage {
   circulating_report: { source: string; date: string; circulating_supply: number; attribution: string } | null;
   circulating_rebuilt: number | null;
   reported_vs_rebuilt: ReportedVsRebuilt | null;
+  /** The latest changes between two reports the schedule does not explain (by more than 25 % of the earlier). */
+  unexplained_report_changes: ReportRevision[];
   /** What the complete schedule models ÷ max supply (HYPE 0.61: the rest is not scheduled); null when either is unknown. */
   schedule_share_of_max_supply: number | null;
   /** Says how much of max supply is unscheduled when the schedule covers less than 99 % of it; null otherwise. */
@@ -294,6 +350,7 @@ export function coverageOf(
           },
     circulating_rebuilt: fig.rebuilt === null ? null : Math.round(fig.rebuilt * 100) / 100,
     reported_vs_rebuilt: reportedVsRebuilt(t, reports),
+    unexplained_report_changes: reportRevisions(t, reports),
     schedule_share_of_max_supply: (() => {
       const share = scheduleShareOfMax(t);
       return share === null ? null : Math.round(share * 1e4) / 1e4;

@@ -121,6 +121,20 @@ describe("circulating supply = latest report + what the schedule releases after 
   });
 });
 
+describe("reports the schedule cannot explain are said, not silently picked", () => {
+  it("POL's MATIC → POL switch (−2.58B), ZK's 2025-07 redefinition and SUN's doubling are listed; ENS's path is not", () => {
+    const pol = svc.summary("POL", 30).supply_coverage.unexplained_report_changes;
+    expect(pol.some((c) => c.from === "2024-09-01" && c.to === "2024-10-01" && c.reported_change < -2.5e9)).toBe(true);
+    const zk = svc.summary("ZK", 30).supply_coverage.unexplained_report_changes;
+    expect(zk).toEqual([
+      { from: "2025-06-01", to: "2025-07-01", reported_change: 3455046275, scheduled_change: expect.any(Number) },
+    ]);
+    const sun = svc.summary("SUN", 30).supply_coverage.unexplained_report_changes;
+    expect(sun.some((c) => c.from === "2024-09-01" && c.to === "2025-05-01")).toBe(true);
+    expect(svc.summary("ENS", 30).supply_coverage.unexplained_report_changes).toEqual([]);
+  });
+});
+
 describe("the figures a buyer reads", () => {
   it("ENS reads its reported ~37M plus the schedule since, not 2.4× that", () => {
     const s = svc.summary("ENS", 30);
