@@ -1,8 +1,9 @@
 import { parseDay } from "../store/unlocks-dates.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
 import { type SixMvFile, piecesFromDaily, tableName } from "./import-6mv.js";
-import type { ReportIndex } from "./circulating-reported.js";
-import { type CirculatingRule, circulatingAt, splitBefore } from "./supply.js";
+import type { SupplyPiece } from "../store/unlocks-types.js";
+import type { CirculatingReport, ReportIndex } from "./circulating-reported.js";
+import { type CirculatingRule, circulatingAt, splitBefore, unlockedBefore } from "./supply.js";
 
 /** Agreement is "within 10 %": |ours / reported − 1| ≤ 0.10 (the target). */
 export const AGREEMENT_TOLERANCE = 0.1;
@@ -203,6 +204,24 @@ export interface HeldOutPoint {
   readonly anchorDate: string | null;
   /** What the complete schedule alone has unlocked by then (null without one). */
   readonly rebuilt: number | null;
+  /** The alternative measured beside it: the report plus pass-through × the schedule's releases since. */
+  readonly passThrough: number | null;
+}
+
+/** Months of reports before the cutoff the pass-through alternative is measured over (two quarters, fixed a priori). */
+export const PASS_THROUGH_MONTHS = 6;
+
+/**
+ * The share of the schedule's releases the reports took up over the PASS_THROUGH_MONTHS before the last known
+ * report, clipped to [0, 1]; 1 when the schedule released under 2 % of the earlier report then (no evidence).
+ */
+export function passThroughOf(pieces: readonly SupplyPiece[], known: readonly CirculatingReport[]): number {
+  const last = known[known.length - 1];
+  if (!last || known.length < 2) return 1;
+  const first = known.find((r) => r.day >= last.day - PASS_THROUGH_MONTHS * 30.5) ?? (known[0] as CirculatingReport);
+  const scheduled = unlockedBefore(pieces, last.day + 1) - unlockedBefore(pieces, first.day + 1);
+  if (!(scheduled > 0.02 * first.value)) return 1;
+  return Math.max(0, Math.min(1, (last.value - first.value) / scheduled));
 }
 
 /**
@@ -223,9 +242,13 @@ export function heldOutPoints(
     const list = reports.get(t.symbol.toLowerCase());
     if (!list) continue;
     const known = list.filter((r) => r.day <= cut);
+    const pieces = t.supply_schedule?.pieces ?? t.schedules;
+    const k = passThroughOf(pieces, known);
     for (const r of list) {
       if (r.day < from || r.day > to) continue;
       const c = circulatingAt(t, known, r.day + 1);
+      const since =
+        c.report === null ? 0 : unlockedBefore(pieces, r.day + 1) - unlockedBefore(pieces, c.report.day + 1);
       out.push({
         symbol: t.symbol,
         date: r.date,
@@ -234,6 +257,7 @@ export function heldOutPoints(
         rule: c.rule,
         anchorDate: c.report?.date ?? null,
         rebuilt: c.rebuilt,
+        passThrough: c.report === null ? c.value : c.report.value + k * since,
       });
     }
   }
@@ -249,6 +273,8 @@ export interface HeldOutTally {
   readonly n: number;
   /** Of them: anchored figure within 10 % of the report. */
   readonly anchoredWithin: number;
+  /** Of them: the pass-through alternative within 10 %. */
+  readonly passThroughWithin: number;
   /** Of them: a rebuilt figure exists, and how many are within 10 %. */
   readonly rebuiltN: number;
   readonly rebuiltWithin: number;
@@ -266,6 +292,7 @@ export function heldOutTallies(points: readonly HeldOutPoint[]): { all: HeldOutT
       symbol,
       n: ps.length,
       anchoredWithin: ps.filter((p) => near(p.anchored, p.reported)).length,
+      passThroughWithin: ps.filter((p) => near(p.passThrough, p.reported)).length,
       rebuiltN: withRebuilt.length,
       rebuiltWithin: withRebuilt.filter((p) => near(p.rebuilt, p.reported)).length,
       medianAnchoredRatio: median(ps.filter((p) => p.anchored !== null).map((p) => (p.anchored as number) / p.reported)),
