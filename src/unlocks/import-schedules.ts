@@ -101,6 +101,7 @@ export const EMISSION_SECTIONS: Readonly<Record<string, Readonly<Record<string, 
   WAL: { Subsidies: "storage subsidies paid to storage nodes over time" },
   ATH: { "Checkers & Compute Providers": "rewards paid to the network's checker and compute nodes" },
   STRK: { "Community Rebates": "fee rebates paid back to users of the network" },
+  PUMP: { Livestreaming: "the pool that pays livestreaming creators' incentives, funded at the ICO" },
 };
 
 /** The token's schedule facts; market, supply and prices are filled in by the caller. */
