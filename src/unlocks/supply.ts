@@ -113,7 +113,8 @@ export function circulatingAt(
   const report = latestReportBefore(reports, to);
   if (report !== null) {
     const pieces = sched?.pieces ?? token.schedules;
-    const since = Math.max(0, unlockedBefore(pieces, to) - unlockedBefore(pieces, report.day + 1));
+    const upTo = sched ? unlocked : unlockedBefore(pieces, to);
+    const since = Math.max(0, upTo - unlockedBefore(pieces, report.day + 1));
     const lower = !(sched?.complete ?? false);
     const what = sched ? "the complete schedule" : "the vesting schedule (no complete schedule: a lower bound)";
     return {
