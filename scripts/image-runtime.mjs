@@ -8,6 +8,7 @@
  *   dist/receipts.mjs                 `npm run receipts` as one file (the accounting export, `docker exec`)
  *   node_modules/                     only the packages the bundles leave to Node (start.mjs's EXTERNAL) and theirs
  *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out)
+ *   data/circulating-reported/*.csv   the reported circulating supply the unlock store anchors on
  *
  * Why not `npm prune --omit=dev`: the bundles already hold every other production package, so a pruned node_modules
  * (over 100 MB) would ship them twice. Why not a file tracer (@vercel/nft): the externals are six packages named in
@@ -128,7 +129,8 @@ export async function assembleRuntime(out, root = ROOT) {
   cpSync(bundle, join(out, "dist", "start", "server.cjs"));
   cpSync(join(root, "package.json"), join(out, "package.json"));
   cpSync(join(root, "scripts", "start.mjs"), join(out, "scripts", "start.mjs"));
-  for (const file of ["unlocks.snapshot.json", "catalog.snapshot.json"])
+  // The snapshots, and the reported circulating supply the unlock store anchors on.
+  for (const file of ["unlocks.snapshot.json", "catalog.snapshot.json", "circulating-reported/coinmarketcap-monthly.csv"])
     cpSync(join(root, "data", file), join(out, "data", file));
   for (const rel of runtimePackages(EXTERNAL, root)) copyPackage(root, rel, out);
   await buildReceipts(out);
