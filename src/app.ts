@@ -30,7 +30,7 @@ import type { LedgerPort } from "./payments/ledger-port.js";
 import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";
 import { registerPaywall } from "./payments/paywall.js";
-import { NETWORK, type ServiceIdentity } from "./payments/requirements.js";
+import type { ServiceIdentity } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -180,10 +180,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       version: SERVICE_VERSION,
       publicBaseUrl: config.publicBaseUrl,
       contact: config.contact,
+      network: config.network,
     }),
   });
 
-  describeRoutes(app);
+  describeRoutes(app, config.network);
 
   const incarnation = randomUUID();
   const metrics = createMetrics();
@@ -197,7 +198,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     createReadiness({
       supported: deps.supported ?? (() => Promise.reject(new Error("no facilitator probe configured"))),
       scheme: "exact",
-      network: NETWORK,
+      network: config.network.caip2,
       probeLedger: ledgerWriteProbe(deps.ledger, incarnation),
       circuit,
       observer,
@@ -219,7 +220,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     observer,
     incarnation,
     ledger: deps.ledger,
-    terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds, service: SERVICE },
+    terms: {
+      payTo: deps.payTo,
+      network: config.network,
+      maxTimeoutSeconds: config.paymentTimeoutSeconds,
+      service: SERVICE,
+    },
     publicBaseUrl: config.publicBaseUrl,
     requirePublicBaseUrl: config.env === "production",
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
@@ -239,8 +245,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     version: SERVICE_VERSION,
     publicBaseUrl: config.publicBaseUrl,
     proofsFor,
+    network: config.network,
   });
-  await app.register(discoveryRoutes, { publicBaseUrl: config.publicBaseUrl, proofsFor });
+  await app.register(discoveryRoutes, {
+    publicBaseUrl: config.publicBaseUrl,
+    proofsFor,
+    network: config.network,
+  });
   await app.register(docsRoutes);
   await app.register(unlockRoutes, { unlocks: deps.unlocks, clock });
   await app.register(benchmarkRoutes, {
@@ -251,7 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock,
   });
   // MCP tools dispatch to the routes above (x402 MCP transport).
-  await app.register(mcp, { version: SERVICE_VERSION });
+  await app.register(mcp, { version: SERVICE_VERSION, network: config.network });
 
   // Registered after the payments hook so it runs once settlement is done: a keep-alive socket of a request still in
   // flight at close would otherwise hold app.close() open for keepAliveTimeout (72 s), past the grace period.

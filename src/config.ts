@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
+import { PAYMENT_NETWORKS, type PaymentNetwork } from "./chain/networks.js";
 
 /**
  * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
@@ -21,6 +22,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
+  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: "eip155:8453" }),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
   CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
@@ -60,6 +62,7 @@ const FIX: Partial<Record<keyof Env, string>> = {
   FACILITATOR_URL: "set an http(s) URL such as https://x402.org/facilitator, or unset it for the devnet",
   CHAIN_RPC_URL: "set an http(s) JSON-RPC URL such as https://mainnet.base.org",
   PAY_TO: "set a 0x-prefixed address of 40 hex digits",
+  NETWORK: `set eip155:8453 (Base mainnet, real USDC) or eip155:84532 (Base Sepolia, test USDC, for a rehearsal)`,
   LEDGER_URL:
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
   CONTACT_EMAIL: "set an email address such as api@example.com",
@@ -83,6 +86,8 @@ export interface Config {
   trustProxy: boolean | number | string[];
   publicBaseUrl: string | undefined;
   facilitator: FacilitatorConfig;
+  /** The chain and USDC every 402 asks for (NETWORK); the embedded devnet is always Base mainnet's chain id. */
+  network: PaymentNetwork;
   payTo: `0x${string}` | undefined;
   /** Base JSON-RPC endpoint for reconciling settlements whose outcome was lost (optional; the devnet sets its own). */
   chainRpcUrl: string | undefined;
@@ -268,6 +273,12 @@ export function parseConfig(source: Record<string, string | undefined> = process
     facilitator = { kind: "devnet", timeoutMs };
   }
 
+  const network = PAYMENT_NETWORKS[env.NETWORK] as PaymentNetwork;
+  if (facilitator.kind === "devnet" && network.caip2 !== "eip155:8453")
+    throw new ConfigError(
+      `NETWORK=${env.NETWORK}: the embedded devnet runs as Base mainnet (chain id 8453, USDC at its mainnet address); set FACILITATOR_URL to a facilitator that settles ${network.label} (https://x402.org/facilitator for the public testnet one), or unset NETWORK`,
+    );
+
   if (env.NODE_ENV === "production") {
     const missing: string[] = [];
     if (facilitator.kind === "devnet")
@@ -291,6 +302,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     facilitator,
+    network,
     payTo: env.PAY_TO as `0x${string}` | undefined,
     chainRpcUrl: env.CHAIN_RPC_URL,
     ownershipProofs: (env.OWNERSHIP_PROOF?.split(",") ?? []) as `0x${string}`[],
@@ -304,7 +316,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
-    smartWalletCheck: { timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS, gasCap: BigInt(env.SMART_WALLET_GAS_CAP) },
+    smartWalletCheck: {
+      timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS,
+      gasCap: BigInt(env.SMART_WALLET_GAS_CAP),
+    },
     bodyLimit: env.BODY_LIMIT_BYTES,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },

@@ -26,7 +26,7 @@ export const readinessRoutes: FastifyPluginAsyncTypebox<ReadinessRouteOptions> =
       schema: {
         tags: ["meta"],
         summary:
-          "Readiness: facilitator reachable and supporting exact on eip155:8453, ledger writable, circuit not open",
+          "Readiness: facilitator reachable and supporting exact on the configured NETWORK, ledger writable, circuit not open",
         response: { 200: ReadyBody, 503: ReadyBody },
       },
     },
