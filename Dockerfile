@@ -35,7 +35,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
-COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts ./scripts/
+COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts scripts/ledger.ts ./scripts/
 COPY data/unlocks.snapshot.json data/catalog.snapshot.json ./data/
 RUN node scripts/image-runtime.mjs /app
 

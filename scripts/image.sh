@@ -90,7 +90,7 @@ else
   rm -rf "$BUILD/src" "$BUILD/scripts" "$BUILD/data"
   mkdir -p "$BUILD/scripts" "$BUILD/data"
   cp -r tsconfig.json src "$BUILD/"
-  cp scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts "$BUILD/scripts/"
+  cp scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts scripts/ledger.ts "$BUILD/scripts/"
   cp data/unlocks.snapshot.json data/catalog.snapshot.json "$BUILD/data/"
   APP="$WORK/app"
   node "$BUILD/scripts/image-runtime.mjs" "$APP" >&2
