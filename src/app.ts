@@ -15,12 +15,20 @@ import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http
 import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
-import { combineObservers, createMetrics, type Metrics, registerMetrics } from "./observability/metrics.js";
 import {
+  combineObservers,
+  createMetrics,
+  type Metrics,
+  registerLedgerMetrics,
+  registerMetrics,
+} from "./observability/metrics.js";
+import {
+  type CheckResult,
   createHealthMonitor,
   createReadiness,
   type HealthMonitor,
   ledgerWriteProbe,
+  withMetricsListener,
 } from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
@@ -46,7 +54,12 @@ export const SERVICE: ServiceIdentity = { name: "pressure402", iconPath: "/favic
 declare module "fastify" {
   interface FastifyInstance {
     /** The cached health state behind /ready, and the metrics the metrics listener serves. */
-    observability: { health: HealthMonitor; metrics: Metrics };
+    observability: {
+      health: HealthMonitor;
+      metrics: Metrics;
+      /** Whether the metrics listener listens (the server tells once it tried), shown in /ready's checks. */
+      reportMetricsListener(state: CheckResult): void;
+    };
   }
 }
 
@@ -194,6 +207,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const circuit = () => deps.gateway.position();
   metrics.beforeScrape = () => metrics.observer.circuitState(circuit());
   await registerMetrics(app, metrics, { token: config.metricsToken });
+  const ledgerStats = deps.ledger.inFlightStats?.bind(deps.ledger);
+  if (ledgerStats) registerLedgerMetrics(metrics.registry, ledgerStats, deps.paymentsClock);
   const health = createHealthMonitor(
     createReadiness({
       supported: deps.supported ?? (() => Promise.reject(new Error("no facilitator probe configured"))),
@@ -210,10 +225,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
     circuit,
   );
-  app.decorate("observability", { health, metrics });
+  let metricsListenerState: CheckResult | undefined;
+  app.decorate("observability", {
+    health,
+    metrics,
+    reportMetricsListener: (state: CheckResult) => {
+      metricsListenerState = state;
+    },
+  });
   app.addHook("onReady", async () => health.start(config.healthRefreshMs));
   app.addHook("onClose", async () => health.stop());
-  await app.register(readinessRoutes, { check: health.report });
+  await app.register(readinessRoutes, {
+    check: async () => withMetricsListener(await health.report(), metricsListenerState),
+  });
 
   await app.register(payments, {
     gateway: deps.gateway,

@@ -101,9 +101,14 @@ function deferredChainReader(devnet: DevnetLaunch): ChainReader {
  * The smart-wallet chain check on the chain RPC (the devnet's, or CHAIN_RPC_URL). Without one, a signature that does
  * not recover to `from` goes to the facilitator under the per-payer limits only.
  */
-function smartWalletOption(config: Config, devnet: DevnetLaunch | undefined): { smartWallet?: SmartWalletCheck } {
+function smartWalletOption(
+  config: Config,
+  devnet: DevnetLaunch | undefined,
+): { smartWallet?: SmartWalletCheck } {
   if (devnet) {
-    const check = devnet.ready.then((running) => createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck));
+    const check = devnet.ready.then((running) =>
+      createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck),
+    );
     check.catch(() => {}); // the start-up reports the devnet's failure
     return { smartWallet: async (exact, domain) => (await check)(exact, domain) };
   }
@@ -166,7 +171,14 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
   let metricsAddress: string | undefined;
   try {
     metricsAddress = await metricsApp.listen({ host: config.metricsHost, port: config.metricsPort });
+    app.observability.reportMetricsListener({ ok: true, detail: "listening" });
   } catch (err) {
+    // Public: no address or port, only that it is down and where to look.
+    app.observability.reportMetricsListener({
+      ok: false,
+      detail:
+        "not listening (METRICS_PORT could not be bound; see the log): this instance exports no metrics",
+    });
     // Metrics are not worth refusing paid calls for (two instances on one host, a port taken): said loudly, not fatal.
     app.log.error(
       { err: (err as Error).message },

@@ -12,7 +12,16 @@ const Check = Type.Object({ ok: Type.Boolean(), detail: Type.String() }, closed)
 const ReadyBody = Type.Object(
   {
     status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
-    checks: Type.Object({ facilitator: Check, ledger: Check, circuit: Check }, closed),
+    checks: Type.Object(
+      {
+        facilitator: Check,
+        ledger: Check,
+        circuit: Check,
+        // The metrics listener (METRICS_PORT): shown, never decides readiness.
+        metrics: Type.Optional(Check),
+      },
+      closed,
+    ),
   },
   closed,
 );

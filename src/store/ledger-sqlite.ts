@@ -152,8 +152,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   // NORMAL: commits survive kill -9; `durable()` below adds the power-loss guarantee where it matters, in groups.
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
-  const log =
-    options.log ?? ((line: string) => process.stderr.write(`pressure402: ${line} (${path})\n`));
+  const log = options.log ?? ((line: string) => process.stderr.write(`pressure402: ${line} (${path})\n`));
   migrateLegacy(db, log);
   const existed = (db.prepare("PRAGMA table_info(receipts)").all() as unknown[]).length > 0;
   db.exec(SCHEMA);
@@ -238,6 +237,11 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL}`,
     ),
     all: db.prepare("SELECT * FROM receipts ORDER BY created_at, id"),
+    // The in-flight states only: index range scans of small sets, cheap enough for every scrape.
+    inFlight: db.prepare(
+      "SELECT status, COUNT(*) AS n FROM receipts WHERE status IN ('claimed', 'settling', 'pending', 'unknown') GROUP BY status",
+    ),
+    oldestSettling: db.prepare("SELECT MIN(updated_at) AS at FROM receipts WHERE status = 'settling'"),
     startInc: db.prepare(
       "INSERT OR REPLACE INTO incarnations (id, started_at, heartbeat_at, ended_at) VALUES (?, ?, ?, NULL)",
     ),
@@ -468,6 +472,13 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
     countPaidSince: async (route, since) => (st.countPaid.get(route, since.toISOString()) as { n: number }).n,
     receipts: async () => (st.all.all() as ReceiptRow[]).map(toReceipt),
+    inFlightStats: async () => {
+      const byStatus = { claimed: 0, settling: 0, pending: 0, unknown: 0 };
+      for (const r of st.inFlight.all() as { status: keyof typeof byStatus; n: number }[])
+        byStatus[r.status] = r.n;
+      const oldest = (st.oldestSettling.get() as { at: string | null }).at;
+      return { byStatus, oldestSettlingSince: oldest };
+    },
     startIncarnation: async (id, now) =>
       void written(st.startInc.run(id, now.toISOString(), now.toISOString())),
     heartbeat: async (id, now) => void written(st.heartbeat.run(now.toISOString(), id)),
