@@ -52,6 +52,7 @@ export const EnvSchema = Type.Object({
   BENCHMARK_LIVE_PROBE: Type.Boolean({ default: false }),
   BENCHMARK_PROBE_ALLOW_HOSTS: Type.String({ default: "" }),
   DEVNET_ANVIL_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
+  DEVNET_FACILITATOR_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
   ANVIL_BIN: Type.Optional(Type.String({ minLength: 1 })),
 });
 
@@ -125,6 +126,8 @@ export interface Config {
     probeAllowHosts: string[];
   };
   devnetAnvilPort: number;
+  /** The devnet facilitator's port (0: any free one), so a server elsewhere can be pointed at it ahead of time. */
+  devnetFacilitatorPort: number;
   /** anvil binary for the devnet; unset: the npm package's (devnet/anvil.ts also reads it from the environment). */
   anvilBin: string | undefined;
 }
@@ -216,6 +219,31 @@ function parseTrustProxy(value: string): boolean | number | string[] {
     .filter(Boolean);
 }
 
+/**
+ * What the schema's patterns cannot say about URLs: each must parse (`http://[bad` does not), and PUBLIC_BASE_URL must
+ * be an origin only (scheme, host, optional port): the 402's resource URL is that origin plus the request's path, so
+ * a path or query there would be silently doubled or dropped.
+ */
+function urlShapeProblems(env: Env): string[] {
+  const problems: string[] = [];
+  for (const name of ["PUBLIC_BASE_URL", "FACILITATOR_URL", "CHAIN_RPC_URL", "CONTACT_URL"] as const) {
+    const value = env[name];
+    if (value === undefined) continue;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      problems.push(`${name}: not a valid URL (got ${JSON.stringify(hidePassword(value))}); ${FIX[name]}`);
+      continue;
+    }
+    if (name === "PUBLIC_BASE_URL" && (url.pathname.replace(/\/+$/, "") !== "" || url.search || url.hash))
+      problems.push(
+        `PUBLIC_BASE_URL: must be an origin without a path, query or fragment (got ${JSON.stringify(value)}); set only the scheme, host and port, such as ${url.origin}`,
+      );
+  }
+  return problems;
+}
+
 /** A connection string's password never reaches a log line, even in an error about that string. */
 const hidePassword = (value: string | undefined) => value?.replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@");
 
@@ -251,6 +279,8 @@ export function parseConfig(source: Record<string, string | undefined> = process
     );
   }
   const env = withDefaults as Env;
+  const urlProblems = urlShapeProblems(env);
+  if (urlProblems.length > 0) throw new ConfigError(urlProblems);
   const apiKeySecret = secret(source, "CDP_API_KEY_SECRET");
   const timeoutMs = env.FACILITATOR_TIMEOUT_MS;
 
@@ -339,6 +369,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
         .filter(Boolean),
     },
     devnetAnvilPort: env.DEVNET_ANVIL_PORT,
+    devnetFacilitatorPort: env.DEVNET_FACILITATOR_PORT,
     anvilBin: env.ANVIL_BIN,
   };
 }
