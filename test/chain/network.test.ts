@@ -5,7 +5,9 @@ import { ConfigError } from "../../src/config.js";
 import { settlementHeader } from "../../src/payments/core.js";
 import { authorizationDomainOf } from "../../src/payments/signature.js";
 import { inlineScripts } from "../../src/payments/paywall.js";
-import { type TestApp, testApp, testConfig } from "../helpers/app.js";
+import { openLedger } from "../../src/store/ledger.js";
+import { appWith, type TestApp, testApp, testConfig } from "../helpers/app.js";
+import { fakeGateway } from "../helpers/fake-gateway.js";
 
 const SEPOLIA_USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 const UPCOMING = "/v1/unlocks/upcoming?days=30";
@@ -160,5 +162,36 @@ describe("the default server", () => {
     expect((res.json() as { accepts: { network: string }[] }).accepts[0]?.network).toBe("base");
     const page = await t.app.inject({ method: "GET", url: UPCOMING, headers: CHROME });
     expect(page.body).toContain("testnet: false");
+  });
+});
+
+describe("readiness on NETWORK=eip155:84532", () => {
+  it("is ready only when the facilitator supports exact on Base Sepolia", async () => {
+    const config = testConfig({ NETWORK: "eip155:84532", FACILITATOR_URL: "https://x402.org/facilitator" });
+    for (const [network, status] of [
+      ["eip155:84532", 200],
+      ["eip155:8453", 503],
+    ] as const) {
+      const ledger = openLedger(":memory:");
+      const app = await appWith({
+        config,
+        gateway: fakeGateway(),
+        ledger,
+        supported: async () => ({
+          kinds: [{ x402Version: 2, scheme: "exact", network }],
+          extensions: [],
+          signers: {},
+        }),
+      });
+      try {
+        await app.ready();
+        await app.observability.health.refresh();
+        const res = await app.inject({ url: "/ready" });
+        expect(res.statusCode, res.body).toBe(status);
+      } finally {
+        await app.close();
+        await ledger.close();
+      }
+    }
   });
 });
