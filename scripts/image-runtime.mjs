@@ -6,6 +6,7 @@
  *   package.json, scripts/start.mjs   the `npm start` launcher (it runs the bundle as it is where there are no sources)
  *   dist/start/server.cjs + .v8cache  the `npm start` bundle, and V8's code cache of its top level
  *   dist/receipts.mjs                 `npm run receipts` as one file (the accounting export, `docker exec`)
+ *   dist/ledger.mjs                   `npm run ledger` as one file (backup, verify, reconcile; `docker exec`)
  *   node_modules/                     only the packages the bundles leave to Node (start.mjs's EXTERNAL) and theirs
  *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out)
  *   data/circulating-reported/*.csv   the reported circulating supply the unlock store anchors on
@@ -97,12 +98,17 @@ function copyPackage(root, rel, out) {
   });
 }
 
-/** The receipts export as one ES module (it awaits at its top level, which CommonJS cannot). */
+/** The receipts export and the ledger command as ES modules (they await at top level, which CommonJS cannot). */
 async function buildReceipts(out) {
+  await buildTool(out, "receipts");
+  await buildTool(out, "ledger");
+}
+
+async function buildTool(out, name) {
   const { build } = await import("esbuild");
   await build({
     absWorkingDir: ROOT,
-    entryPoints: ["scripts/receipts.ts"],
+    entryPoints: [`scripts/${name}.ts`],
     bundle: true,
     platform: "node",
     format: "esm",
@@ -112,7 +118,7 @@ async function buildReceipts(out) {
     banner: {
       js: 'import { createRequire as __p402Require } from "node:module"; const require = __p402Require(import.meta.url);',
     },
-    outfile: join(out, "dist", "receipts.mjs"),
+    outfile: join(out, "dist", `${name}.mjs`),
     logLevel: "warning",
   });
 }

@@ -68,6 +68,8 @@ if [[ $MODE == container ]]; then
   BUILD_START=$(date +%s)
   previous=$(docker image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
   docker build --build-arg NODE_IMAGE="$NODE_IMAGE" -t "$IMAGE" . >&2
+  # The build stage's image (the toolchain and every dev dependency) is not kept.
+  docker image prune -f --filter label=pressure402.stage=build >&2 || true
   say "built $IMAGE on $NODE_IMAGE in $(($(date +%s) - BUILD_START)) s"
   # The image this build replaced under the tag, unless something still uses or names it.
   if [[ -n $previous && $previous != "$(docker image inspect --format '{{.Id}}' "$IMAGE")" ]]; then
@@ -84,13 +86,14 @@ else
     rm -rf "$BUILD"
     mkdir -p "$BUILD"
     cp package.json package-lock.json "$BUILD/"
-    (cd "$BUILD" && npm_config_nodedir="$NODEDIR" npm_config_build_from_source=true npm ci --no-audit --no-fund) >&2
+    (cd "$BUILD" && npm ci --no-audit --no-fund --ignore-scripts && cd node_modules/better-sqlite3 \
+      && node "$(npm root -g)/npm/node_modules/node-gyp/bin/node-gyp.js" rebuild --release --nodedir="$NODEDIR") >&2
     touch "$BUILD/.installed"
   fi
   rm -rf "$BUILD/src" "$BUILD/scripts" "$BUILD/data"
   mkdir -p "$BUILD/scripts" "$BUILD/data"
   cp -r tsconfig.json src "$BUILD/"
-  cp scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts "$BUILD/scripts/"
+  cp scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts scripts/ledger.ts "$BUILD/scripts/"
   cp data/unlocks.snapshot.json data/catalog.snapshot.json "$BUILD/data/"
   mkdir -p "$BUILD/data/circulating-reported"
   cp data/circulating-reported/coinmarketcap-monthly.csv "$BUILD/data/circulating-reported/"

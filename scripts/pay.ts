@@ -5,7 +5,8 @@
 import { x402HTTPClient } from "@x402/core/client";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { parseUnits } from "viem";
-import { formatUsdc, USDC_BASE } from "../src/payments/requirements.js";
+import { paymentNetwork } from "../src/chain/networks.js";
+import { formatUsdc } from "../src/payments/requirements.js";
 import { buyerClient, DEVNET_BUYER_KEY, decodeSettlement } from "./buyer.js";
 
 const HELP = `Pay one call of a pressure402 (x402) API and print the answer.
@@ -136,7 +137,7 @@ async function main() {
   const offer = [...required.accepts].sort((a, b) => (amountOf(a) < amountOf(b) ? -1 : 1))[0];
   if (!offer) throw new CliError("the 402 offers no way to pay");
   const atomic = amountOf(offer);
-  const isUsdc = offer.asset.toLowerCase() === USDC_BASE.toLowerCase();
+  const isUsdc = offer.asset.toLowerCase() === paymentNetwork(offer.network)?.usdc.address.toLowerCase();
   const usd = isUsdc ? `${formatUsdc(atomic)} USD` : "unknown USD";
   show(
     "price",

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ConfigError, loadDotEnv } from "../src/config.js";
-import { readLedgerReceipts } from "../src/ops/ledger-reader.js";
+import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
+import { mergeReceipts, readLedgerReceipts } from "../src/ops/ledger-reader.js";
 import { BILLED_STATUSES, buildReport, isDay, toCsv } from "../src/ops/receipts.js";
 import { openConfiguredLedger } from "../src/store/ledger-factory.js";
 
@@ -64,6 +65,8 @@ try {
   const { ledger } = await openConfiguredLedger({ ledgerPath, ledgerUrl });
   try {
     receipts = await readLedgerReceipts(ledger, BILLED_STATUSES);
+    // A file upgraded from the pre-port schema keeps those receipts aside; they are revenue all the same.
+    if (!ledgerUrl) receipts = mergeReceipts(receipts, readLegacyReceipts(ledgerPath, BILLED_STATUSES));
   } finally {
     await ledger.close();
   }

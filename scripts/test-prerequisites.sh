@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs before `npm test`: the suite needs Debian's chromium (the /docs browser test, via playwright-core), nginx (the
-# 402 behind a stock reverse proxy, test/e2e/nginx.test.ts), curl and jq (the README's curl walk-through). A fresh
+# 402 behind a stock reverse proxy, test/e2e/nginx.test.ts), curl and jq (the README's curl walk-through), promtool (the shipped alert rules). A fresh
 # machine gets them from Debian's packages when we may install (root with apt-get); otherwise this says what is missing
 # and the browser/nginx/curl tests fail with the same message.
 set -euo pipefail
@@ -9,6 +9,8 @@ missing=()
 [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+# promtool checks the shipped alert rules (test/deploy/monitoring.test.ts); Debian ships it in the prometheus package.
+command -v promtool >/dev/null 2>&1 || [ -x /usr/bin/promtool ] || missing+=(prometheus)
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "test prerequisites: installing ${missing[*]} from Debian's packages" >&2

@@ -15,12 +15,20 @@ import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http
 import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
-import { combineObservers, createMetrics, type Metrics, registerMetrics } from "./observability/metrics.js";
 import {
+  combineObservers,
+  createMetrics,
+  type Metrics,
+  registerLedgerMetrics,
+  registerMetrics,
+} from "./observability/metrics.js";
+import {
+  type CheckResult,
   createHealthMonitor,
   createReadiness,
   type HealthMonitor,
   ledgerWriteProbe,
+  withMetricsListener,
 } from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
@@ -30,7 +38,7 @@ import type { LedgerPort } from "./payments/ledger-port.js";
 import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";
 import { registerPaywall } from "./payments/paywall.js";
-import { NETWORK, type ServiceIdentity } from "./payments/requirements.js";
+import type { ServiceIdentity } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -46,7 +54,12 @@ export const SERVICE: ServiceIdentity = { name: "pressure402", iconPath: "/favic
 declare module "fastify" {
   interface FastifyInstance {
     /** The cached health state behind /ready, and the metrics the metrics listener serves. */
-    observability: { health: HealthMonitor; metrics: Metrics };
+    observability: {
+      health: HealthMonitor;
+      metrics: Metrics;
+      /** Whether the metrics listener listens (the server tells once it tried), shown in /ready's checks. */
+      reportMetricsListener(state: CheckResult): void;
+    };
   }
 }
 
@@ -180,10 +193,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       version: SERVICE_VERSION,
       publicBaseUrl: config.publicBaseUrl,
       contact: config.contact,
+      network: config.network,
     }),
   });
 
-  describeRoutes(app);
+  describeRoutes(app, config.network);
 
   const incarnation = randomUUID();
   const metrics = createMetrics();
@@ -193,11 +207,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const circuit = () => deps.gateway.position();
   metrics.beforeScrape = () => metrics.observer.circuitState(circuit());
   await registerMetrics(app, metrics, { token: config.metricsToken });
+  const ledgerStats = deps.ledger.inFlightStats?.bind(deps.ledger);
+  if (ledgerStats) registerLedgerMetrics(metrics.registry, ledgerStats, deps.paymentsClock);
   const health = createHealthMonitor(
     createReadiness({
       supported: deps.supported ?? (() => Promise.reject(new Error("no facilitator probe configured"))),
       scheme: "exact",
-      network: NETWORK,
+      network: config.network.caip2,
       probeLedger: ledgerWriteProbe(deps.ledger, incarnation),
       circuit,
       observer,
@@ -209,17 +225,31 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     }),
     circuit,
   );
-  app.decorate("observability", { health, metrics });
+  let metricsListenerState: CheckResult | undefined;
+  app.decorate("observability", {
+    health,
+    metrics,
+    reportMetricsListener: (state: CheckResult) => {
+      metricsListenerState = state;
+    },
+  });
   app.addHook("onReady", async () => health.start(config.healthRefreshMs));
   app.addHook("onClose", async () => health.stop());
-  await app.register(readinessRoutes, { check: health.report });
+  await app.register(readinessRoutes, {
+    check: async () => withMetricsListener(await health.report(), metricsListenerState),
+  });
 
   await app.register(payments, {
     gateway: deps.gateway,
     observer,
     incarnation,
     ledger: deps.ledger,
-    terms: { payTo: deps.payTo, maxTimeoutSeconds: config.paymentTimeoutSeconds, service: SERVICE },
+    terms: {
+      payTo: deps.payTo,
+      network: config.network,
+      maxTimeoutSeconds: config.paymentTimeoutSeconds,
+      service: SERVICE,
+    },
     publicBaseUrl: config.publicBaseUrl,
     requirePublicBaseUrl: config.env === "production",
     idempotencyTtlMs: config.idempotencyTtlSeconds * 1000,
@@ -239,8 +269,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     version: SERVICE_VERSION,
     publicBaseUrl: config.publicBaseUrl,
     proofsFor,
+    network: config.network,
   });
-  await app.register(discoveryRoutes, { publicBaseUrl: config.publicBaseUrl, proofsFor });
+  await app.register(discoveryRoutes, {
+    publicBaseUrl: config.publicBaseUrl,
+    proofsFor,
+    network: config.network,
+  });
   await app.register(docsRoutes);
   await app.register(unlockRoutes, { unlocks: deps.unlocks, clock });
   await app.register(benchmarkRoutes, {
@@ -251,7 +286,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock,
   });
   // MCP tools dispatch to the routes above (x402 MCP transport).
-  await app.register(mcp, { version: SERVICE_VERSION });
+  await app.register(mcp, { version: SERVICE_VERSION, network: config.network });
 
   // Registered after the payments hook so it runs once settlement is done: a keep-alive socket of a request still in
   // flight at close would otherwise hold app.close() open for keepAliveTimeout (72 s), past the grace period.

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
+import { PAYMENT_NETWORKS, type PaymentNetwork } from "./chain/networks.js";
 
 /**
  * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
@@ -21,6 +22,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
+  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: "eip155:8453" }),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
   CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
@@ -50,6 +52,7 @@ export const EnvSchema = Type.Object({
   BENCHMARK_LIVE_PROBE: Type.Boolean({ default: false }),
   BENCHMARK_PROBE_ALLOW_HOSTS: Type.String({ default: "" }),
   DEVNET_ANVIL_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
+  DEVNET_FACILITATOR_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
   ANVIL_BIN: Type.Optional(Type.String({ minLength: 1 })),
 });
 
@@ -60,6 +63,7 @@ const FIX: Partial<Record<keyof Env, string>> = {
   FACILITATOR_URL: "set an http(s) URL such as https://x402.org/facilitator, or unset it for the devnet",
   CHAIN_RPC_URL: "set an http(s) JSON-RPC URL such as https://mainnet.base.org",
   PAY_TO: "set a 0x-prefixed address of 40 hex digits",
+  NETWORK: `set eip155:8453 (Base mainnet, real USDC) or eip155:84532 (Base Sepolia, test USDC, for a rehearsal)`,
   LEDGER_URL:
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
   CONTACT_EMAIL: "set an email address such as api@example.com",
@@ -83,6 +87,8 @@ export interface Config {
   trustProxy: boolean | number | string[];
   publicBaseUrl: string | undefined;
   facilitator: FacilitatorConfig;
+  /** The chain and USDC every 402 asks for (NETWORK); the embedded devnet is always Base mainnet's chain id. */
+  network: PaymentNetwork;
   payTo: `0x${string}` | undefined;
   /** Base JSON-RPC endpoint for reconciling settlements whose outcome was lost (optional; the devnet sets its own). */
   chainRpcUrl: string | undefined;
@@ -120,6 +126,8 @@ export interface Config {
     probeAllowHosts: string[];
   };
   devnetAnvilPort: number;
+  /** The devnet facilitator's port (0: any free one), so a server elsewhere can be pointed at it ahead of time. */
+  devnetFacilitatorPort: number;
   /** anvil binary for the devnet; unset: the npm package's (devnet/anvil.ts also reads it from the environment). */
   anvilBin: string | undefined;
 }
@@ -211,6 +219,31 @@ function parseTrustProxy(value: string): boolean | number | string[] {
     .filter(Boolean);
 }
 
+/**
+ * What the schema's patterns cannot say about URLs: each must parse (`http://[bad` does not), and PUBLIC_BASE_URL must
+ * be an origin only (scheme, host, optional port): the 402's resource URL is that origin plus the request's path, so
+ * a path or query there would be silently doubled or dropped.
+ */
+function urlShapeProblems(env: Env): string[] {
+  const problems: string[] = [];
+  for (const name of ["PUBLIC_BASE_URL", "FACILITATOR_URL", "CHAIN_RPC_URL", "CONTACT_URL"] as const) {
+    const value = env[name];
+    if (value === undefined) continue;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      problems.push(`${name}: not a valid URL (got ${JSON.stringify(hidePassword(value))}); ${FIX[name]}`);
+      continue;
+    }
+    if (name === "PUBLIC_BASE_URL" && (url.pathname.replace(/\/+$/, "") !== "" || url.search || url.hash))
+      problems.push(
+        `PUBLIC_BASE_URL: must be an origin without a path, query or fragment (got ${JSON.stringify(value)}); set only the scheme, host and port, such as ${url.origin}`,
+      );
+  }
+  return problems;
+}
+
 /** A connection string's password never reaches a log line, even in an error about that string. */
 const hidePassword = (value: string | undefined) => value?.replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@");
 
@@ -246,6 +279,8 @@ export function parseConfig(source: Record<string, string | undefined> = process
     );
   }
   const env = withDefaults as Env;
+  const urlProblems = urlShapeProblems(env);
+  if (urlProblems.length > 0) throw new ConfigError(urlProblems);
   const apiKeySecret = secret(source, "CDP_API_KEY_SECRET");
   const timeoutMs = env.FACILITATOR_TIMEOUT_MS;
 
@@ -267,6 +302,12 @@ export function parseConfig(source: Record<string, string | undefined> = process
   } else {
     facilitator = { kind: "devnet", timeoutMs };
   }
+
+  const network = PAYMENT_NETWORKS[env.NETWORK] as PaymentNetwork;
+  if (facilitator.kind === "devnet" && network.caip2 !== "eip155:8453")
+    throw new ConfigError(
+      `NETWORK=${env.NETWORK}: the embedded devnet runs as Base mainnet (chain id 8453, USDC at its mainnet address); set FACILITATOR_URL to a facilitator that settles ${network.label} (https://x402.org/facilitator for the public testnet one), or unset NETWORK`,
+    );
 
   if (env.NODE_ENV === "production") {
     const missing: string[] = [];
@@ -291,6 +332,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     publicBaseUrl: env.PUBLIC_BASE_URL?.replace(/\/+$/, ""),
     facilitator,
+    network,
     payTo: env.PAY_TO as `0x${string}` | undefined,
     chainRpcUrl: env.CHAIN_RPC_URL,
     ownershipProofs: (env.OWNERSHIP_PROOF?.split(",") ?? []) as `0x${string}`[],
@@ -304,7 +346,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
-    smartWalletCheck: { timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS, gasCap: BigInt(env.SMART_WALLET_GAS_CAP) },
+    smartWalletCheck: {
+      timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS,
+      gasCap: BigInt(env.SMART_WALLET_GAS_CAP),
+    },
     bodyLimit: env.BODY_LIMIT_BYTES,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },
@@ -324,6 +369,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
         .filter(Boolean),
     },
     devnetAnvilPort: env.DEVNET_ANVIL_PORT,
+    devnetFacilitatorPort: env.DEVNET_FACILITATOR_PORT,
     anvilBin: env.ANVIL_BIN,
   };
 }

@@ -32,6 +32,15 @@ export async function preflight(config: Config): Promise<string[]> {
         "set another port or 0 for any",
       ),
     );
+  if (config.facilitator.kind === "devnet" && config.devnetFacilitatorPort !== 0)
+    problems.push(
+      await portFree(
+        "127.0.0.1",
+        config.devnetFacilitatorPort,
+        "DEVNET_FACILITATOR_PORT",
+        "set another port or 0 for any",
+      ),
+    );
   return problems.filter((p): p is string => p !== undefined);
 }
 

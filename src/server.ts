@@ -1,8 +1,10 @@
 import closeWithGrace from "close-with-grace";
+import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
 import { createBenchmarkService } from "./benchmark/service.js";
 import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet, DevnetLaunch } from "./devnet/index.js";
+import { validProofs } from "./discovery/documents.js";
 import { metricsListener } from "./observability/metrics.js";
 import {
   createFacilitatorClient,
@@ -80,14 +82,18 @@ export async function start(config: Config) {
   }
   // /ready answers from the cached health state: refreshed now, so it says ready as the banner appears.
   await served.app.observability.health.refresh();
-  printDevnetHelp(served.address, running);
+  printDevnetHelp(served.address, running, config.payTo ?? running.payTo);
   return { ...served, devnet: running };
 }
 
 async function launchEmbeddedDevnet(config: Config): Promise<DevnetLaunch> {
   // Imported lazily: production images never load the devnet (anvil, solc) code path.
   const { launchDevnet } = await import("./devnet/index.js");
-  return launchDevnet({ host: "127.0.0.1", anvilPort: config.devnetAnvilPort || undefined });
+  return launchDevnet({
+    host: "127.0.0.1",
+    anvilPort: config.devnetAnvilPort || undefined,
+    facilitatorPort: config.devnetFacilitatorPort || undefined,
+  });
 }
 
 /** Reads the devnet's chain once it is up (the reconciler asks only about settlements it has records of). */
@@ -101,9 +107,14 @@ function deferredChainReader(devnet: DevnetLaunch): ChainReader {
  * The smart-wallet chain check on the chain RPC (the devnet's, or CHAIN_RPC_URL). Without one, a signature that does
  * not recover to `from` goes to the facilitator under the per-payer limits only.
  */
-function smartWalletOption(config: Config, devnet: DevnetLaunch | undefined): { smartWallet?: SmartWalletCheck } {
+function smartWalletOption(
+  config: Config,
+  devnet: DevnetLaunch | undefined,
+): { smartWallet?: SmartWalletCheck } {
   if (devnet) {
-    const check = devnet.ready.then((running) => createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck));
+    const check = devnet.ready.then((running) =>
+      createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck),
+    );
     check.catch(() => {}); // the start-up reports the devnet's failure
     return { smartWallet: async (exact, domain) => (await check)(exact, domain) };
   }
@@ -147,6 +158,17 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     facilitatorLabel: facilitator.kind === "url" ? "configured" : facilitator.kind,
   });
   const metricsApp = await metricsListener(app.observability.metrics);
+  app.log.info(
+    {
+      network: config.network.caip2,
+      facilitator:
+        facilitator.kind === "devnet" ? "devnet" : `${facilitator.kind} ${originOf(facilitatorUrl)}`,
+      ledger: config.ledgerUrl ? `postgres ${originOf(config.ledgerUrl)}` : `sqlite ${config.ledgerPath}`,
+      payTo,
+    },
+    `payments on ${config.network.label} (${config.network.caip2}) to ${payTo}; facilitator: ${facilitator.kind === "devnet" ? "embedded devnet" : originOf(facilitatorUrl)}; ledger: ${config.ledgerUrl ? `PostgreSQL at ${originOf(config.ledgerUrl)}` : `SQLite at ${config.ledgerPath}`}`,
+  );
+  await checkOwnershipProofs(app, config, payTo);
 
   const stop = async () => {
     await metricsApp.close();
@@ -166,7 +188,14 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
   let metricsAddress: string | undefined;
   try {
     metricsAddress = await metricsApp.listen({ host: config.metricsHost, port: config.metricsPort });
+    app.observability.reportMetricsListener({ ok: true, detail: "listening" });
   } catch (err) {
+    // Public: no address or port, only that it is down and where to look.
+    app.observability.reportMetricsListener({
+      ok: false,
+      detail:
+        "not listening (METRICS_PORT could not be bound; see the log): this instance exports no metrics",
+    });
     // Metrics are not worth refusing paid calls for (two instances on one host, a port taken): said loudly, not fatal.
     app.log.error(
       { err: (err as Error).message },
@@ -176,11 +205,46 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
   return { app, address, metricsAddress, stop };
 }
 
-function printDevnetHelp(address: string, devnet: Devnet): void {
+/** scheme://host:port of a URL, never its credentials or path (a facilitator URL may carry a token in its path). */
+function originOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return "(unparsable URL)";
+  }
+}
+
+/**
+ * OWNERSHIP_PROOF entries that do not verify for PUBLIC_BASE_URL and PAY_TO are never published; said loudly at
+ * start-up, since indexers then list the service as unverified.
+ */
+async function checkOwnershipProofs(
+  app: FastifyInstance,
+  config: Config,
+  payTo: `0x${string}`,
+): Promise<void> {
+  if (config.ownershipProofs.length === 0) return;
+  if (!config.publicBaseUrl) {
+    app.log.warn(
+      "OWNERSHIP_PROOF is set without PUBLIC_BASE_URL: each proof is checked per request origin, and published only where it verifies",
+    );
+    return;
+  }
+  const valid = await validProofs(config.publicBaseUrl, payTo, config.ownershipProofs);
+  const wrong = config.ownershipProofs.filter((p) => !valid.includes(p));
+  for (const proof of wrong)
+    app.log.error(
+      { proof: `${proof.slice(0, 10)}…` },
+      `OWNERSHIP_PROOF: a proof does not verify as PAY_TO's (${payTo}) signature of ${config.publicBaseUrl}; it is not published. Sign exactly that origin with the PAY_TO key: PAY_TO_PRIVATE_KEY=0x… PUBLIC_BASE_URL=${config.publicBaseUrl} npm run ownership-proof`,
+    );
+}
+
+function printDevnetHelp(address: string, devnet: Devnet, payTo: `0x${string}`): void {
   const lines = [
     "",
     `pressure402 is listening on ${address} (embedded devnet: anvil chain 8453 at ${devnet.rpcUrl})`,
-    `  payments go to ${devnet.payTo}; the local facilitator is ${devnet.facilitatorUrl}`,
+    `  payments go to ${payTo}${payTo === devnet.payTo ? "" : " (PAY_TO)"}; the local facilitator is ${devnet.facilitatorUrl}`,
     `  buyers: anvil test accounts 1–9, each funded with 1,000 test USDC (e.g. ${devnet.buyers[0]?.address})`,
     "",
     "Pay for a call from another terminal:",

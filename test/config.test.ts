@@ -249,3 +249,26 @@ describe("documentation stays true to the config", () => {
     expect(vars).toEqual(schemaVars);
   });
 });
+
+describe("URL shapes the patterns cannot check", () => {
+  const base = { NODE_ENV: "test" };
+  it("refuses a FACILITATOR_URL that does not parse, naming the variable", () => {
+    expect(() => parseConfig({ ...base, FACILITATOR_URL: "http://[bad" })).toThrow(
+      /^FACILITATOR_URL: not a valid URL/,
+    );
+  });
+  it("refuses a PUBLIC_BASE_URL with a path, a query or an invalid port", () => {
+    expect(() => parseConfig({ ...base, PUBLIC_BASE_URL: "https://api.example.com/v1" })).toThrow(
+      /PUBLIC_BASE_URL: must be an origin without a path.*https:\/\/api\.example\.com$/,
+    );
+    expect(() => parseConfig({ ...base, PUBLIC_BASE_URL: "https://api.example.com?x=1" })).toThrow(/origin/);
+    expect(() => parseConfig({ ...base, PUBLIC_BASE_URL: "https://api.example.com:99999" })).toThrow(
+      /PUBLIC_BASE_URL: not a valid URL/,
+    );
+  });
+  it("takes an origin, with a port or a trailing slash", () => {
+    expect(parseConfig({ ...base, PUBLIC_BASE_URL: "https://api.example.com:8443/" }).publicBaseUrl).toBe(
+      "https://api.example.com:8443",
+    );
+  });
+});

@@ -2,7 +2,8 @@ import { verifyMessage } from "viem";
 import { formatUsdc } from "../payments/requirements.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { type DiscoverableRoute, DISCOVERABLE } from "./catalog.js";
-import { AGENT_GUIDANCE, PAYMENT_RAIL } from "./openapi.js";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import { agentGuidance, paymentRail } from "./openapi.js";
 
 /**
  * `/.well-known/x402` in the shape x402 indexers (x402scan) fetch: a version, the paid resource URLs, and ownership
@@ -15,12 +16,16 @@ export interface WellKnownX402 {
   instructions: string;
 }
 
-export function wellKnownX402(origin: string, proofs: readonly string[]): WellKnownX402 {
+export function wellKnownX402(
+  origin: string,
+  proofs: readonly string[],
+  network: PaymentNetwork = BASE_MAINNET,
+): WellKnownX402 {
   return {
     version: 1,
     resources: DISCOVERABLE.map((d) => `${origin}${d.path}`),
     ...(proofs.length > 0 ? { ownershipProofs: [...proofs] } : {}),
-    instructions: `${AGENT_GUIDANCE} Full contract: ${origin}/openapi.json; for agents: ${origin}/llms.txt.`,
+    instructions: `${agentGuidance(network)} Full contract: ${origin}/openapi.json; for agents: ${origin}/llms.txt.`,
   };
 }
 
@@ -84,16 +89,21 @@ function describeInput(d: DiscoverableRoute): string {
 }
 
 /** `/llms.txt` (llmstxt.org): what each route answers, what it costs, and the order to call them in. */
-export function llmsTxt(origin: string, prices: readonly PaidRoute[]): string {
+export function llmsTxt(
+  origin: string,
+  prices: readonly PaidRoute[],
+  network: PaymentNetwork = BASE_MAINNET,
+): string {
   const price = (route: string) => prices.find((p) => p.route === route);
+  const rail = paymentRail(network);
   const lines = [
     "# pressure402",
     "",
-    "> Pay-per-call x402 API: modelled sell-pressure risk of scheduled token unlocks, and price benchmarks for other x402 endpoints. USDC on Base, no account, no API key.",
+    `> Pay-per-call x402 API: modelled sell-pressure risk of scheduled token unlocks, and price benchmarks for other x402 endpoints. USDC on ${network.label}, no account, no API key.`,
     "",
-    AGENT_GUIDANCE,
+    agentGuidance(network),
     "",
-    `Payment: x402 scheme \`${PAYMENT_RAIL.scheme}\`, network \`${PAYMENT_RAIL.network}\`, asset USDC \`${PAYMENT_RAIL.asset}\`. Amounts are in atomic units (6 decimals).`,
+    `Payment: x402 scheme \`${rail.scheme}\`, network \`${rail.network}\`, asset USDC \`${rail.asset}\`. Amounts are in atomic units (6 decimals).`,
     "",
     "## Paid routes, in the order to call them",
     "",

@@ -1,12 +1,14 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
-import { NETWORK, USDC_BASE } from "../payments/requirements.js";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaidRoute } from "../payments/plugin.js";
+import { PRICES, paymentInfo } from "../routes/prices.js";
 import { commonErrorResponses } from "../routes/responses.js";
 import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 
 /** What an agent should know before calling anything; also the head of /llms.txt. */
-export const AGENT_GUIDANCE =
+export const agentGuidance = (network: PaymentNetwork = BASE_MAINNET) =>
   "Pay-per-call API, no account or API key. Every paid route first answers 402 with x402 payment requirements in the " +
-  "PAYMENT-REQUIRED header (base64 JSON): sign the USDC authorization it asks for (scheme exact, network eip155:8453) " +
+  `PAYMENT-REQUIRED header (base64 JSON): sign the USDC authorization it asks for (scheme exact, network ${network.caip2}) ` +
   "and repeat the identical request with the proof in PAYMENT-SIGNATURE (x402 v2; the four unlock routes also take " +
   "x402 v1 proofs in X-PAYMENT). Invalid input (400), an unknown token or event (404) and a closed benchmark (503) are " +
   "answered before any 402, so nothing is charged for them. Order for unlock research: GET /v1/unlocks/upcoming to " +
@@ -14,16 +16,20 @@ export const AGENT_GUIDANCE =
   "/v1/token/risk-summary to compare tokens, POST /v1/unlock/backtest to check an event against history. " +
   "POST /v1/benchmark/endpoint is independent: it prices another x402 endpoint against its market. Send an " +
   "Idempotency-Key to retry safely: the same key, proof and request replay the paid response without a second charge.";
+export const AGENT_GUIDANCE = agentGuidance();
 
 export interface OpenApiOptions {
   version: string;
   publicBaseUrl: string | undefined;
   /** `info.contact` (CONTACT_EMAIL, CONTACT_URL); left out when neither is configured. */
   contact?: { email?: string; url?: string };
+  /** The chain and USDC paid with; Base mainnet when unset. */
+  network?: PaymentNetwork;
 }
 
 /** The document-level part of the OpenAPI description (@fastify/swagger's `openapi` option). */
 export function openapiDocument(opts: OpenApiOptions) {
+  const network = opts.network ?? BASE_MAINNET;
   return {
     openapi: "3.1.0",
     info: {
@@ -31,13 +37,13 @@ export function openapiDocument(opts: OpenApiOptions) {
       version: opts.version,
       description:
         "Pay-per-call API for token unlock sell-pressure risk and x402 endpoint price benchmarks. Every paid route " +
-        "is settled with x402 in USDC on Base (eip155:8453): call without a proof to receive 402 and PAYMENT-REQUIRED, " +
+        `is settled with x402 in USDC on ${network.label} (${network.caip2}): call without a proof to receive 402 and PAYMENT-REQUIRED, ` +
         "then repeat the identical request with PAYMENT-SIGNATURE (x402 v2) or, on the unlock routes, X-PAYMENT (v1).",
       license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
       ...(opts.contact && (opts.contact.email || opts.contact.url)
         ? { contact: { name: "pressure402", ...opts.contact } }
         : {}),
-      "x-guidance": AGENT_GUIDANCE,
+      "x-guidance": agentGuidance(network),
     },
     // Relative to where the document is served unless the operator names the public origin.
     servers: [{ url: opts.publicBaseUrl ?? "/", description: "This server" }],
@@ -95,7 +101,7 @@ function inBrowser(d: DiscoverableRoute): string {
  * Completes each route's OpenAPI operation as it is registered: operationId, security (the payment headers), request
  * and response examples on paid routes, and the statuses every route can answer. Must be added before the routes.
  */
-export function describeRoutes(app: FastifyInstance): void {
+export function describeRoutes(app: FastifyInstance, network: PaymentNetwork = BASE_MAINNET): void {
   app.addHook("onRoute", (route: RouteOptions) => {
     const schema = route.schema as (Record<string, unknown> & { hide?: boolean }) | undefined;
     if (!schema || schema.hide) return;
@@ -105,6 +111,9 @@ export function describeRoutes(app: FastifyInstance): void {
       const response = (schema.response ?? {}) as Record<string, Record<string, unknown>>;
       if (paid) {
         schema.operationId = paid.operationId;
+        // The routes declare their terms on the default network; the configured one is what the 402 asks for.
+        const price = Object.values(PRICES).find((p: PaidRoute) => p.route === id);
+        if (price && schema["x-payment-info"]) schema["x-payment-info"] = paymentInfo(price, network);
         // No credential is needed to call (the first answer is the 402) and there is no API key. The proof headers are
         // documented as header parameters, not as apiKey security schemes: agent discovery tools (@agentcash/discovery)
         // read any apiKey scheme on a paid operation as "apiKey+paid", i.e. "get an API key first". `x-payment-info`
@@ -125,4 +134,6 @@ export function describeRoutes(app: FastifyInstance): void {
 }
 
 /** The x402 network and asset, for documents that state them once. */
-export const PAYMENT_RAIL = { network: NETWORK, asset: USDC_BASE, scheme: "exact" } as const;
+export const paymentRail = (network: PaymentNetwork = BASE_MAINNET) =>
+  ({ network: network.caip2, asset: network.usdc.address, scheme: "exact" }) as const;
+export const PAYMENT_RAIL = paymentRail();

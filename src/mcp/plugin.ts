@@ -7,6 +7,7 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { META_PAYMENT, problemResult, type ToolResult, toolResult } from "./results.js";
 import { httpCall, MCP_PATH, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "./tools.js";
@@ -14,13 +15,15 @@ import { httpCall, MCP_PATH, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } f
 export interface McpOptions {
   /** Server version shown to MCP clients (initialize). */
   version: string;
+  /** The chain and USDC paid with; Base mainnet when unset. */
+  network?: PaymentNetwork;
 }
 
 export { MCP_PATH };
 
 /** Shown to agents at initialize: how the tools are paid and in which order to call them. */
-const INSTRUCTIONS =
-  "Every tool is a paid call settled with x402 in USDC on Base (eip155:8453); each description gives its price. " +
+const instructions = (network: PaymentNetwork) =>
+  `Every tool is a paid call settled with x402 in USDC on ${network.label} (${network.caip2}); each description gives its price. ` +
   'A call without payment returns isError with the x402 PaymentRequired (structuredContent, content[0].text and _meta["x402/error"]); sign it and repeat the same call with the PaymentPayload in _meta["x402/payment"] (the object, or its base64 encoding as in PAYMENT-SIGNATURE); the settlement comes back in _meta["x402/payment-response"]. ' +
   "The same payment with the same arguments returns the same result again at no extra charge. Invalid arguments and " +
   "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
@@ -90,10 +93,15 @@ async function callTool(
 }
 
 /** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the five paid routes. */
-function mcpServer(app: FastifyInstance, caller: FastifyRequest, version: string): Server {
+function mcpServer(
+  app: FastifyInstance,
+  caller: FastifyRequest,
+  version: string,
+  network: PaymentNetwork,
+): Server {
   const server = new Server(
     { name: "pressure402", version },
-    { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
+    { capabilities: { tools: {} }, instructions: instructions(network) },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: PAID_TOOLS.map((t) => ({
@@ -103,7 +111,7 @@ function mcpServer(app: FastifyInstance, caller: FastifyRequest, version: string
       inputSchema: t.inputSchema,
       outputSchema: t.outputSchema,
       annotations: { title: t.title, readOnlyHint: true, openWorldHint: false },
-      _meta: priceMeta(t),
+      _meta: priceMeta(t, network),
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
@@ -159,7 +167,7 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
   app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
     const invalid = nonObjectArguments(request.body);
     if (invalid) return reply.code(200).type("application/json").send(invalid);
-    const server = mcpServer(app, request, opts.version);
+    const server = mcpServer(app, request, opts.version, opts.network ?? BASE_MAINNET);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

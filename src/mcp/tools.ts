@@ -1,5 +1,6 @@
 import { type TSchema, Type } from "typebox";
-import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import { formatUsdc } from "../payments/requirements.js";
 import { PRICES } from "../routes/prices.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
@@ -146,11 +147,19 @@ export const toolNamed = (name: string): PaidTool | undefined => PAID_TOOLS.find
  * x402 client (`withX402Client`) adds to the tool's description, and under ours, in USDC atomic units with the scheme,
  * network and asset the call's PaymentRequired will ask for. (The x402 MCP transport defines no tool-level key.)
  */
-export const priceMeta = (tool: PaidTool): Record<string, unknown> => ({
+export const priceMeta = (
+  tool: PaidTool,
+  network: PaymentNetwork = BASE_MAINNET,
+): Record<string, unknown> => ({
   "agents-x402/paymentRequired": true,
   // Decimal text, never a float: rendered as "$0.02".
   "agents-x402/priceUSD": formatUsdc(tool.amount),
-  "pressure402/price": { scheme: "exact", network: NETWORK, asset: USDC_BASE, amount: tool.amount },
+  "pressure402/price": {
+    scheme: "exact",
+    network: network.caip2,
+    asset: network.usdc.address,
+    amount: tool.amount,
+  },
 });
 
 /** Query-string text of one argument: scalars as written, anything else as JSON (the route then refuses it). */

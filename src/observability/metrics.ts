@@ -4,6 +4,7 @@ import fastifyMetricsModule from "fastify-metrics";
 import client from "prom-client";
 import { PROBLEM_CONTENT_TYPE, problem } from "../http/problem.js";
 import type { PaymentObserver } from "../payments/events.js";
+import type { InFlightStats } from "../payments/ledger-port.js";
 
 // fastify-metrics is CommonJS with `exports.default`: under Node's ESM interop the default import is the module object.
 const fastifyMetrics = fastifyMetricsModule.default;
@@ -23,6 +24,18 @@ export interface Metrics {
 }
 
 const CIRCUIT_STATES = ["closed", "half_open", "open"] as const;
+/** Methods kept as a label value; anything else Node's parser accepts is "OTHER" (a bounded label set). */
+const KNOWN_METHODS = new Set([
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+  "TRACE",
+  "CONNECT",
+]);
 
 export function createMetrics(): Metrics {
   const registry = new client.Registry();
@@ -94,6 +107,55 @@ export function createMetrics(): Metrics {
   return m;
 }
 
+/**
+ * The ledger's in-flight receipts, read at each scrape (read-only, index range scans): `pressure402_ledger_receipts`
+ * by state (claimed, settling, pending, unknown) and the age of the oldest receipt still `settling` (0 when none):
+ * a settlement the facilitator never answered, which the reconciler should have resolved. When the ledger cannot be
+ * read, both are absent from that scrape (an absent series is "unknown", never a false 0).
+ */
+export function registerLedgerMetrics(
+  registry: client.Registry,
+  stats: () => Promise<InFlightStats>,
+  clock: () => Date = () => new Date(),
+): void {
+  let last: Promise<InFlightStats | undefined> | undefined;
+  // One ledger read per scrape, shared by both gauges: a scrape starts every collect() in one synchronous pass, so the
+  // read is forgotten at the next microtask, before any later scrape.
+  const read = () => {
+    if (!last) {
+      last = stats().catch(() => undefined);
+      queueMicrotask(() => {
+        last = undefined;
+      });
+    }
+    return last;
+  };
+  new client.Gauge({
+    name: "pressure402_ledger_receipts",
+    help: "Receipts in the ledger per in-flight state (claimed, settling, pending, unknown)",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await read();
+      if (!s) return;
+      for (const [state, n] of Object.entries(s.byStatus)) this.set({ state }, n);
+    },
+  });
+  new client.Gauge({
+    name: "pressure402_ledger_oldest_settling_age_seconds",
+    help: "Seconds since the oldest receipt still settling began settling (0 when none is)",
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const s = await read();
+      if (!s) return;
+      const since = s.oldestSettlingSince ? Date.parse(s.oldestSettlingSince) : undefined;
+      this.set(since === undefined ? 0 : Math.max(0, (clock().getTime() - since) / 1000));
+    },
+  });
+}
+
 /** Fans one event out to several observers (metrics plus whatever the caller adds). */
 export function combineObservers(...observers: PaymentObserver[]): PaymentObserver {
   return {
@@ -143,6 +205,19 @@ export async function registerMetrics(
         summary: { registers: [metrics.registry] },
       },
     },
+  });
+  // Requests no route matched (unknown paths, unknown methods on a known path): the route histogram leaves them out to
+  // keep its series bounded, so they are counted here by method and status alone.
+  const unmatched = new client.Counter({
+    name: "pressure402_http_unmatched_requests_total",
+    help: "Requests that matched no route (404 for an unknown path or method), by method and status",
+    labelNames: ["method", "status_code"] as const,
+    registers: [metrics.registry],
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    if (request.routeOptions.url !== undefined) return;
+    const method = KNOWN_METHODS.has(request.method) ? request.method : "OTHER";
+    unmatched.inc({ method, status_code: String(reply.statusCode) });
   });
   const token = opts.token;
   if (token === undefined) return;

@@ -30,7 +30,18 @@ export interface CheckResult {
 
 export interface ReadinessReport {
   ready: boolean;
-  checks: { facilitator: CheckResult; ledger: CheckResult; circuit: CheckResult };
+  checks: { facilitator: CheckResult; ledger: CheckResult; circuit: CheckResult; metrics?: CheckResult };
+}
+
+/**
+ * The metrics listener's state beside the checks: informational (an instance without metrics still serves paid calls,
+ * so it stays ready), but visible, since Prometheus then gets nothing from it and its alerts go blind.
+ */
+export function withMetricsListener(
+  report: ReadinessReport,
+  listener: CheckResult | undefined,
+): ReadinessReport {
+  return listener ? { ...report, checks: { ...report.checks, metrics: listener } } : report;
 }
 
 /** Does the facilitator's /supported list our scheme on our network (any x402 version)? Pure. */

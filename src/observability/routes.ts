@@ -12,7 +12,16 @@ const Check = Type.Object({ ok: Type.Boolean(), detail: Type.String() }, closed)
 const ReadyBody = Type.Object(
   {
     status: Type.Union([Type.Literal("ready"), Type.Literal("not_ready")]),
-    checks: Type.Object({ facilitator: Check, ledger: Check, circuit: Check }, closed),
+    checks: Type.Object(
+      {
+        facilitator: Check,
+        ledger: Check,
+        circuit: Check,
+        // The metrics listener (METRICS_PORT): shown, never decides readiness.
+        metrics: Type.Optional(Check),
+      },
+      closed,
+    ),
   },
   closed,
 );
@@ -26,7 +35,7 @@ export const readinessRoutes: FastifyPluginAsyncTypebox<ReadinessRouteOptions> =
       schema: {
         tags: ["meta"],
         summary:
-          "Readiness: facilitator reachable and supporting exact on eip155:8453, ledger writable, circuit not open",
+          "Readiness: facilitator reachable and supporting exact on the configured NETWORK, ledger writable, circuit not open",
         response: { 200: ReadyBody, 503: ReadyBody },
       },
     },

@@ -29,3 +29,9 @@ export async function readLedgerReceipts(
     ppRef: r.ppRef,
   }));
 }
+
+/** Two lists of receipts as one, in the export's order (settlement time, else creation time, then id). */
+export function mergeReceipts(a: readonly LedgerReceipt[], b: readonly LedgerReceipt[]): LedgerReceipt[] {
+  const at = (r: LedgerReceipt) => r.settledAt ?? r.createdAt;
+  return [...a, ...b].sort((x, y) => at(x).localeCompare(at(y)) || x.id.localeCompare(y.id));
+}

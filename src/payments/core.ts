@@ -14,7 +14,8 @@ import {
 import type { Proof } from "./proof.js";
 import type { ChainReader } from "./reconcile.js";
 import { deadIncarnations, resolveFromChain } from "./reconciler.js";
-import { NETWORK_V1, type PaymentTerms, type RoutePrice } from "./requirements.js";
+import { v1NameOf } from "../chain/networks.js";
+import type { PaymentTerms, RoutePrice } from "./requirements.js";
 import { settleFailureKind } from "./settle-failure.js";
 import { authorizationDomainOf, signedByPayer } from "./signature.js";
 
@@ -154,7 +155,7 @@ async function timed<T>(
 /** The settlement header of an x402 version: PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1, network "base"). */
 export function settlementHeader(version: 1 | 2, result: SettleResponse): [string, string] {
   if (version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
-  const v1 = { ...result, network: NETWORK_V1 };
+  const v1 = { ...result, network: v1NameOf(result.network) };
   return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
 }
 

@@ -128,6 +128,13 @@ export type SettlementResult =
   | { ok: false; reason: "transaction_already_credited"; receiptId: string }
   | { ok: false; reason: "not_found" };
 
+export interface InFlightStats {
+  /** Receipts per in-flight state (claimed, settling, pending, unknown); settled and failed are not counted here. */
+  byStatus: Record<"claimed" | "settling" | "pending" | "unknown", number>;
+  /** When the oldest receipt still `settling` began settling (ISO 8601), or null when none is. */
+  oldestSettlingSince: string | null;
+}
+
 export interface Incarnation {
   id: string;
   startedAt: string;
@@ -180,6 +187,8 @@ export interface LedgerPort {
   countPaidSince(route: string, since: Date): Promise<number>;
   /** Every receipt, oldest first (tests, operations). */
   receipts(): Promise<Receipt[]>;
+  /** Read-only, for metrics: receipts in the states still in flight, and when the oldest settlement began. */
+  inFlightStats?(): Promise<InFlightStats>;
 
   startIncarnation(id: string, now: Date): Promise<void>;
   heartbeat(id: string, now: Date): Promise<void>;

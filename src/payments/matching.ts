@@ -1,12 +1,7 @@
 import type { PaymentRequirements } from "@x402/core/types";
+import { BASE_MAINNET } from "../chain/networks.js";
 import type { ExactPayload, Proof } from "./proof.js";
-import {
-  NETWORK_V1,
-  type PaymentTerms,
-  type RoutePrice,
-  requirementsV1,
-  requirementsV2,
-} from "./requirements.js";
+import { type PaymentTerms, type RoutePrice, requirementsV1, requirementsV2 } from "./requirements.js";
 
 export const HEADER_V2 = "payment-signature";
 export const HEADER_V1 = "x-payment";
@@ -67,10 +62,11 @@ export function requirementsFor(
     const mismatch = mismatchV2(proof.payload.accepted, requirements);
     return mismatch ? { ok: false, error: mismatch } : { ok: true, requirements };
   }
-  if (proof.payload.scheme !== "exact" || String(proof.payload.network) !== NETWORK_V1)
+  const v1Name = (terms.network ?? BASE_MAINNET).v1Name;
+  if (proof.payload.scheme !== "exact" || String(proof.payload.network) !== v1Name)
     return {
       ok: false,
-      error: `unsupported scheme/network ${proof.payload.scheme}/${proof.payload.network}; use exact on ${NETWORK_V1}`,
+      error: `unsupported scheme/network ${proof.payload.scheme}/${proof.payload.network}; use exact on ${v1Name}`,
     };
   // The facilitator client sends whichever shape it is given; v1 requirements travel as v1.
   return {

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { paymentNetwork } from "../chain/networks.js";
 import { cspForProtocol } from "../http/security-headers.js";
 
 /**
@@ -94,7 +95,8 @@ export function paywallPages() {
       {
         appName: required.resource.serviceName ?? "",
         appLogo: required.resource.iconUrl ?? "",
-        testnet: false,
+        // The page says "testnet" and offers the faucet on a test network only (NETWORK=eip155:84532).
+        testnet: paymentNetwork(requirement.network)?.testnet ?? false,
       },
     );
     return { html, csp: paywallCsp(inlineScripts(html).map(hashOf), protocol) };

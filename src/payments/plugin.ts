@@ -119,8 +119,9 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   };
   const { clock, incarnation } = core;
 
+  // pp_ref is recorded with the paid call, never echoed: the resource URL is the request's without it.
   const resourceUrl = (request: FastifyRequest) =>
-    `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${request.url}`;
+    `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${withoutPpRef(request.url)}`;
 
   const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
   const challengeOf = (route: PaidRoute) => {
@@ -413,3 +414,14 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
 };
 
 export default fp(paymentsPlugin, { name: "payments", fastify: "5.x" });
+
+/** A request target without its pp_ref parameters (the rest of the query re-serialised only when one was there). */
+export function withoutPpRef(target: string): string {
+  const q = target.indexOf("?");
+  if (q < 0 || !target.includes("pp_ref", q)) return target;
+  const params = new URLSearchParams(target.slice(q + 1));
+  if (!params.has("pp_ref")) return target;
+  params.delete("pp_ref");
+  const rest = params.toString();
+  return `${target.slice(0, q)}${rest ? `?${rest}` : ""}`;
+}

@@ -1,12 +1,16 @@
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 
-/** Base mainnet USDC and its EIP-712 domain (the exact scheme signs an EIP-3009 authorization against it). */
-export const NETWORK = "eip155:8453" as const;
-export const NETWORK_V1 = "base" as const;
-export const USDC_BASE = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const;
+/** Base mainnet USDC and its EIP-712 domain: the default network's (NETWORK picks another; see chain/networks.ts). */
+export const NETWORK = BASE_MAINNET.caip2 as "eip155:8453";
+export const NETWORK_V1 = BASE_MAINNET.v1Name as "base";
+export const USDC_BASE = BASE_MAINNET.usdc.address;
 export const USDC_DECIMALS = 6;
 export const USDC_DOMAIN = { name: "USD Coin", version: "2" } as const;
+
+/** The EIP-712 domain fields the exact scheme's requirements carry in `extra`. */
+const domainOf = (network: PaymentNetwork) => ({ name: network.usdc.name, version: network.usdc.version });
 
 /** What the payments plugin needs to know about one paid route; the domain never sees it. */
 export interface RoutePrice {
@@ -33,19 +37,22 @@ export interface ServiceIdentity {
 
 export interface PaymentTerms {
   payTo: `0x${string}`;
+  /** The chain and USDC paid with; Base mainnet when unset. */
+  network?: PaymentNetwork;
   maxTimeoutSeconds: number;
   service?: ServiceIdentity;
 }
 
 export function requirementsV2(price: RoutePrice, terms: PaymentTerms): PaymentRequirements {
+  const network = terms.network ?? BASE_MAINNET;
   return {
     scheme: "exact",
-    network: NETWORK,
-    asset: USDC_BASE,
+    network: network.caip2,
+    asset: network.usdc.address,
     amount: price.amount,
     payTo: terms.payTo,
     maxTimeoutSeconds: terms.maxTimeoutSeconds,
-    extra: { ...USDC_DOMAIN },
+    extra: domainOf(network),
   };
 }
 
@@ -54,10 +61,11 @@ export function requirementsV1(
   terms: PaymentTerms,
   resourceUrl: string,
 ): PaymentRequirementsV1 {
+  const network = terms.network ?? BASE_MAINNET;
   return {
     scheme: "exact",
     // @x402/core types v1 networks as CAIP-2, but the v1 wire format uses plain names ("base").
-    network: NETWORK_V1 as unknown as PaymentRequirementsV1["network"],
+    network: network.v1Name as unknown as PaymentRequirementsV1["network"],
     maxAmountRequired: price.amount,
     resource: resourceUrl,
     description: price.description,
@@ -65,8 +73,8 @@ export function requirementsV1(
     outputSchema: price.outputSchema ?? {},
     payTo: terms.payTo,
     maxTimeoutSeconds: terms.maxTimeoutSeconds,
-    asset: USDC_BASE,
-    extra: { ...USDC_DOMAIN },
+    asset: network.usdc.address,
+    extra: domainOf(network),
   };
 }
 

@@ -1,7 +1,7 @@
 import { type Hex, hashTypedData, type LocalAccount } from "viem";
 import { recoverSigner } from "./ecrecover.js";
 import type { Authorization, ExactPayload } from "./proof.js";
-import { NETWORK_V1 } from "./requirements.js";
+import { paymentNetwork } from "../chain/networks.js";
 
 /** EIP-3009's TransferWithAuthorization as EIP-712 types: the one definition production, tests and bench sign with. */
 export const TRANSFER_WITH_AUTHORIZATION = {
@@ -78,7 +78,7 @@ export function signAuthorization(
 
 /**
  * The EIP-712 domain of the token that requirements name (for USDC: `extra.name`/`extra.version`, the chain, the asset),
- * for v2 (`eip155:8453`) and v1 (`base`) requirements alike; undefined when they do not name one.
+ * for v2 (`eip155:8453`) and v1 (`base`, `base-sepolia`) requirements alike; undefined when they do not name one.
  */
 export function authorizationDomainOf(requirements: {
   network: string;
@@ -86,8 +86,7 @@ export function authorizationDomainOf(requirements: {
   extra?: Record<string, unknown>;
 }): AuthorizationDomain | undefined {
   const { name, version } = (requirements.extra ?? {}) as { name?: unknown; version?: unknown };
-  const chainId =
-    evmChainId(requirements.network) ?? (requirements.network === NETWORK_V1 ? 8453 : undefined);
+  const chainId = evmChainId(requirements.network) ?? paymentNetwork(requirements.network)?.chainId;
   if (chainId === undefined || typeof name !== "string" || typeof version !== "string") return undefined;
   return { name, version, chainId, verifyingContract: requirements.asset };
 }

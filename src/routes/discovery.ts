@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
+import type { PaymentNetwork } from "../chain/networks.js";
 import { llmsTxt, wellKnownX402 } from "../discovery/documents.js";
 import { PRICES } from "./prices.js";
 
@@ -8,6 +9,8 @@ export interface DiscoveryRouteOptions {
   publicBaseUrl: string | undefined;
   /** The payee's ownership proofs that verify for an origin (documents.ts ownershipProofCache). */
   proofsFor: (origin: string) => Promise<`0x${string}`[]>;
+  /** The chain and USDC paid with. */
+  network?: PaymentNetwork;
 }
 
 /** Free discovery documents for indexers and agents: /.well-known/x402 and /llms.txt. */
@@ -39,7 +42,7 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRouteOptions> =
     },
     async (request) => {
       const o = origin(request);
-      return wellKnownX402(o, await opts.proofsFor(o));
+      return wellKnownX402(o, await opts.proofsFor(o), opts.network);
     },
   );
 
@@ -59,6 +62,8 @@ export const discoveryRoutes: FastifyPluginAsyncTypebox<DiscoveryRouteOptions> =
       },
     },
     async (request, reply) =>
-      reply.type("text/plain; charset=utf-8").send(llmsTxt(origin(request), Object.values(PRICES))),
+      reply
+        .type("text/plain; charset=utf-8")
+        .send(llmsTxt(origin(request), Object.values(PRICES), opts.network)),
   );
 };

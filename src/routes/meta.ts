@@ -3,7 +3,8 @@ import { Type } from "typebox";
 import { withOwnershipProofs } from "../discovery/documents.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
-import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import { formatUsdc } from "../payments/requirements.js";
 import { PRICES } from "./prices.js";
 
 export interface MetaOptions {
@@ -13,6 +14,8 @@ export interface MetaOptions {
   publicBaseUrl: string | undefined;
   /** The payee's ownership proofs that verify for an origin, added to /openapi.json for agent-wallet discovery. */
   proofsFor: (origin: string) => Promise<`0x${string}`[]>;
+  /** The chain and USDC paid with; Base mainnet when unset. */
+  network?: PaymentNetwork;
 }
 
 /** Free routes: service description, health, and the OpenAPI document. */
@@ -56,8 +59,8 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
     async () => ({
       name: "pressure402",
       version: opts.version,
-      network: NETWORK,
-      asset: USDC_BASE,
+      network: (opts.network ?? BASE_MAINNET).caip2,
+      asset: (opts.network ?? BASE_MAINNET).usdc.address,
       payTo: opts.payTo,
       facilitator: opts.facilitator,
       openapi: "/openapi.json",

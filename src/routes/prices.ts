@@ -1,7 +1,8 @@
 import { bazaarExtension, v1OutputSchema } from "../discovery/bazaar.js";
 import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
-import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
+import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import { formatUsdc } from "../payments/requirements.js";
 
 /** Per-call prices in USDC atomic units (6 decimals), as the contract lists them. */
 const BASE_PRICES = {
@@ -57,7 +58,7 @@ export const PRICES = Object.fromEntries(
  * The `x-payment-info` OpenAPI extension of a paid operation, in the shape agent discovery tools read (a fixed USD
  * price as a decimal string, and the protocols it can be paid with), plus the exact x402 terms.
  */
-export function paymentInfo(price: PaidRoute) {
+export function paymentInfo(price: PaidRoute, network: PaymentNetwork = BASE_MAINNET) {
   return {
     price: { mode: "fixed", currency: "USD", amount: formatUsdc(price.amount) },
     protocols: [
@@ -65,15 +66,15 @@ export function paymentInfo(price: PaidRoute) {
         x402: {
           x402Versions: price.acceptsV1 ? [2, 1] : [2],
           scheme: "exact",
-          network: NETWORK,
-          asset: USDC_BASE,
+          network: network.caip2,
+          asset: network.usdc.address,
           amount: price.amount,
         },
       },
     ],
     protocol: "x402",
-    network: NETWORK,
-    asset: USDC_BASE,
+    network: network.caip2,
+    asset: network.usdc.address,
     amount_atomic: price.amount,
     x402_versions: price.acceptsV1 ? [2, 1] : [2],
   };

@@ -490,6 +490,18 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
       ).rows[0]?.n ?? 0,
     receipts: async () =>
       (await pool.query<ReceiptRow>("SELECT * FROM receipts ORDER BY created_at, id")).rows.map(toReceipt),
+    inFlightStats: async () => {
+      const byStatus = { claimed: 0, settling: 0, pending: 0, unknown: 0 };
+      const counts = await pool.query<{ status: keyof typeof byStatus; n: number }>(
+        "SELECT status, COUNT(*)::int AS n FROM receipts WHERE status IN ('claimed', 'settling', 'pending', 'unknown') GROUP BY status",
+      );
+      for (const r of counts.rows) byStatus[r.status] = r.n;
+      const oldest = await pool.query<{ at: Date | null }>(
+        "SELECT MIN(updated_at) AS at FROM receipts WHERE status = 'settling'",
+      );
+      const at = oldest.rows[0]?.at;
+      return { byStatus, oldestSettlingSince: at ? new Date(at).toISOString() : null };
+    },
     startIncarnation: async (id, now) => {
       await locks.hold(id);
       await pool.query(

@@ -102,13 +102,34 @@ type StoredHead = Omit<StoredResponse, "body">;
 const RECENT_BODIES = 32;
 const bodyDigest = (body: string) => createHash("sha256").update(body).digest("base64url");
 
-/** A ledger file from before the port (receipts keyed by a proof hash) is kept aside, not mixed in. */
-function migrateLegacy(db: Database.Database): void {
+/**
+ * A ledger file from before the port (receipts keyed by a proof hash, without the authorization's nonce) is kept
+ * aside in `receipts_legacy`, not mixed in: its rows cannot be claimed or reconciled, but they are revenue, so the
+ * receipts export reads them there (src/ops/legacy-receipts.ts). What was moved is logged with its billed total.
+ */
+function migrateLegacy(db: Database.Database, log: (line: string) => void): void {
   const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
   if (cols.length === 0 || cols.some((c) => c.name === "nonce")) return;
   db.exec(`ALTER TABLE receipts RENAME TO receipts_legacy;
     DROP TABLE IF EXISTS idempotency; DROP TABLE IF EXISTS proof_locks;`);
+  const has = (name: string) => cols.some((c) => c.name === name);
+  const rows = (
+    has("status") && has("amount")
+      ? db.prepare("SELECT status, CAST(amount AS TEXT) AS amount FROM receipts_legacy").all()
+      : db.prepare("SELECT NULL AS status, '0' AS amount FROM receipts_legacy").all()
+  ) as { status: string | null; amount: string }[];
+  const billed = rows.filter((r) => r.status === "settled" || r.status === "pending");
+  const atomic = billed.reduce((sum, r) => sum + BigInt(r.amount), 0n);
+  log(
+    `ledger upgrade: the pre-ledger-port schema (receipts keyed by proof hash) was found; its ${rows.length} receipts (${billed.length} settled or pending, ${atomic} atomic USDC) were moved to receipts_legacy, which \`npm run receipts\` exports with the rest; in-flight locks and idempotency records of that schema were dropped`,
+  );
 }
+
+/** The columns later versions of the schema added to `receipts`, each added (and logged) when missing. */
+const ADDED_COLUMNS = [
+  ["valid_before", "the authorization's validBefore (unknown for older receipts)"],
+  ["response_digest", "stored responses kept once per body in response_bodies"],
+] as const;
 
 /**
  * SQLite's own automatic checkpoint, in WAL pages. Checkpoints normally run in a worker (`wal-checkpointer.ts`); this
@@ -120,6 +141,8 @@ const DEFAULT_AUTOCHECKPOINT = 1_000;
 export interface SqliteLedgerOptions {
   /** How the checkpoint worker is triggered and where its failure is reported (default: a process warning). */
   checkpoint?: WalCheckpointerOptions;
+  /** Where schema upgrades are reported, one line each (default: stderr). */
+  log?: (line: string) => void;
 }
 
 export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}): LedgerPort {
@@ -129,13 +152,16 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   // NORMAL: commits survive kill -9; `durable()` below adds the power-loss guarantee where it matters, in groups.
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
-  migrateLegacy(db);
+  const log = options.log ?? ((line: string) => process.stderr.write(`pressure402: ${line} (${path})\n`));
+  migrateLegacy(db, log);
+  const existed = (db.prepare("PRAGMA table_info(receipts)").all() as unknown[]).length > 0;
   db.exec(SCHEMA);
   const cols = db.prepare("PRAGMA table_info(receipts)").all() as { name: string }[];
-  if (!cols.some((c) => c.name === "valid_before"))
-    db.exec("ALTER TABLE receipts ADD COLUMN valid_before TEXT");
-  if (!cols.some((c) => c.name === "response_digest"))
-    db.exec("ALTER TABLE receipts ADD COLUMN response_digest TEXT");
+  for (const [column, why] of ADDED_COLUMNS) {
+    if (cols.some((c) => c.name === column)) continue;
+    db.exec(`ALTER TABLE receipts ADD COLUMN ${column} TEXT`);
+    if (existed) log(`ledger upgrade: added receipts.${column} (${why}); every receipt is kept`);
+  }
   db.exec("CREATE INDEX IF NOT EXISTS receipts_response_digest ON receipts(response_digest)");
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
@@ -211,6 +237,11 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL}`,
     ),
     all: db.prepare("SELECT * FROM receipts ORDER BY created_at, id"),
+    // The in-flight states only: index range scans of small sets, cheap enough for every scrape.
+    inFlight: db.prepare(
+      "SELECT status, COUNT(*) AS n FROM receipts WHERE status IN ('claimed', 'settling', 'pending', 'unknown') GROUP BY status",
+    ),
+    oldestSettling: db.prepare("SELECT MIN(updated_at) AS at FROM receipts WHERE status = 'settling'"),
     startInc: db.prepare(
       "INSERT OR REPLACE INTO incarnations (id, started_at, heartbeat_at, ended_at) VALUES (?, ?, ?, NULL)",
     ),
@@ -441,6 +472,13 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
     countPaidSince: async (route, since) => (st.countPaid.get(route, since.toISOString()) as { n: number }).n,
     receipts: async () => (st.all.all() as ReceiptRow[]).map(toReceipt),
+    inFlightStats: async () => {
+      const byStatus = { claimed: 0, settling: 0, pending: 0, unknown: 0 };
+      for (const r of st.inFlight.all() as { status: keyof typeof byStatus; n: number }[])
+        byStatus[r.status] = r.n;
+      const oldest = (st.oldestSettling.get() as { at: string | null }).at;
+      return { byStatus, oldestSettlingSince: oldest };
+    },
     startIncarnation: async (id, now) =>
       void written(st.startInc.run(id, now.toISOString(), now.toISOString())),
     heartbeat: async (id, now) => void written(st.heartbeat.run(now.toISOString(), id)),

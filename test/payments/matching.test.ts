@@ -103,3 +103,14 @@ describe("requirementsFor", () => {
     });
   });
 });
+
+describe("withoutPpRef", () => {
+  it("drops every pp_ref and keeps the rest of the target", async () => {
+    const { withoutPpRef } = await import("../../src/payments/plugin.js");
+    expect(withoutPpRef("/v1/unlocks/upcoming?days=30&pp_ref=a.b")).toBe("/v1/unlocks/upcoming?days=30");
+    expect(withoutPpRef("/x?pp_ref=a&pp_ref=b")).toBe("/x");
+    expect(withoutPpRef("/x?pp_refx=1")).toBe("/x?pp_refx=1");
+    expect(withoutPpRef("/x?days=7")).toBe("/x?days=7");
+    expect(withoutPpRef("/x")).toBe("/x");
+  });
+});

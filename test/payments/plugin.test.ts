@@ -96,7 +96,8 @@ describe("402 without a proof", () => {
     expect(required.x402Version).toBe(2);
     expect(required.accepts).toEqual([requirementsV2(both, terms)]);
     expect(required.accepts[0]?.amount).toBe("20000");
-    expect(required.resource.url).toBe("https://api.example/both?pp_ref=abc");
+    // pp_ref is recorded, never echoed in the resource URL.
+    expect(required.resource.url).toBe("https://api.example/both");
     const v1 = res.json();
     expect(v1).toMatchObject({
       x402Version: 1,

@@ -1,0 +1,179 @@
+import { existsSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { paymentNetwork } from "../src/chain/networks.js";
+import { ConfigError, loadDotEnv } from "../src/config.js";
+import { chainClient, scanPayments } from "../src/ops/chain-payments.js";
+import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
+import {
+  backupSqlite,
+  type LedgerView,
+  reconcileFromChain,
+  verifyAgainstChain,
+} from "../src/ops/ledger-ops.js";
+import { usd } from "../src/ops/receipts.js";
+import { PRICES } from "../src/routes/prices.js";
+import { openConfiguredLedger } from "../src/store/ledger-factory.js";
+
+/*
+ * npm run ledger -- backup FILE                          consistent copy of the live SQLite ledger
+ * npm run ledger -- verify --from-block N [--to-block M] billed receipts vs the chain's payments to PAY_TO
+ * npm run ledger -- reconcile --from-block N [--to-block M] [--dry-run]
+ *                                                        writes receipts for chain payments the ledger lacks
+ * Options: --ledger PATH (else LEDGER_URL / LEDGER_PATH), --rpc URL (else CHAIN_RPC_URL), --pay-to ADDR (else PAY_TO),
+ * --network ID (else NETWORK, default eip155:8453), --chunk-blocks N (eth_getLogs page, default 10000).
+ * In the image: docker exec <container> node dist/ledger.mjs …
+ */
+const USAGE = `usage: npm run ledger -- backup FILE
+       npm run ledger -- verify --from-block N [--to-block M]
+       npm run ledger -- reconcile --from-block N [--to-block M] [--dry-run]
+options: --ledger PATH  --rpc URL  --pay-to 0x…  --network eip155:8453|eip155:84532  --chunk-blocks N`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`ledger: ${message}\n`);
+  process.exit(code);
+}
+
+let parsed: ReturnType<typeof parse>;
+function parse() {
+  return parseArgs({
+    allowPositionals: true,
+    options: {
+      ledger: { type: "string" },
+      rpc: { type: "string" },
+      "pay-to": { type: "string" },
+      network: { type: "string" },
+      "from-block": { type: "string" },
+      "to-block": { type: "string" },
+      "chunk-blocks": { type: "string" },
+      "dry-run": { type: "boolean" },
+    },
+    strict: true,
+  });
+}
+try {
+  parsed = parse();
+} catch (err) {
+  fail(`${(err as Error).message}\n${USAGE}`);
+}
+const { values, positionals } = parsed;
+const [command, ...rest] = positionals;
+if (!command || !["backup", "verify", "reconcile"].includes(command)) fail(USAGE);
+
+try {
+  loadDotEnv();
+} catch (err) {
+  fail(err instanceof ConfigError ? err.message : String(err), 1);
+}
+const env = process.env;
+const ledgerPath = values.ledger ?? (env.LEDGER_PATH || "var/ledger.sqlite");
+const ledgerUrl = values.ledger ? undefined : env.LEDGER_URL || undefined;
+const hidden = (url: string) => url.replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@");
+
+if (command === "backup") {
+  const file = rest[0];
+  if (!file || rest.length > 1) fail(`backup takes one FILE\n${USAGE}`);
+  if (ledgerUrl) {
+    // PostgreSQL has its own consistent online dump; this command does not reimplement it.
+    fail(
+      `the ledger is PostgreSQL (LEDGER_URL); back it up with pg_dump, which is consistent while the service runs:\n  pg_dump --format=custom --file ${file} '${hidden(ledgerUrl)}'\nrestore with: pg_restore --clean --if-exists --dbname '<url>' ${file}`,
+      1,
+    );
+  }
+  if (!existsSync(ledgerPath)) fail(`no ledger at ${ledgerPath}; set LEDGER_PATH or pass --ledger`, 1);
+  try {
+    const r = await backupSqlite(ledgerPath, file);
+    process.stdout.write(
+      `${JSON.stringify({ backup: r.file, from: ledgerPath, pages: r.pages, receipts: r.receipts, billed_atomic: r.billedAtomic.toString(), billed_usd: usd(r.billedAtomic), integrity: "ok" })}\n`,
+    );
+  } catch (err) {
+    fail(`backup failed: ${(err as Error).message}`, 1);
+  }
+  process.exit(0);
+}
+
+const network = paymentNetwork(values.network ?? env.NETWORK ?? "eip155:8453");
+if (!network) fail(`--network/NETWORK ${values.network ?? env.NETWORK}: set eip155:8453 or eip155:84532`);
+const rpc = values.rpc ?? env.CHAIN_RPC_URL;
+if (!rpc) fail("no chain RPC: set CHAIN_RPC_URL or pass --rpc URL");
+const payTo = (values["pay-to"] ?? env.PAY_TO) as `0x${string}` | undefined;
+if (!payTo || !/^0x[0-9a-fA-F]{40}$/.test(payTo)) fail("no payee: set PAY_TO or pass --pay-to 0x…");
+const block = (name: "from-block" | "to-block" | "chunk-blocks"): bigint | undefined => {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  if (!/^\d+$/.test(v)) fail(`--${name} ${JSON.stringify(v)} is not a block number`);
+  return BigInt(v);
+};
+const fromBlock = block("from-block");
+if (fromBlock === undefined) fail(`${command} needs --from-block N (the first block to read)\n${USAGE}`);
+const toBlock = block("to-block");
+const chunkBlocks = block("chunk-blocks");
+if (!ledgerUrl && !existsSync(ledgerPath))
+  fail(`no ledger at ${ledgerPath}; set LEDGER_PATH or pass --ledger`, 1);
+
+const client = chainClient(rpc);
+const asset = network.usdc.address;
+let scan: Awaited<ReturnType<typeof scanPayments>>;
+try {
+  scan = await scanPayments(client, asset, payTo, {
+    fromBlock,
+    toBlock,
+    ...(chunkBlocks ? { chunkBlocks } : {}),
+  });
+} catch (err) {
+  fail(`cannot read the chain at ${rpc} (${(err as Error).message.split("\n")[0]})`, 1);
+}
+
+const { ledger } = await openConfiguredLedger({ ledgerPath, ledgerUrl });
+let exitCode = 0;
+try {
+  const legacy = ledgerUrl ? [] : readLegacyReceipts(ledgerPath, ["settled", "pending"]);
+  const view: LedgerView = {
+    receipts: await ledger.receipts(),
+    legacyTransactions: new Set(legacy.flatMap((r) => (r.transaction ? [r.transaction.toLowerCase()] : []))),
+  };
+  const terms = { network: network.caip2, asset, payTo };
+  if (command === "verify") {
+    const [first, last] = await Promise.all([
+      client.getBlock({ blockNumber: scan.fromBlock }),
+      client.getBlock({ blockNumber: scan.toBlock }),
+    ]);
+    const report = verifyAgainstChain(
+      view,
+      scan.payments,
+      {
+        fromBlock: scan.fromBlock,
+        toBlock: scan.toBlock,
+        fromTime: new Date(Number(first.timestamp) * 1000),
+        toTime: new Date(Number(last.timestamp) * 1000),
+      },
+      terms,
+    );
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    process.stderr.write(
+      `ledger verify: blocks ${report.fromBlock}–${report.toBlock}: ${report.chain.payments} payments on chain (${usd(BigInt(report.chain.atomic))} USD), ${report.matched.receipts} billed in the ledger (${usd(BigInt(report.matched.atomic))} USD); missing from the ledger ${report.missingFromLedger.length}, not on chain ${report.notOnChain.length}, mismatched ${report.mismatched.length}${report.ok ? "" : " — run `npm run ledger -- reconcile` for the missing ones"}\n`,
+    );
+    exitCode = report.ok ? 0 : 1;
+  } else {
+    const report = await reconcileFromChain(
+      ledger,
+      view,
+      scan.payments,
+      { fromBlock: scan.fromBlock, toBlock: scan.toBlock },
+      {
+        ...terms,
+        prices: Object.values(PRICES).map((p) => ({ route: p.route, amount: p.amount })),
+        dryRun: values["dry-run"] ?? false,
+      },
+    );
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    process.stderr.write(
+      `ledger reconcile${report.dryRun ? " (dry run: nothing written)" : ""}: blocks ${report.fromBlock}–${report.toBlock}: ${report.chainPayments} payments on chain, ${report.alreadyBilled} already billed, ${report.restored.length} receipts restored and ${report.settled.length} settled from the chain (${usd(BigInt(report.restoredAtomic))} USD)\n`,
+    );
+  }
+} catch (err) {
+  process.stderr.write(`ledger: ${command} failed: ${(err as Error).message.split("\n")[0]}\n`);
+  exitCode = 1;
+} finally {
+  await ledger.close();
+}
+process.exit(exitCode);

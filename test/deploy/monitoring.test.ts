@@ -1,0 +1,114 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type TestApp, testApp } from "../helpers/app.js";
+
+/*
+ * The shipped monitoring: deploy/prometheus/alerts.yml passes `promtool check rules` and its unit tests
+ * (alerts.test.yml: each alert fires on the series that should fire it), and every metric the rules and the Grafana
+ * dashboard query is one the service exports.
+ */
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const RULES = join(ROOT, "deploy/prometheus/alerts.yml");
+const DASHBOARD = join(ROOT, "deploy/grafana/pressure402.json");
+
+/** promtool from PATH or Debian's package; scripts/test-prerequisites.sh installs it (`apt-get install prometheus`). */
+function promtool(): string {
+  const found = spawnSync("sh", ["-c", "command -v promtool"], { encoding: "utf8" }).stdout.trim();
+  const path = found || ["/usr/bin/promtool", "/usr/local/bin/promtool"].find((p) => existsSync(p));
+  if (!path)
+    throw new Error(
+      "promtool not found: install it (Debian: apt-get install -y prometheus; `npm test` does it as root via scripts/test-prerequisites.sh)",
+    );
+  return path;
+}
+
+/** Metric names a PromQL text uses (histogram suffixes folded onto the histogram's name). */
+function metricNames(promql: string): Set<string> {
+  const names = promql.match(/\b(pressure402_[a-z0-9_]+|http_request_duration_seconds[a-z_]*|up)\b/g) ?? [];
+  return new Set(names.map((n) => n.replace(/_(bucket|count|sum)$/, "")));
+}
+
+/** Series the data refresh registers (absent from an app built without it); named in the rules all the same. */
+const DATA_REFRESH = new Set([
+  "pressure402_data_source_age_seconds",
+  "pressure402_data_source_period_seconds",
+]);
+
+describe("deploy/prometheus/alerts.yml", () => {
+  it("passes promtool check rules", () => {
+    const out = execFileSync(promtool(), ["check", "rules", RULES], { encoding: "utf8" });
+    expect(out).toMatch(/SUCCESS: 8 rules found/);
+  });
+
+  it("passes its promtool unit tests (each alert fires when it should, not before)", () => {
+    const run = spawnSync(promtool(), ["test", "rules", "alerts.test.yml"], {
+      cwd: join(ROOT, "deploy/prometheus"),
+      encoding: "utf8",
+    });
+    expect(run.status, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toContain("SUCCESS");
+  });
+
+  it("covers what operators are paged for", () => {
+    const rules = readFileSync(RULES, "utf8");
+    for (const alert of [
+      "Pressure402FacilitatorErrors",
+      "Pressure402CircuitOpen",
+      "Pressure402ReceiptsStuckSettling",
+      "Pressure402DataSourceStale",
+      "Pressure402NoPaidCalls",
+      "Pressure402ServerErrors",
+    ])
+      expect(rules).toContain(`alert: ${alert}`);
+  });
+});
+
+describe("the rules and the dashboard query metrics the service exports", () => {
+  let t: TestApp;
+  let exported: Set<string>;
+  beforeAll(async () => {
+    t = await testApp();
+    // One request of each kind so that every lazily created series exists.
+    await t.app.inject({ url: "/health" });
+    await t.app.inject({ url: "/no-such-path" });
+    t.app.observability.metrics.observer.facilitatorCall({ operation: "verify", seconds: 0.01, ok: true });
+    t.app.observability.metrics.observer.paymentOutcome({
+      route: "GET /v1/unlocks/upcoming",
+      x402Version: 2,
+      outcome: "settled",
+      amount: "20000",
+    });
+    t.app.observability.metrics.observer.reconcilerBacklog(0);
+    const text = await t.app.observability.metrics.scrape();
+    exported = new Set(
+      text
+        .split("\n")
+        .filter((l) => l.startsWith("# TYPE "))
+        .map((l) => l.split(" ")[2] as string),
+    );
+  });
+  afterAll(() => t.close());
+
+  it("alerts.yml", () => {
+    const used = metricNames(readFileSync(RULES, "utf8"));
+    expect(used.size).toBeGreaterThan(5);
+    for (const name of used) if (name !== "up" && !DATA_REFRESH.has(name)) expect(exported).toContain(name);
+  });
+
+  it("deploy/grafana/pressure402.json", () => {
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, "utf8")) as {
+      uid: string;
+      panels: { title: string; targets: { expr: string }[] }[];
+    };
+    expect(dashboard.uid).toBe("pressure402");
+    const ids = new Set<string>();
+    for (const panel of dashboard.panels) {
+      expect(panel.targets.length, panel.title).toBeGreaterThan(0);
+      for (const target of panel.targets) for (const n of metricNames(target.expr)) ids.add(n);
+    }
+    for (const name of ids) if (!DATA_REFRESH.has(name)) expect(exported, name).toContain(name);
+  });
+});
