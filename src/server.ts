@@ -16,8 +16,8 @@ import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
 import { openConfiguredLedger } from "./store/ledger-factory.js";
-import { loadUnlockStore } from "./store/unlocks-snapshot.js";
-import { createUnlockService } from "./unlocks/service.js";
+import { liveUnlockData, loadServedSnapshot } from "./refresh/boot.js";
+import { buildUnlockStore } from "./store/unlocks-snapshot.js";
 
 /** The first line of an error, for one-line start-up reports (snapshot validation lists can be long). */
 const firstLine = (err: unknown): string =>
@@ -32,7 +32,20 @@ async function loadStores(config: Config) {
       throw new ConfigError(`${name}: ${firstLine(err)}; fix the file or point ${name} at a valid one`);
     }
   };
-  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => loadUnlockStore(config.unlocksSnapshot));
+  let served: ReturnType<typeof loadServedSnapshot>;
+  try {
+    served = loadServedSnapshot(config);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EROFS" || code === "EPERM" || code === "ENOTDIR")
+      throw new ConfigError(
+        `DATA_DIR: cannot write ${config.data.dir} (${code}); point DATA_DIR at a writable directory (a volume in a container)`,
+      );
+    throw new ConfigError(
+      `UNLOCKS_SNAPSHOT: ${firstLine(err)}; fix the file or point UNLOCKS_SNAPSHOT at a valid one`,
+    );
+  }
+  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => buildUnlockStore(served.snapshot));
   const catalog = attempt("CATALOG_SNAPSHOT", () => loadCatalog(config.catalogSnapshot));
   let opened: Awaited<ReturnType<typeof openConfiguredLedger>>;
   try {
@@ -101,9 +114,14 @@ function deferredChainReader(devnet: DevnetLaunch): ChainReader {
  * The smart-wallet chain check on the chain RPC (the devnet's, or CHAIN_RPC_URL). Without one, a signature that does
  * not recover to `from` goes to the facilitator under the per-payer limits only.
  */
-function smartWalletOption(config: Config, devnet: DevnetLaunch | undefined): { smartWallet?: SmartWalletCheck } {
+function smartWalletOption(
+  config: Config,
+  devnet: DevnetLaunch | undefined,
+): { smartWallet?: SmartWalletCheck } {
   if (devnet) {
-    const check = devnet.ready.then((running) => createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck));
+    const check = devnet.ready.then((running) =>
+      createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck),
+    );
     check.catch(() => {}); // the start-up reports the devnet's failure
     return { smartWallet: async (exact, domain) => (await check)(exact, domain) };
   }
@@ -130,9 +148,17 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     : config.chainRpcUrl
       ? createChainReader(config.chainRpcUrl)
       : undefined;
+  let logTo: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void } | undefined;
+  // The refresh runs in this process, off the request path: each instance refreshes on its own period (see README).
+  const data = liveUnlockData(config, stores.unlocks, {
+    log: { warn: (obj, msg) => logTo?.warn(obj, msg), info: (obj, msg) => logTo?.info(obj, msg) },
+  });
+  const refresh = data.refresh;
   const app = await buildApp({
     config,
-    unlocks: createUnlockService(stores.unlocks),
+    unlocks: data.service,
+    liveUnlocks: data.live,
+    ...(refresh ? { freshness: refresh.freshness } : {}),
     benchmark: createBenchmarkService(stores.catalog, {
       liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
     }),
@@ -146,9 +172,11 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     // The kind only: FACILITATOR_URL may be an internal address, and GET / is public.
     facilitatorLabel: facilitator.kind === "url" ? "configured" : facilitator.kind,
   });
+  logTo = app.log;
   const metricsApp = await metricsListener(app.observability.metrics);
 
   const stop = async () => {
+    await refresh?.refresher.stop();
     await metricsApp.close();
     await app.close(); // waits for in-flight requests, so paid calls finish and settle first
     await ledger.close();
@@ -173,7 +201,8 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
       `metrics listener could not listen on ${config.metricsHost}:${config.metricsPort}; set METRICS_PORT to a free port`,
     );
   }
-  return { app, address, metricsAddress, stop };
+  refresh?.refresher.start(config.data.refreshIntervalSeconds * 1000);
+  return { app, address, metricsAddress, stop, refresher: refresh?.refresher, liveUnlocks: data.live };
 }
 
 function printDevnetHelp(address: string, devnet: Devnet): void {

@@ -4,6 +4,8 @@ import { withOwnershipProofs } from "../discovery/documents.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { formatUsdc, NETWORK, USDC_BASE } from "../payments/requirements.js";
+import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
+import { SourceFreshness } from "../schemas/freshness.js";
 import { PRICES } from "./prices.js";
 
 export interface MetaOptions {
@@ -13,6 +15,9 @@ export interface MetaOptions {
   publicBaseUrl: string | undefined;
   /** The payee's ownership proofs that verify for an origin, added to /openapi.json for agent-wallet discovery. */
   proofsFor: (origin: string) => Promise<`0x${string}`[]>;
+  /** Per-source data freshness (refresh state), listed on GET /. */
+  freshness?: FreshnessSource | undefined;
+  clock?: () => Date;
 }
 
 /** Free routes: service description, health, and the OpenAPI document. */
@@ -36,6 +41,10 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
               docs: Type.String({ description: "Human-readable API docs (Swagger UI)" }),
               llms: Type.String({ description: "Guidance for AI agents (llms.txt)" }),
               discovery: Type.String({ description: "x402 discovery document" }),
+              tokens: Type.String({ description: "Covered tokens and data freshness (free)" }),
+              data_sources: Type.Array(SourceFreshness, {
+                description: "Each data source's last refresh attempt, success, age and error",
+              }),
               routes: Type.Array(
                 Type.Object(
                   {
@@ -64,6 +73,8 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       docs: "/docs",
       llms: "/llms.txt",
       discovery: "/.well-known/x402",
+      tokens: "/v1/tokens",
+      data_sources: freshnessView(opts.freshness, (opts.clock ?? (() => new Date()))()),
       routes: Object.values(PRICES).map((p) => ({
         route: p.route,
         price_usd: formatUsdc(p.amount),

@@ -1,0 +1,186 @@
+import { join } from "node:path";
+import { validateUnlockSnapshot } from "../store/unlocks-snapshot.js";
+import type { UnlockSnapshot } from "../store/unlocks-types.js";
+import { writeFileAtomic } from "../store/atomic-write.js";
+import type { FetchLike } from "../unlocks/ingest/http.js";
+import { type ReportedCirculating, readLiveCirculating, refreshCirculating } from "./circulating.js";
+import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
+import { refreshMarkets } from "./markets.js";
+import {
+  applyOutcome,
+  PERIOD_MULTIPLE,
+  SOURCES,
+  type SourceName,
+  type SourceOutcome,
+  type SourceStatus,
+} from "./status.js";
+
+export interface SourceBases {
+  readonly binance: string;
+  readonly bybit: string;
+  readonly coingecko: string;
+  readonly coingeckoApiKey?: string | undefined;
+}
+
+export interface RefresherOptions {
+  readonly dataDir: string;
+  /** The snapshot being served (loaded from DATA_DIR). */
+  readonly initial: UnlockSnapshot;
+  readonly bases: SourceBases;
+  /** Token symbol → CoinGecko coin id. */
+  readonly coinIds: ReadonlyMap<string, string>;
+  readonly fetchImpl?: FetchLike;
+  readonly clock?: () => Date;
+  /** Sources this refresher runs (default: all it has a fetcher for). */
+  readonly sources?: readonly SourceName[];
+  /** Called with each new snapshot once it is written: build it and swap it in. A throw keeps the old one served. */
+  readonly onSnapshot?: (snapshot: UnlockSnapshot) => void | Promise<void>;
+  readonly log?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+}
+
+export interface RefreshRun {
+  readonly outcomes: readonly SourceOutcome[];
+  /** A new unlock snapshot was written and handed to onSnapshot. */
+  readonly swapped: boolean;
+}
+
+export interface Refresher {
+  /** Runs the given sources (default: those due at this tick) now; runs never overlap (a call during one waits for it). */
+  runOnce(sources?: readonly SourceName[]): Promise<RefreshRun>;
+  /** Runs every `intervalMs` in the background (first run now); 0 = never. */
+  start(intervalMs: number): void;
+  stop(): Promise<void>;
+  status(): readonly SourceStatus[];
+  snapshot(): UnlockSnapshot;
+  circulating(): ReadonlyMap<string, ReportedCirculating>;
+}
+
+/** The fetchers this build has: what the loop refreshes. */
+export const REFRESHED_SOURCES: readonly SourceName[] = ["binance", "bybit", "coingecko"];
+
+/**
+ * The refresh loop: per tick, each due source is fetched and validated; market candles extend the served snapshot,
+ * which is validated, written to DATA_DIR atomically and handed to `onSnapshot` (built and swapped in off the request
+ * path). A failing source changes nothing of its own data and nothing of the others'; its status says so.
+ */
+export function createRefresher(opts: RefresherOptions): Refresher {
+  const clock = opts.clock ?? (() => new Date());
+  const baseFetch = opts.fetchImpl ?? (globalThis.fetch as unknown as FetchLike);
+  // stop() aborts fetches in flight: shutdown never waits out a slow source's timeout.
+  const stopping = new AbortController();
+  const fetchImpl: FetchLike = (url, init) =>
+    baseFetch(url, {
+      ...init,
+      signal: init?.signal ? AbortSignal.any([init.signal, stopping.signal]) : stopping.signal,
+    });
+  const enabled = opts.sources ?? REFRESHED_SOURCES;
+  let current = opts.initial;
+  let state = readState(opts.dataDir);
+  let figures = readLiveCirculating(opts.dataDir);
+  let tick = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<RefreshRun> | undefined;
+
+  const due = (s: SourceName, now: Date): boolean => {
+    const wait = state[s].retry_not_before;
+    return tick % PERIOD_MULTIPLE[s] === 0 && (wait === null || Date.parse(wait) <= now.getTime());
+  };
+
+  async function run(which: readonly SourceName[]): Promise<RefreshRun> {
+    const now = clock();
+    const outcomes: SourceOutcome[] = [];
+    let swapped = false;
+    const venues = which.filter((s): s is "binance" | "bybit" => s === "binance" || s === "bybit");
+    if (venues.length > 0) {
+      const r = await refreshMarkets(
+        current,
+        { fetchImpl, binanceBase: opts.bases.binance, bybitBase: opts.bases.bybit },
+        now,
+        venues,
+      );
+      outcomes.push(...r.outcomes);
+      if (r.changed) {
+        try {
+          const next = validateUnlockSnapshot(r.snapshot, "(refreshed)");
+          writeFileAtomic(join(opts.dataDir, UNLOCKS_FILE), `${JSON.stringify(next)}\n`);
+          await opts.onSnapshot?.(next);
+          current = next;
+          swapped = true;
+        } catch (err) {
+          // Refused as a whole: the served snapshot stays; the sources say why.
+          opts.log?.warn({ err: (err as Error).message }, "refreshed unlock snapshot refused; previous kept");
+          for (const [i, o] of outcomes.entries())
+            outcomes[i] = {
+              ...o,
+              updated: [],
+              failed: [...o.failed, { item: "snapshot", error: "refreshed snapshot failed validation" }],
+            };
+        }
+      }
+    }
+    if (which.includes("coingecko")) {
+      const r = await refreshCirculating(
+        { base: opts.bases.coingecko, fetchImpl, apiKey: opts.bases.coingeckoApiKey },
+        opts.coinIds,
+        opts.dataDir,
+        now,
+      );
+      figures = r.figures;
+      outcomes.push(r.outcome);
+    }
+    for (const o of outcomes) state = { ...state, [o.source]: applyOutcome(state[o.source], o, now) };
+    try {
+      writeState(opts.dataDir, state);
+    } catch (err) {
+      opts.log?.warn({ err: (err as Error).message }, "refresh state not written");
+    }
+    for (const o of outcomes)
+      if (o.failed.length > 0)
+        opts.log?.warn(
+          { source: o.source, failed: o.failed.length, updated: o.updated.length },
+          state[o.source].last_error ?? "",
+        );
+    return { outcomes, swapped };
+  }
+
+  const runOnce = (sources?: readonly SourceName[]): Promise<RefreshRun> => {
+    const go = async () => {
+      const now = clock();
+      const which = (sources ?? enabled.filter((s) => due(s, now))).filter((s) => enabled.includes(s));
+      return run(which);
+    };
+    const next = (running ?? Promise.resolve()).catch(() => {}).then(go);
+    const mine = next.finally(() => {
+      if (running === mine) running = undefined;
+    });
+    running = mine;
+    return mine;
+  };
+
+  const onTick = () => {
+    void runOnce()
+      .catch((err) => opts.log?.warn({ err: (err as Error).message }, "refresh failed"))
+      .finally(() => {
+        tick++;
+      });
+  };
+
+  return {
+    runOnce,
+    start(intervalMs) {
+      if (timer || intervalMs <= 0) return;
+      onTick();
+      timer = setInterval(onTick, intervalMs);
+      timer.unref();
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      timer = undefined;
+      stopping.abort();
+      await running?.catch(() => {});
+    },
+    status: () => SOURCES.filter((s) => enabled.includes(s)).map((s) => state[s]),
+    snapshot: () => current,
+    circulating: () => figures,
+  };
+}
