@@ -1,11 +1,10 @@
 import { join } from "node:path";
-import { validateUnlockSnapshot } from "../store/unlocks-snapshot.js";
 import type { UnlockSnapshot } from "../store/unlocks-types.js";
 import { writeFileAtomic } from "../store/atomic-write.js";
 import type { FetchLike } from "../unlocks/ingest/http.js";
-import { type ReportedCirculating, readLiveCirculating, refreshCirculating } from "./circulating.js";
+import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
 import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
-import { refreshMarkets } from "./markets.js";
+import { refreshSources, type SourceBases } from "./run.js";
 import {
   applyOutcome,
   PERIOD_MULTIPLE,
@@ -14,13 +13,6 @@ import {
   type SourceOutcome,
   type SourceStatus,
 } from "./status.js";
-
-export interface SourceBases {
-  readonly binance: string;
-  readonly bybit: string;
-  readonly coingecko: string;
-  readonly coingeckoApiKey?: string | undefined;
-}
 
 export interface RefresherOptions {
   readonly dataDir: string;
@@ -88,45 +80,35 @@ export function createRefresher(opts: RefresherOptions): Refresher {
 
   async function run(which: readonly SourceName[]): Promise<RefreshRun> {
     const now = clock();
-    const outcomes: SourceOutcome[] = [];
+    const r = await refreshSources(
+      current,
+      which,
+      { bases: opts.bases, fetchImpl, coinIds: opts.coinIds, dataDir: opts.dataDir },
+      now,
+    );
+    const outcomes = [...r.outcomes];
+    if (r.circulating) figures = r.circulating;
     let swapped = false;
-    const venues = which.filter((s): s is "binance" | "bybit" => s === "binance" || s === "bybit");
-    if (venues.length > 0) {
-      const r = await refreshMarkets(
-        current,
-        { fetchImpl, binanceBase: opts.bases.binance, bybitBase: opts.bases.bybit },
-        now,
-        venues,
-      );
-      outcomes.push(...r.outcomes);
-      if (r.changed) {
-        try {
-          const next = validateUnlockSnapshot(r.snapshot, "(refreshed)");
-          writeFileAtomic(join(opts.dataDir, UNLOCKS_FILE), `${JSON.stringify(next)}\n`);
-          await opts.onSnapshot?.(next);
-          current = next;
-          swapped = true;
-        } catch (err) {
-          // Refused as a whole: the served snapshot stays; the sources say why.
-          opts.log?.warn({ err: (err as Error).message }, "refreshed unlock snapshot refused; previous kept");
-          for (const [i, o] of outcomes.entries())
+    if (r.snapshot) {
+      try {
+        writeFileAtomic(join(opts.dataDir, UNLOCKS_FILE), `${JSON.stringify(r.snapshot)}\n`);
+        await opts.onSnapshot?.(r.snapshot);
+        current = r.snapshot;
+        swapped = true;
+      } catch (err) {
+        // Not written or not built: the served data stays, and the market sources say why.
+        opts.log?.warn(
+          { err: (err as Error).message },
+          "refreshed unlock snapshot not swapped in; previous kept",
+        );
+        for (const [i, o] of outcomes.entries())
+          if (o.source === "binance" || o.source === "bybit")
             outcomes[i] = {
               ...o,
               updated: [],
-              failed: [...o.failed, { item: "snapshot", error: "refreshed snapshot failed validation" }],
+              failed: [...o.failed, { item: "snapshot", error: "not written or not built" }],
             };
-        }
       }
-    }
-    if (which.includes("coingecko")) {
-      const r = await refreshCirculating(
-        { base: opts.bases.coingecko, fetchImpl, apiKey: opts.bases.coingeckoApiKey },
-        opts.coinIds,
-        opts.dataDir,
-        now,
-      );
-      figures = r.figures;
-      outcomes.push(r.outcome);
     }
     for (const o of outcomes) state = { ...state, [o.source]: applyOutcome(state[o.source], o, now) };
     try {

@@ -176,6 +176,12 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   }
   bar?.stop();
 
+  if (
+    marketsUpdated.length + schedulesUpdated.length + depthUpdated.length + supplyUpdated.length === 0 &&
+    benchmark === opts.base.benchmark
+  )
+    // Nothing was refreshed: the snapshot is not rewritten, so no fresh generated_at is put on stale data.
+    throw new Error(`nothing refreshed: ${warnings.slice(0, 3).join("; ") || "no source answered"}`);
   const synthetic =
     benchmark.prices.synthetic ||
     tokens.some((t) => t.market.synthetic || t.supply.synthetic || t.prices?.synthetic === true);
