@@ -252,4 +252,40 @@ describe("the running service refreshes its market data from the source, without
     expect(binance.requests.length).toBe(again);
     binance.rateLimitAll = false;
   });
+
+  it("a request in flight during a swap finishes on the data it arrived with", async () => {
+    let entered!: () => void;
+    const inVerify = new Promise<void>((r) => {
+      entered = r;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((r) => {
+      release = r;
+    });
+    const verify = gateway.verifyResult;
+    gateway.verifyResult = async (p, r) => {
+      entered();
+      await released;
+      return verify(p, r);
+    };
+    const inFlight = paidUpcoming();
+    await inVerify; // past its pre-payment checks, on the current generation
+    const old = data.live.current().version;
+    // The shipped snapshot has the poisoned tokens' later candles too: swapped in while the request waits.
+    data.live.swap({ ...full, generated_at: new Date(now.getTime() + 1).toISOString() });
+    expect(data.live.current().version).not.toBe(old);
+    release();
+    const res = await inFlight;
+    gateway.verifyResult = verify;
+    expect(res.statusCode).toBe(200);
+    const items = (res.json() as { unlocks: UpcomingItem[] }).unlocks;
+    const poisonedItems = items.filter((i) => i.token in POISONED);
+    expect(poisonedItems.length).toBeGreaterThan(0);
+    for (const i of poisonedItems) expect(i.market.price_as_of <= EARLIER_LAST).toBe(true);
+    // The next request reads the new generation.
+    const next = ((await paidUpcoming()).json() as { unlocks: UpcomingItem[] }).unlocks;
+    expect(
+      next.filter((i) => i.token in POISONED && i.market.price_as_of > EARLIER_LAST).length,
+    ).toBeGreaterThan(0);
+  });
 });
