@@ -7,7 +7,8 @@
  *   dist/start/server.cjs + .v8cache  the `npm start` bundle, and V8's code cache of its top level
  *   dist/receipts.mjs                 `npm run receipts` as one file (the accounting export, `docker exec`)
  *   node_modules/                     only the packages the bundles leave to Node (start.mjs's EXTERNAL) and theirs
- *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out)
+ *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out),
+ *   data/coingecko-ids.json           and the token → coin id map the refresh matches reported supply by
  *
  * Why not `npm prune --omit=dev`: the bundles already hold every other production package, so a pruned node_modules
  * (over 100 MB) would ship them twice. Why not a file tracer (@vercel/nft): the externals are six packages named in
@@ -128,7 +129,7 @@ export async function assembleRuntime(out, root = ROOT) {
   cpSync(bundle, join(out, "dist", "start", "server.cjs"));
   cpSync(join(root, "package.json"), join(out, "package.json"));
   cpSync(join(root, "scripts", "start.mjs"), join(out, "scripts", "start.mjs"));
-  for (const file of ["unlocks.snapshot.json", "catalog.snapshot.json"])
+  for (const file of ["unlocks.snapshot.json", "catalog.snapshot.json", "coingecko-ids.json"])
     cpSync(join(root, "data", file), join(out, "data", file));
   for (const rel of runtimePackages(EXTERNAL, root)) copyPackage(root, rel, out);
   await buildReceipts(out);

@@ -48,6 +48,15 @@ export function loadServedSnapshot(config: Config): {
   return { snapshot, path: served, seeded: true };
 }
 
+/** The shipped token → coin id map; empty when unreadable (each token's own coingecko_id is used then). */
+function coinIdsOrEmpty(): ReadonlyMap<string, string> {
+  try {
+    return readCoinIds();
+  } catch {
+    return new Map();
+  }
+}
+
 /** The refresh loop over the served snapshot, configured from the environment. */
 export function configuredRefresher(
   config: Config,
@@ -63,7 +72,7 @@ export function configuredRefresher(
       coingecko: config.data.coingeckoBaseUrl,
       coingeckoApiKey: config.data.coingeckoApiKey,
     },
-    coinIds: readCoinIds(),
+    coinIds: coinIdsOrEmpty(),
     ...extra,
   });
   return {
