@@ -61,6 +61,10 @@ export const EnvSchema = Type.Object({
     pattern: "^https?://[^\\s]+$",
   }),
   COINGECKO_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  BAZAAR_DISCOVERY_URL: Type.String({
+    default: "https://api.cdp.coinbase.com/platform/v2/x402/discovery/resources",
+    pattern: "^https?://[^\\s]+$",
+  }),
   DEFILLAMA_BASE_URL: Type.String({
     default: "https://defillama-datasets.llama.fi",
     pattern: "^https?://[^\\s]+$",
@@ -86,6 +90,7 @@ const FIX: Partial<Record<keyof Env, string>> = {
   BINANCE_FUTURES_BASE_URL: "set an http(s) origin such as https://fapi.binance.com",
   BYBIT_BASE_URL: "set an http(s) origin such as https://api.bybit.com",
   COINGECKO_BASE_URL: "set an http(s) URL such as https://api.coingecko.com/api/v3",
+  BAZAAR_DISCOVERY_URL: "set the http(s) URL of a facilitator's discovery/resources listing",
   DEFILLAMA_BASE_URL: "set an http(s) origin such as https://defillama-datasets.llama.fi",
   METRICS_TOKEN: "set at least 16 visible ASCII characters (e.g. openssl rand -hex 24), or unset it",
 };
@@ -152,6 +157,7 @@ export interface Config {
     coingeckoBaseUrl: string;
     coingeckoApiKey: string | undefined;
     defillamaBaseUrl: string;
+    bazaarDiscoveryUrl: string;
   };
   devnetAnvilPort: number;
   /** anvil binary for the devnet; unset: the npm package's (devnet/anvil.ts also reads it from the environment). */
@@ -371,6 +377,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
       coingeckoBaseUrl: env.COINGECKO_BASE_URL,
       coingeckoApiKey: env.COINGECKO_API_KEY,
       defillamaBaseUrl: env.DEFILLAMA_BASE_URL,
+      bazaarDiscoveryUrl: env.BAZAAR_DISCOVERY_URL,
     },
     devnetAnvilPort: env.DEVNET_ANVIL_PORT,
     anvilBin: env.ANVIL_BIN,

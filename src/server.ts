@@ -1,6 +1,5 @@
 import closeWithGrace from "close-with-grace";
 import { buildApp } from "./app.js";
-import { createBenchmarkService } from "./benchmark/service.js";
 import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet, DevnetLaunch } from "./devnet/index.js";
 import { metricsListener } from "./observability/metrics.js";
@@ -16,6 +15,7 @@ import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
 import { openConfiguredLedger } from "./store/ledger-factory.js";
+import { createLiveBenchmark } from "./refresh/bazaar.js";
 import { liveUnlockData, loadServedSnapshot } from "./refresh/boot.js";
 import { buildUnlockStore } from "./store/unlocks-snapshot.js";
 
@@ -150,18 +150,22 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
       : undefined;
   let logTo: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void } | undefined;
   // The refresh runs in this process, off the request path: each instance refreshes on its own period (see README).
-  const data = liveUnlockData(config, stores.unlocks, {
-    log: { warn: (obj, msg) => logTo?.warn(obj, msg), info: (obj, msg) => logTo?.info(obj, msg) },
+  const liveBenchmark = createLiveBenchmark(stores.catalog, {
+    liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
   });
+  const data = liveUnlockData(
+    config,
+    stores.unlocks,
+    { log: { warn: (obj, msg) => logTo?.warn(obj, msg), info: (obj, msg) => logTo?.info(obj, msg) } },
+    liveBenchmark,
+  );
   const refresh = data.refresh;
   const app = await buildApp({
     config,
     unlocks: data.service,
     liveUnlocks: data.live,
     ...(refresh ? { freshness: refresh.freshness } : {}),
-    benchmark: createBenchmarkService(stores.catalog, {
-      liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
-    }),
+    benchmark: liveBenchmark.service,
     ledger,
     ledgerShared,
     gateway: createFacilitatorGateway(client, { ...config.circuit, ...smartWalletOption(config, devnet) }),

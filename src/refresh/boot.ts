@@ -8,6 +8,8 @@ import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import type { UnlockSnapshot } from "../store/unlocks-types.js";
 import { createUnlockService, type UnlockService } from "../unlocks/service.js";
 import { createLiveUnlocks, type LiveUnlocks } from "./live-unlocks.js";
+import type { Catalog } from "../store/catalog.js";
+import { catalogWith, type LiveBenchmark, readLiveRecording } from "./bazaar.js";
 import { readCoinIds } from "./circulating.js";
 import { UNLOCKS_FILE } from "./data-dir.js";
 import type { FreshnessSource } from "./freshness.js";
@@ -62,6 +64,7 @@ export function configuredRefresher(
   config: Config,
   initial: UnlockSnapshot,
   extra: Pick<Parameters<typeof createRefresher>[0], "onSnapshot" | "log" | "clock" | "fetchImpl">,
+  benchmark?: LiveBenchmark,
 ): { refresher: Refresher; freshness: FreshnessSource } {
   const refresher = createRefresher({
     dataDir: resolve(config.data.dir),
@@ -73,6 +76,14 @@ export function configuredRefresher(
       coingeckoApiKey: config.data.coingeckoApiKey,
     },
     coinIds: coinIdsOrEmpty(),
+    ...(benchmark
+      ? {
+          bazaar: {
+            discoveryUrl: config.data.bazaarDiscoveryUrl,
+            onCatalog: (c: Catalog) => benchmark.swap(c),
+          },
+        }
+      : {}),
     ...extra,
   });
   return {
@@ -102,16 +113,36 @@ export function liveUnlockData(
   config: Config,
   store: UnlockStore,
   opts: Pick<Parameters<typeof createRefresher>[0], "log" | "clock" | "fetchImpl"> = {},
+  benchmark?: LiveBenchmark,
 ): LiveUnlockData {
   const clock = opts.clock ?? (() => new Date());
   const service = createUnlockService(store, clock);
   const live = createLiveUnlocks(service, clock);
   if (config.data.refreshIntervalSeconds === 0) return { service, live };
-  const refresh = configuredRefresher(config, store.snapshot, {
-    ...opts,
-    onSnapshot: (s) => {
-      live.swap(s);
+  if (benchmark) {
+    // The market last refreshed (its live listing is in DATA_DIR) is served from the start, not the shipped one.
+    const recorded = readLiveRecording(resolve(config.data.dir));
+    if (recorded) {
+      try {
+        benchmark.swap(catalogWith(recorded));
+      } catch (err) {
+        opts.log?.warn(
+          { err: (err as Error).message },
+          "recorded Bazaar listing not usable; shipped market served",
+        );
+      }
+    }
+  }
+  const refresh = configuredRefresher(
+    config,
+    store.snapshot,
+    {
+      ...opts,
+      onSnapshot: (s) => {
+        live.swap(s);
+      },
     },
-  });
+    benchmark,
+  );
   return { service, live, refresh };
 }

@@ -3,6 +3,8 @@ import type { UnlockSnapshot } from "../store/unlocks-types.js";
 import { writeFileAtomic } from "../store/atomic-write.js";
 import type { FetchLike } from "../unlocks/ingest/http.js";
 import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
+import type { Catalog } from "../store/catalog.js";
+import { refreshBazaar } from "./bazaar.js";
 import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
 import { refreshSources, type SourceBases } from "./run.js";
 import {
@@ -27,6 +29,8 @@ export interface RefresherOptions {
   readonly sources?: readonly SourceName[];
   /** Called with each new snapshot once it is written: build it and swap it in. A throw keeps the old one served. */
   readonly onSnapshot?: (snapshot: UnlockSnapshot) => void | Promise<void>;
+  /** The x402 market: CDP Bazaar `discovery/resources`; each refreshed catalog goes to `onCatalog` (swap it in). */
+  readonly bazaar?: { readonly discoveryUrl: string; readonly onCatalog: (catalog: Catalog) => void };
   readonly log?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 
@@ -65,7 +69,7 @@ export function createRefresher(opts: RefresherOptions): Refresher {
       ...init,
       signal: init?.signal ? AbortSignal.any([init.signal, stopping.signal]) : stopping.signal,
     });
-  const enabled = opts.sources ?? REFRESHED_SOURCES;
+  const enabled = opts.sources ?? [...REFRESHED_SOURCES, ...(opts.bazaar ? (["bazaar"] as const) : [])];
   let current = opts.initial;
   let state = readState(opts.dataDir);
   let figures = readLiveCirculating(opts.dataDir);
@@ -109,6 +113,22 @@ export function createRefresher(opts: RefresherOptions): Refresher {
               failed: [...o.failed, { item: "snapshot", error: "not written or not built" }],
             };
       }
+    }
+    if (which.includes("bazaar") && opts.bazaar) {
+      const b = await refreshBazaar(
+        opts.bazaar.discoveryUrl,
+        opts.dataDir,
+        now,
+        fetchImpl as unknown as typeof fetch,
+      );
+      if (b.catalog) {
+        try {
+          opts.bazaar.onCatalog(b.catalog);
+        } catch (err) {
+          opts.log?.warn({ err: (err as Error).message }, "refreshed market not swapped in; previous kept");
+        }
+      }
+      outcomes.push(b.outcome);
     }
     for (const o of outcomes) state = { ...state, [o.source]: applyOutcome(state[o.source], o, now) };
     try {
