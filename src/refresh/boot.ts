@@ -92,6 +92,7 @@ export function configuredRefresher(
       intervalSeconds: config.data.refreshIntervalSeconds,
       sources: () => refresher.status(),
       circulating: () => refresher.circulating(),
+      derivatives: () => refresher.derivatives(),
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { ReportedCirculating } from "./circulating.js";
+import type { Derivatives } from "./derivatives.js";
 import { ageSeconds, PERIOD_MULTIPLE, type SourceStatus } from "./status.js";
 
 /** What the free routes and /metrics read about data freshness. */
@@ -7,6 +8,8 @@ export interface FreshnessSource {
   readonly intervalSeconds: number;
   sources(): readonly SourceStatus[];
   circulating(): ReadonlyMap<string, ReportedCirculating>;
+  /** Funding rate, open interest and listing time per token (evidence; absent when not fetched). */
+  derivatives?(): ReadonlyMap<string, Derivatives>;
 }
 
 export interface SourceFreshnessView {

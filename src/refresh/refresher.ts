@@ -5,6 +5,7 @@ import type { FetchLike } from "../unlocks/ingest/http.js";
 import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
 import type { Catalog } from "../store/catalog.js";
 import { refreshBazaar } from "./bazaar.js";
+import { type Derivatives, readDerivatives, refreshDerivatives } from "./derivatives.js";
 import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
 import { refreshSources, type SourceBases } from "./run.js";
 import {
@@ -49,10 +50,11 @@ export interface Refresher {
   status(): readonly SourceStatus[];
   snapshot(): UnlockSnapshot;
   circulating(): ReadonlyMap<string, ReportedCirculating>;
+  derivatives(): ReadonlyMap<string, Derivatives>;
 }
 
 /** The fetchers this build has: what the loop refreshes. */
-export const REFRESHED_SOURCES: readonly SourceName[] = ["binance", "bybit", "coingecko"];
+export const REFRESHED_SOURCES: readonly SourceName[] = ["binance", "bybit", "derivatives", "coingecko"];
 
 /**
  * The refresh loop: per tick, each due source is fetched and validated; market candles extend the served snapshot,
@@ -73,6 +75,7 @@ export function createRefresher(opts: RefresherOptions): Refresher {
   let current = opts.initial;
   let state = readState(opts.dataDir);
   let figures = readLiveCirculating(opts.dataDir);
+  let derivatives = readDerivatives(opts.dataDir);
   let tick = 0;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<RefreshRun> | undefined;
@@ -113,6 +116,11 @@ export function createRefresher(opts: RefresherOptions): Refresher {
               failed: [...o.failed, { item: "snapshot", error: "not written or not built" }],
             };
       }
+    }
+    if (which.includes("derivatives")) {
+      const d = await refreshDerivatives(current, fetchImpl, opts.bases.binance, opts.dataDir);
+      derivatives = d.figures;
+      outcomes.push(d.outcome);
     }
     if (which.includes("bazaar") && opts.bazaar) {
       const b = await refreshBazaar(
@@ -184,5 +192,6 @@ export function createRefresher(opts: RefresherOptions): Refresher {
     status: () => SOURCES.filter((s) => enabled.includes(s)).map((s) => state[s]),
     snapshot: () => current,
     circulating: () => figures,
+    derivatives: () => derivatives,
   };
 }

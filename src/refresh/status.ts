@@ -1,5 +1,5 @@
 /** The sources the refresh reads, each with its own period (a multiple of REFRESH_INTERVAL_SECONDS). */
-export const SOURCES = ["binance", "bybit", "coingecko", "defillama", "bazaar"] as const;
+export const SOURCES = ["binance", "bybit", "derivatives", "coingecko", "defillama", "bazaar"] as const;
 export type SourceName = (typeof SOURCES)[number];
 
 /**
@@ -10,6 +10,7 @@ export type SourceName = (typeof SOURCES)[number];
 export const PERIOD_MULTIPLE: Record<SourceName, number> = {
   binance: 1,
   bybit: 1,
+  derivatives: 1,
   coingecko: 6,
   defillama: 24,
   bazaar: 24,

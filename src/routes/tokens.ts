@@ -34,6 +34,7 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
       const today = dayOf(now);
       const store = opts.unlocksFor(request).data();
       const reported = opts.freshness?.circulating() ?? new Map();
+      const derivatives = opts.freshness?.derivatives?.() ?? new Map();
       return {
         count: store.tokens.length,
         today: formatDay(today),
@@ -72,6 +73,7 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
                 }
               : null,
             supply: { as_of: t.supply.as_of, source: t.supply.source },
+            derivatives: derivatives.get(t.symbol) ?? null,
           };
         }),
       };
