@@ -37,6 +37,7 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts ./scripts/
 COPY data/unlocks.snapshot.json data/catalog.snapshot.json data/coingecko-ids.json ./data/
+COPY data/circulating-reported/coinmarketcap-monthly.csv ./data/circulating-reported/
 COPY data/x402-catalog/catalog.json ./data/x402-catalog/
 COPY data/bazaar ./data/bazaar
 RUN node scripts/image-runtime.mjs /app

@@ -29,6 +29,7 @@ import {
   firstReleaseDay,
   supplyModelOf,
   supplyScheduleOf,
+  UNDATED_ADAPTERS,
   vestingPiecesOf,
   type WideSchedules,
   type WideToken,
@@ -85,7 +86,8 @@ function listingFacts(
   };
 }
 
-function widePart(w: WideToken): { supply_model: SupplyModel; supply_schedule: SupplySchedule } {
+function widePart(w: WideToken): { supply_model: SupplyModel; supply_schedule?: SupplySchedule } {
+  if (UNDATED_ADAPTERS[w.symbol]) return { supply_model: supplyModelOf(w) };
   return { supply_model: supplyModelOf(w), supply_schedule: supplyScheduleOf(w) };
 }
 
@@ -121,7 +123,8 @@ export function buildShippedSnapshot(inputs: SnapshotInputs): UnlockSnapshot {
     .filter((w) => !curatedSymbols.has(w.symbol) && !NOT_A_TOKEN.has(w.symbol))
     .map((w) => {
       const extra = widePart(w);
-      const tge = firstReleaseDay(extra.supply_schedule.pieces);
+      const undated = UNDATED_ADAPTERS[w.symbol];
+      const tge = extra.supply_schedule ? firstReleaseDay(extra.supply_schedule.pieces) : null;
       const prices = buildTokenSeries(wideDir, wideIndex, w.symbol, tge);
       if (!prices) throw new Error(`${w.symbol}: no price history in ${wideDir}`);
       const maxSupply = w.adapter_total !== null && w.adapter_total > 0 ? w.adapter_total : null;
@@ -134,9 +137,9 @@ export function buildShippedSnapshot(inputs: SnapshotInputs): UnlockSnapshot {
         max_supply: maxSupply,
         supply: unknownSupply(maxSupply, asOf),
         market: marketFromSeries(prices),
-        schedules: vestingPiecesOf(w),
+        schedules: undated ? [] : vestingPiecesOf(w),
         sources: [adapterUrl(w), ...w.sources],
-        notes: w.flags.join(" "),
+        notes: undated ? [...w.flags, `Schedule left out: ${undated}.`].join(" ") : w.flags.join(" "),
         prices,
         schedule_set: "wide" as const,
         ...extra,

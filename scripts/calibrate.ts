@@ -59,10 +59,15 @@ import {
   compare6mv,
   compareGecko,
   type GeckoMarketRow,
+  HELD_OUT,
+  type HeldOutTally,
+  PASS_THROUGH_MONTHS,
+  heldOutPoints,
+  heldOutTallies,
   type Tally,
   tally,
 } from "../src/unlocks/circulating-check.js";
-import { CIRCULATING_RULE, RESERVE_RULE } from "../src/unlocks/supply.js";
+import { ANCHORED_RULE, CIRCULATING_RULE, RESERVE_RULE } from "../src/unlocks/supply.js";
 import { ESTIMATION, type Interval } from "../src/unlocks/event-study.js";
 import { load6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../src/unlocks/market-history.js";
@@ -98,6 +103,60 @@ interface Sample {
   name: string;
   events: StudiedEvent[];
   baseline: NonEvent[];
+}
+
+/** The held-out sentence the card leads its circulating section with (a test reads it back from the card). */
+export function heldOutHeadline(all: HeldOutTally): string {
+  return (
+    `**Held out: ${all.anchoredWithin} of ${all.n} token-months within 10 % (${pct(all.anchoredWithin, all.n)})** with the anchored rule; ` +
+    `the rebuilt figure alone: ${all.rebuiltWithin} of ${all.rebuiltN} (${pct(all.rebuiltWithin, all.rebuiltN)})`
+  );
+}
+
+/** Circulating supply predicted out of sample: anchored on reports up to the cutoff, against the reports after it. */
+function heldOutSection(store: ReturnType<typeof loadUnlockStore>, json: Record<string, unknown>): string[] {
+  const points = heldOutPoints(store.tokens, store.reports);
+  const { all, tokens } = heldOutTallies(points);
+  const met = all.n > 0 && all.anchoredWithin / all.n >= 0.9;
+  const months = (a: string, b: string) =>
+    (Number(b.slice(0, 4)) - Number(a.slice(0, 4))) * 12 + Number(b.slice(5, 7)) - Number(a.slice(5, 7));
+  const byHorizon = new Map<number, { n: number; w: number }>();
+  for (const p of points) {
+    if (p.anchorDate === null) continue;
+    const h = months(p.anchorDate, p.date);
+    const cur = byHorizon.get(h) ?? { n: 0, w: 0 };
+    cur.n++;
+    if (p.anchored !== null && Math.abs(p.anchored / p.reported - 1) <= 0.1) cur.w++;
+    byHorizon.set(h, cur);
+  }
+  const ratio = (x: number | null) => (x === null ? "—" : x.toFixed(3));
+  const lines = [
+    `### Circulating supply, held out: anchored on reports up to ${HELD_OUT.anchorUntil}, predicting ${HELD_OUT.from} … ${HELD_OUT.to}`,
+    "",
+    `**The product's rule:** circulating supply on a day = ${ANCHORED_RULE} (CoinMarketCap's monthly snapshots, data/circulating-reported/; a report dated D counts releases to the end of D). ` +
+      `Without a report before the day: ${CIRCULATING_RULE}. Every figure names its rule (\`supply_coverage.circulating_rule\`), the report and the rebuilt figure beside it.`,
+    "",
+    `**Test:** only the reports up to ${HELD_OUT.anchorUntil} are known; each report of ${HELD_OUT.from} … ${HELD_OUT.to} is predicted the way the service projects circulating to a later day (the latest known report plus the complete schedule's releases since, or the schedule alone for a token first reported after the cutoff). ` +
+      `${heldOutHeadline(all)}. Target ≥ 90 %: **${met ? "met" : "not met"}**.`,
+    "",
+    `**Measured beside it, not adopted:** the report plus only the share of the schedule's releases the token's reports took up over the ${PASS_THROUGH_MONTHS} months before the cutoff (clipped to 0–1; 1 where the schedule released under 2 % then): ` +
+      `${all.passThroughWithin} of ${all.n} (${pct(all.passThroughWithin, all.n)}). It is not adopted: it fits a per-token factor to a few monthly reports, discounts a cliff that has not happened yet by how an aggregator counted earlier ones, and still misses the target; the gain is on tokens whose reports took up only part of their releases before the cutoff too (ENS, WLD, TAO, JTO, GRASS, VANA, ZKJ); where an aggregator stopped counting only later (TRUMP, APE) it gains nothing.`,
+    "",
+    `By months since the anchoring report: ${[...byHorizon.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([h, c]) => `${h}: ${c.w} of ${c.n} (${pct(c.w, c.n)})`)
+      .join("; ")}.`,
+    "",
+    "| token | rule | token-months | anchored within 10 % | median anchored ÷ reported | rebuilt within 10 % | median rebuilt ÷ reported | pass-through within 10 % |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
+    ...tokens.map(
+      (t) =>
+        `| ${t.symbol} | ${t.rule} | ${t.n} | ${t.anchoredWithin} | ${ratio(t.medianAnchoredRatio)} | ${t.rebuiltN === 0 ? "—" : `${t.rebuiltWithin} of ${t.rebuiltN}`} | ${ratio(t.medianRebuiltRatio)} | ${t.passThroughWithin} |`,
+    ),
+    "",
+  ];
+  json.circulating_held_out = { ...HELD_OUT, target_met: met, all, tokens };
+  return lines;
 }
 
 export async function runCalibration(): Promise<CalibrationOutput> {
@@ -189,7 +248,7 @@ export async function runCalibration(): Promise<CalibrationOutput> {
   lines.push(
     "### Circulating supply against every reported figure the repository holds",
     "",
-    `**The product's rule:** circulating supply on a day = ${CIRCULATING_RULE}. Curated tokens count to two days before the event (the adapter dates releases up to ±2 days from the curated schedule). ` +
+    `**The rebuilt figure** (the product's rule only where no report precedes the day; kept beside the anchored figure everywhere): circulating supply on a day = ${CIRCULATING_RULE}. Curated tokens count to two days before the event (the adapter dates releases up to ±2 days from the curated schedule). ` +
       "Where the token has no complete schedule, or the schedule releases nothing before the day, it is null with the reason; where sections could not be evaluated it is a lower bound, flagged.",
     "",
     `**Measured beside it, not adopted:** ${RESERVE_RULE}. The category is the adapter's own, so the rule is defined from the schedule alone; ` +
@@ -230,6 +289,8 @@ export async function runCalibration(): Promise<CalibrationOutput> {
     target_met: met,
     rows,
   };
+
+  lines.push(...heldOutSection(store, json));
 
   // Event study
   lines.push(

@@ -8,6 +8,7 @@
  *   dist/receipts.mjs                 `npm run receipts` as one file (the accounting export, `docker exec`)
  *   node_modules/                     only the packages the bundles leave to Node (start.mjs's EXTERNAL) and theirs
  *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out),
+ *   data/circulating-reported/*.csv   the reported circulating supply the unlock store anchors on,
  *   data/coingecko-ids.json           the token → coin id map the refresh matches reported supply by,
  *   data/x402-catalog, data/bazaar    and the market's inputs the Bazaar refresh rebuilds the catalog from
  *
@@ -130,9 +131,11 @@ export async function assembleRuntime(out, root = ROOT) {
   cpSync(bundle, join(out, "dist", "start", "server.cjs"));
   cpSync(join(root, "package.json"), join(out, "package.json"));
   cpSync(join(root, "scripts", "start.mjs"), join(out, "scripts", "start.mjs"));
+  // The snapshots, the reported circulating supply the unlock store anchors on, the coin id map and the market's inputs.
   for (const file of [
     "unlocks.snapshot.json",
     "catalog.snapshot.json",
+    "circulating-reported/coinmarketcap-monthly.csv",
     "coingecko-ids.json",
     "x402-catalog/catalog.json",
   ])

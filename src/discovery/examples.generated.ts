@@ -61,7 +61,7 @@ export const EXAMPLES: Record<
             "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
             "source_url": "https://github.com/silertrades/gravestone-data/blob/d718ae827105189257afa86cece6b651e0e1cbd7/da…",
             "circulating_supply_estimate": 49300000000,
-            "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+            "circulating_method": "no reported figure before this day: tokens the complete schedule (every allocation the adapter …",
             "stale_days": 249,
             "market_age_days": 248,
             "liquidity_confidence": 0.0026
@@ -73,7 +73,14 @@ export const EXAMPLES: Record<
             "schedule_complete": false,
             "unevaluated_sections": [
               "Staking Rewards: needs the Dune API"
-            ]
+            ],
+            "circulating_rule": "schedule",
+            "circulating_report": null,
+            "circulating_rebuilt": 49300000000,
+            "reported_vs_rebuilt": null,
+            "unexplained_report_changes": [],
+            "schedule_share_of_max_supply": null,
+            "schedule_coverage_note": null
           },
           "model_version": "unlock-risk-2.0.0",
           "as_of": "2026-11-22",
@@ -95,14 +102,14 @@ export const EXAMPLES: Record<
     "output": {
       "token": "ARB",
       "unlock_event_id": "unlock_arb_2026_11_01",
-      "risk_score": 4.2,
+      "risk_score": 3.8,
       "risk_level": "low",
       "score_kind": "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
       "token_name": "Arbitrum",
       "unlock_date": "2026-11-01",
       "amount_tokens": 15400410.6776,
       "amount_usd": 1583162.22,
-      "pct_circulating": 0.2651,
+      "pct_circulating": 0.2262,
       "pct_max_supply": 0.154,
       "absorption_ratio": 0.0295,
       "recipient_category": "foundation",
@@ -127,8 +134,8 @@ export const EXAMPLES: Record<
         "venue": "Binance",
         "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
         "source_url": "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-        "circulating_supply_estimate": 5809015186.52,
-        "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+        "circulating_supply_estimate": 6809771822.21,
+        "circulating_method": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.40…",
         "stale_days": 249,
         "market_age_days": 227,
         "liquidity_confidence": 0.0042
@@ -140,7 +147,19 @@ export const EXAMPLES: Record<
         "schedule_complete": false,
         "unevaluated_sections": [
           "Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"
-        ]
+        ],
+        "circulating_rule": "reported+schedule",
+        "circulating_report": {
+          "source": "coinmarketcap",
+          "date": "2025-10-01",
+          "circulating_supply": 5403630609,
+          "attribution": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01"
+        },
+        "circulating_rebuilt": 5809015186.52,
+        "reported_vs_rebuilt": null,
+        "unexplained_report_changes": [],
+        "schedule_share_of_max_supply": 0.6359,
+        "schedule_coverage_note": "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…"
       },
       "model_version": "unlock-risk-2.0.0",
       "as_of": "2026-11-22",
@@ -155,10 +174,10 @@ export const EXAMPLES: Record<
       "evidence": [
         {
           "factor": "unlock_size",
-          "value": 0.2651,
+          "value": 0.2262,
           "unit": "% of estimated circulating supply",
           "weight": 0.5294,
-          "contribution": 10.31,
+          "contribution": 9.18,
           "source_url": "https://github.com/DefiLlama/emissions-adapters/blob/ef62935896b0a558bdd13101e8cb8654fb32c26d/p…",
           "observed_at": "2026-11-01",
           "confidence": 0.6,
@@ -182,7 +201,7 @@ export const EXAMPLES: Record<
       "window_end": "2027-02-20",
       "window_covers": "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete rel…",
       "eventCount": 7,
-      "mean_risk_score": 15.81,
+      "mean_risk_score": 14.99,
       "next_unlock": {
         "unlock_event_id": "unlock_arb_2026_12_01",
         "unlock_date": "2026-12-01",
@@ -190,15 +209,15 @@ export const EXAMPLES: Record<
         "in_window": true,
         "amount_tokens": 15913757.7002,
         "amount_usd": 1635934.29,
-        "risk_score": 4.2,
+        "risk_score": 3.9,
         "risk_level": "low"
       },
       "tokens_unlocking": 324652079.0554,
       "usd_unlocking": 33374233.73,
       "pct_max_supply_unlocking": 3.2465,
-      "pct_circulating_unlocking": 5.491,
-      "circulating_supply": 5912441307.32,
-      "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+      "pct_circulating_unlocking": 4.6954,
+      "circulating_supply": 6914224637.06,
+      "circulating_method": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.51…",
       "supply_coverage": {
         "circulating_is_lower_bound": true,
         "supply_model": "vesting",
@@ -206,7 +225,19 @@ export const EXAMPLES: Record<
         "schedule_complete": false,
         "unevaluated_sections": [
           "Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"
-        ]
+        ],
+        "circulating_rule": "reported+schedule",
+        "circulating_report": {
+          "source": "coinmarketcap",
+          "date": "2025-10-01",
+          "circulating_supply": 5403630609,
+          "attribution": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01"
+        },
+        "circulating_rebuilt": 5913468001.37,
+        "reported_vs_rebuilt": null,
+        "unexplained_report_changes": [],
+        "schedule_share_of_max_supply": 0.6359,
+        "schedule_coverage_note": "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…"
       },
       "market": {
         "price_usd": 0.1028,
@@ -218,8 +249,8 @@ export const EXAMPLES: Record<
         "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
         "source_url": "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
         "stale_days": 249,
-        "circulating_supply_estimate": 5912441307.32,
-        "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…"
+        "circulating_supply_estimate": 6914224637.06,
+        "circulating_method": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.51…"
       },
       "by_category": [
         {
@@ -233,14 +264,14 @@ export const EXAMPLES: Record<
         {
           "token": "ARB",
           "unlock_event_id": "unlock_arb_2026_12_16",
-          "risk_score": 31.6,
+          "risk_score": 30.1,
           "risk_level": "medium",
           "score_kind": "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
           "token_name": "Arbitrum",
           "unlock_date": "2026-12-16",
           "amount_tokens": 92645833.3333,
           "amount_usd": 9523991.67,
-          "pct_circulating": 1.5637,
+          "pct_circulating": 1.3377,
           "pct_max_supply": 0.9265,
           "absorption_ratio": 0.1774,
           "recipient_category": "team",
@@ -265,8 +296,8 @@ export const EXAMPLES: Record<
             "venue": "Binance",
             "instrument": "USDT-margined perpetual futures (USDⓈ-M)",
             "source_url": "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-            "circulating_supply_estimate": 5924761635.87,
-            "circulating_method": "tokens the complete schedule (every allocation the adapter models: genesis, sales, airdrops, co…",
+            "circulating_supply_estimate": 6925518271.56,
+            "circulating_method": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.52…",
             "stale_days": 249,
             "market_age_days": 248,
             "liquidity_confidence": 0.0026
@@ -278,7 +309,19 @@ export const EXAMPLES: Record<
             "schedule_complete": false,
             "unevaluated_sections": [
               "Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"
-            ]
+            ],
+            "circulating_rule": "reported+schedule",
+            "circulating_report": {
+              "source": "coinmarketcap",
+              "date": "2025-10-01",
+              "circulating_supply": 5403630609,
+              "attribution": "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01"
+            },
+            "circulating_rebuilt": 5924761635.87,
+            "reported_vs_rebuilt": null,
+            "unexplained_report_changes": [],
+            "schedule_share_of_max_supply": 0.6359,
+            "schedule_coverage_note": "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…"
           },
           "model_version": "unlock-risk-2.0.0",
           "as_of": "2026-11-22",
@@ -293,7 +336,7 @@ export const EXAMPLES: Record<
       "score_kind": "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
       "as_of": "2026-11-22",
       "synthetic": false,
-      "maxRiskScore": 31.6,
+      "maxRiskScore": 30.1,
       "riskLevel": "medium"
     }
   },
@@ -328,7 +371,7 @@ export const EXAMPLES: Record<
           "recipient_category": "team",
           "unlock_type": "cliff",
           "risk_score": 90.1,
-          "pct_circulating": 83.4377,
+          "pct_circulating": 86.7768,
           "window_days": 14,
           "pre_return_pct": -5.0442,
           "post_return_pct": -12.9418,

@@ -96,6 +96,72 @@ export const SupplyCoverage = Type.Object(
     circulating_is_lower_bound: Type.Union([Type.Boolean(), Type.Null()], {
       description: "true when the circulating figure is a lower bound; null when it is unknown",
     }),
+    circulating_rule: Type.Union(
+      [Type.Literal("reported+schedule"), Type.Literal("schedule"), Type.Literal("unknown")],
+      {
+        description:
+          "reported+schedule: the latest reported figure before the day plus what the complete schedule releases after it; schedule: no report yet, what the complete schedule has unlocked; unknown: neither",
+      },
+    ),
+    circulating_report: Type.Union(
+      [
+        Type.Object(
+          {
+            source: Str("Who reported it (coinmarketcap: monthly snapshot; coingecko: live)"),
+            date: Str("Day the figure was reported for (it counts releases to the end of that day)"),
+            circulating_supply: Num("The reported circulating supply"),
+            attribution: Str("How the figure is attributed"),
+          },
+          closed,
+        ),
+        Type.Null(),
+      ],
+      { description: "The report the circulating figure is anchored on; null unless circulating_rule is reported+schedule" },
+    ),
+    circulating_rebuilt: NullableNum(
+      "What the complete schedule alone has unlocked by then (the rebuilt figure, kept beside the anchored one); null without one",
+    ),
+    reported_vs_rebuilt: Type.Union(
+      [
+        Type.Object(
+          {
+            report_date: Str("Day of the token's latest report"),
+            report_source: Str("Who reported it"),
+            reported: Num("The reported circulating supply"),
+            rebuilt: NullableNum("What the complete schedule has unlocked by the end of that day"),
+            ratio: NullableNum("rebuilt ÷ reported"),
+            cause: Str("Why they differ, where the schedule shows it"),
+          },
+          closed,
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          "Set when the token's latest report and its rebuilt figure differ by more than 25 % either way, with the cause; null otherwise",
+      },
+    ),
+    unexplained_report_changes: Type.Array(
+      Type.Object(
+        {
+          from: Str("Earlier report's day"),
+          to: Str("Later report's day"),
+          reported_change: Num("Change of the reported figure between them"),
+          scheduled_change: Num("What the complete schedule releases between them"),
+        },
+        closed,
+      ),
+      {
+        description:
+          "The latest (at most 3) changes between consecutive reports that the schedule does not explain by more than 25 % of the earlier report: a redefinition by the aggregator, or releases the schedule lacks",
+      },
+    ),
+    schedule_share_of_max_supply: NullableNum(
+      "What the complete schedule models ÷ max supply (below 1: part of max supply is in no schedule); null when either is unknown",
+    ),
+    schedule_coverage_note: Type.Union([Type.String(), Type.Null()], {
+      description: "How much of max supply no schedule covers, when the schedule covers less than 99 % of it; null otherwise",
+    }),
   },
   { ...closed, description: "Completeness of the supply schedule behind circulating supply" },
 );

@@ -69,3 +69,14 @@ export const monthStart: (day: number) => number = memoised((day: number) => {
   const d = new Date(day * MS_PER_DAY);
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1) / MS_PER_DAY;
 });
+
+const DAY_S = 86_400;
+
+/**
+ * The UTC day of a unix time. 23:00 UTC is a local-midnight input meaning the next day (data/unlocks-wide/README.md,
+ * trap 3); any other time falls inside its own day's candle.
+ */
+export function dayOfUnix(unix: number): number {
+  const day = Math.floor(unix / DAY_S);
+  return unix - day * DAY_S >= 23 * 3600 ? day + 1 : day;
+}

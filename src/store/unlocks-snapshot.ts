@@ -1,4 +1,5 @@
 import { Compile } from "typebox/compile";
+import { EMPTY_REPORTS, loadReportedCirculating, type ReportIndex } from "../unlocks/circulating-reported.js";
 import { readJsonFile } from "./json-file.js";
 import { dataPath } from "./paths.js";
 import { parseDay } from "./unlocks-dates.js";
@@ -34,6 +35,8 @@ export interface UnlockStore {
   readonly tokenBySymbol: ReadonlyMap<string, TokenRecord>;
   readonly pricesBySymbol: ReadonlyMap<string, DailySeries>;
   readonly benchmark: { readonly symbol: string; readonly name: string; readonly series: DailySeries };
+  /** Reported circulating supply per lower-case symbol (what circulating supply is anchored on); may be empty. */
+  readonly reports: ReportIndex;
 }
 
 export class SnapshotValidationError extends Error {
@@ -167,8 +170,8 @@ export function toDailySeries(s: PriceSeries): DailySeries {
   };
 }
 
-/** Builds the in-memory indexes over a validated snapshot. */
-export function buildUnlockStore(snapshot: UnlockSnapshot): UnlockStore {
+/** Builds the in-memory indexes over a validated snapshot; `reports` anchor circulating supply (none by default). */
+export function buildUnlockStore(snapshot: UnlockSnapshot, reports: ReportIndex = EMPTY_REPORTS): UnlockStore {
   const tokenBySymbol = new Map<string, TokenRecord>();
   const pricesBySymbol = new Map<string, DailySeries>();
   for (const t of snapshot.tokens) {
@@ -186,6 +189,7 @@ export function buildUnlockStore(snapshot: UnlockSnapshot): UnlockStore {
       name: snapshot.benchmark.name,
       series: toDailySeries(snapshot.benchmark.prices),
     },
+    reports,
   };
 }
 
@@ -213,9 +217,12 @@ export function readUnlockSnapshot(path: string): UnlockSnapshot {
   return parsed(() => readJsonFile(path), path);
 }
 
-/** Loads, validates and indexes a snapshot. A bad snapshot throws, naming record and field. */
-export function loadUnlockStore(path: string = defaultSnapshotPath()): UnlockStore {
-  return buildUnlockStore(readUnlockSnapshot(path));
+/**
+ * Loads, validates and indexes a snapshot, with the shipped reported circulating supply (data/circulating-reported/)
+ * unless `reports` is given. A bad snapshot throws, naming record and field.
+ */
+export function loadUnlockStore(path: string = defaultSnapshotPath(), reports?: ReportIndex): UnlockStore {
+  return buildUnlockStore(readUnlockSnapshot(path), reports ?? loadReportedCirculating());
 }
 
 /** Value of a daily series on `day`, or null outside its range or where missing (null or NaN). */

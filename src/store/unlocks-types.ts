@@ -57,6 +57,13 @@ const pieceTiming = {
   amount_tokens: Type.Number({ minimum: 0 }),
   steps: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()]),
   step_days: Type.Union([Type.Integer({ minimum: 1 }), Type.Literal("monthly"), Type.Null()]),
+  /**
+   * An adapter's own step clock: the i-th release (i = 1…steps) is on the UTC day of start_unix + i·period_s
+   * (23:00 UTC counts as the next day). When present it dates the steps instead of calendar months from `start`.
+   */
+  step_clock: Type.Optional(
+    Type.Object({ start_unix: Type.Integer(), period_s: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+  ),
 };
 
 export const SchedulePiece = Type.Object({

@@ -1,7 +1,9 @@
 import { parseDay } from "../store/unlocks-dates.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
 import { type SixMvFile, piecesFromDaily, tableName } from "./import-6mv.js";
-import { splitBefore } from "./supply.js";
+import type { SupplyPiece } from "../store/unlocks-types.js";
+import type { CirculatingReport, ReportIndex } from "./circulating-reported.js";
+import { type CirculatingRule, circulatingAt, splitBefore, unlockedBefore } from "./supply.js";
 
 /** Agreement is "within 10 %": |ours / reported − 1| ≤ 0.10 (the issue's target). */
 export const AGREEMENT_TOLERANCE = 0.1;
@@ -186,4 +188,122 @@ export function agreementRows(cs: readonly CirculatingComparison[]): AgreementRo
       eventsBoundHolds: events.filter((c) => boundHolds(c)).length,
     };
   });
+}
+
+/** The held-out check of the anchored rule: anchor on reports up to `anchorUntil`, predict the reports in [from, to]. */
+export const HELD_OUT = { anchorUntil: "2025-04-01", from: "2025-05-01", to: "2025-10-01" } as const;
+
+export interface HeldOutPoint {
+  readonly symbol: string;
+  readonly date: string;
+  readonly reported: number;
+  /** The service's figure at the end of `date` from reports up to the cutoff only (null: unknown). */
+  readonly anchored: number | null;
+  readonly rule: CirculatingRule;
+  /** The date of the report it is anchored on (null: rule `schedule` or `unknown`). */
+  readonly anchorDate: string | null;
+  /** What the complete schedule alone has unlocked by then (null without one). */
+  readonly rebuilt: number | null;
+  /** The alternative measured beside it: the report plus pass-through × the schedule's releases since. */
+  readonly passThrough: number | null;
+}
+
+/** Months of reports before the cutoff the pass-through alternative is measured over (two quarters, fixed a priori). */
+export const PASS_THROUGH_MONTHS = 6;
+
+/**
+ * The share of the schedule's releases the reports took up over the PASS_THROUGH_MONTHS before the last known
+ * report, clipped to [0, 1]; 1 when the schedule released under 2 % of the earlier report then (no evidence).
+ */
+export function passThroughOf(pieces: readonly SupplyPiece[], known: readonly CirculatingReport[]): number {
+  const last = known[known.length - 1];
+  if (!last || known.length < 2) return 1;
+  const first = known.find((r) => r.day >= last.day - PASS_THROUGH_MONTHS * 30.5) ?? (known[0] as CirculatingReport);
+  const scheduled = unlockedBefore(pieces, last.day + 1) - unlockedBefore(pieces, first.day + 1);
+  if (!(scheduled > 0.02 * first.value)) return 1;
+  return Math.max(0, Math.min(1, (last.value - first.value) / scheduled));
+}
+
+/**
+ * Every report of a token in [from, to], predicted from the reports up to `anchorUntil` only, the way the service
+ * projects circulating to a later day (circulatingAt, no curated lag), with the rebuilt figure beside it. A report
+ * dated D is the supply at the end of D: it is predicted at 00:00 of D+1.
+ */
+export function heldOutPoints(
+  tokens: readonly TokenRecord[],
+  reports: ReportIndex,
+  window: { anchorUntil: string; from: string; to: string } = HELD_OUT,
+): HeldOutPoint[] {
+  const cut = parseDay(window.anchorUntil);
+  const from = parseDay(window.from);
+  const to = parseDay(window.to);
+  const out: HeldOutPoint[] = [];
+  for (const t of tokens) {
+    const list = reports.get(t.symbol.toLowerCase());
+    if (!list) continue;
+    const known = list.filter((r) => r.day <= cut);
+    const pieces = t.supply_schedule?.pieces ?? t.schedules;
+    const k = passThroughOf(pieces, known);
+    for (const r of list) {
+      if (r.day < from || r.day > to) continue;
+      const c = circulatingAt(t, known, r.day + 1);
+      const since =
+        c.report === null ? 0 : unlockedBefore(pieces, r.day + 1) - unlockedBefore(pieces, c.report.day + 1);
+      out.push({
+        symbol: t.symbol,
+        date: r.date,
+        reported: r.value,
+        anchored: c.value,
+        rule: c.rule,
+        anchorDate: c.report?.date ?? null,
+        rebuilt: c.rebuilt,
+        passThrough: c.report === null ? c.value : c.report.value + k * since,
+      });
+    }
+  }
+  return out;
+}
+
+const near = (x: number | null, reported: number): boolean =>
+  x !== null && Math.abs(x / reported - 1) <= AGREEMENT_TOLERANCE;
+
+export interface HeldOutTally {
+  readonly symbol: string;
+  /** Token-months predicted. */
+  readonly n: number;
+  /** Of them: anchored figure within 10 % of the report. */
+  readonly anchoredWithin: number;
+  /** Of them: the pass-through alternative within 10 %. */
+  readonly passThroughWithin: number;
+  /** Of them: a rebuilt figure exists, and how many are within 10 %. */
+  readonly rebuiltN: number;
+  readonly rebuiltWithin: number;
+  readonly medianAnchoredRatio: number | null;
+  readonly medianRebuiltRatio: number | null;
+  /** The rule the predictions came from (the first point's; one per token in this window). */
+  readonly rule: CirculatingRule;
+}
+
+/** Per token (sorted by symbol) and overall (symbol `all`): how many predictions land within 10 %. */
+export function heldOutTallies(points: readonly HeldOutPoint[]): { all: HeldOutTally; tokens: HeldOutTally[] } {
+  const of = (symbol: string, ps: readonly HeldOutPoint[]): HeldOutTally => {
+    const withRebuilt = ps.filter((p) => p.rebuilt !== null);
+    return {
+      symbol,
+      n: ps.length,
+      anchoredWithin: ps.filter((p) => near(p.anchored, p.reported)).length,
+      passThroughWithin: ps.filter((p) => near(p.passThrough, p.reported)).length,
+      rebuiltN: withRebuilt.length,
+      rebuiltWithin: withRebuilt.filter((p) => near(p.rebuilt, p.reported)).length,
+      medianAnchoredRatio: median(ps.filter((p) => p.anchored !== null).map((p) => (p.anchored as number) / p.reported)),
+      medianRebuiltRatio: median(withRebuilt.map((p) => (p.rebuilt as number) / p.reported)),
+      rule: ps[0]?.rule ?? "unknown",
+    };
+  };
+  const groups = new Map<string, HeldOutPoint[]>();
+  for (const p of points) groups.set(p.symbol, [...(groups.get(p.symbol) ?? []), p]);
+  return {
+    all: of("all", points),
+    tokens: [...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([s, ps]) => of(s, ps)),
+  };
 }

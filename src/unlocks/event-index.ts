@@ -259,7 +259,7 @@ export function preparedAt(store: UnlockStore, index: EventIndex, row: number): 
       circulating_supply_estimate: c.circulatingBefore === null ? null : round(c.circulatingBefore, 2),
       circulating_method: c.circulatingMethod,
     },
-    supply_coverage: coverageOf(token, c.circulatingLowerBound),
+    supply_coverage: coverageOf(token, s.circulating, store.reports.get(token.symbol.toLowerCase())),
     model_version: MODEL_VERSION,
     as_of: store.snapshot.as_of,
     synthetic: c.synthetic,

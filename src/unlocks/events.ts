@@ -1,4 +1,4 @@
-import { addMonths, formatDay, monthStart, parseDay } from "../store/unlocks-dates.js";
+import { addMonths, dayOfUnix, formatDay, monthStart, parseDay } from "../store/unlocks-dates.js";
 import type {
   RecipientCategory,
   SchedulePiece,
@@ -57,7 +57,10 @@ interface Release {
   readonly stream?: Stream;
 }
 
-/** Release days of a step piece: `steps` equal releases, the first on start, spaced by step_days or calendar months. */
+/**
+ * Release days of a step piece: `steps` equal releases, the first on start, spaced by step_days or calendar months;
+ * an adapter's step clock, when the piece carries one, dates each release from the adapter's own timestamps.
+ */
 const stepDaysMemo = new WeakMap<SupplyPiece, number[]>();
 
 export function stepDays(piece: SupplyPiece): number[] {
@@ -66,8 +69,10 @@ export function stepDays(piece: SupplyPiece): number[] {
   const start = parseDay(piece.start);
   const steps = piece.steps ?? 1;
   const out: number[] = [];
+  const clock = piece.step_clock;
   for (let k = 0; k < steps; k++) {
-    out.push(piece.step_days === "monthly" ? addMonths(start, k) : start + k * (piece.step_days ?? 1));
+    if (clock) out.push(dayOfUnix(clock.start_unix + (k + 1) * clock.period_s));
+    else out.push(piece.step_days === "monthly" ? addMonths(start, k) : start + k * (piece.step_days ?? 1));
   }
   stepDaysMemo.set(piece, out);
   return out;

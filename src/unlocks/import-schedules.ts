@@ -60,6 +60,50 @@ export function toSchedulePiece(
   };
 }
 
+/**
+ * Curated sections that are emissions, not vesting: reward or incentive pools paid out to users, validators,
+ * publishers or creators over time. Unlocking such a pool makes tokens available to a programme, not to a holder
+ * who can sell them that day, so they are never scored as unlock events; they still count toward circulating supply
+ * through the complete schedule. Decided per section from the schedule's own source and notes (the reason is shown
+ * in the token's notes). Airdrops and stakedrops (one-off distributions to named recipients on a date), sales to
+ * validators (JUP's Mercurial Stakeholders, 2Z's Validators Sale) are releases to holders and stay scored.
+ */
+export const EMISSION_SECTIONS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  USUAL: {
+    "Community Incentives": "emitted to protocol users over four years (the curve is the adapter's reading of a chart)",
+  },
+  INIT: {
+    "VIP Rewards": "a reward pool paid to users at ~17.5M a year (the adapter models the rate linearly)",
+    "Enshrined Liquidity & Staking Rewards": "staking and liquidity rewards paid at ~12.5M a year",
+  },
+  PYTH: {
+    "Publisher Rewards":
+      "the pool that pays data publishers for their price feeds; its annual unlock funds the programme, it is not released to a holder",
+  },
+  PLUME: { Validators: "validator rewards (staking issuance) over seven years, the adapter's curve" },
+  GRASS: {
+    "Future Incentives": "an incentive pool with no set schedule (four-year linear is the adapter's assumption)",
+    "Router Rewards": "rewards paid to routers of the network, no set schedule",
+  },
+  DYM: { "Incentives Manager": "an incentive pool available at genesis and spent down as rewards" },
+  KAITO: {
+    "Long Term Creator Incentives": "incentives paid to creators in six-monthly tranches of a programme",
+    "Liquidity Incentives": "a liquidity-incentive pool funded at the TGE and paid out to liquidity providers",
+  },
+  BABY: { "Community Incentives": "an incentive pool (its release at the TGE is the adapter's assumption)" },
+  ZORA: { "Community Incentives": "an incentive pool funded at the TGE and paid out to users over time" },
+  IP: { "Initial Incentives": "an incentive pool funded at the TGE and paid out to users over time" },
+  EIGEN: {
+    "Programmatic Incentives v1": "staking rewards (programmatic inflation) paid to restakers and operators",
+    "Programmatic Incentives v2": "staking rewards (programmatic inflation) paid to restakers and operators",
+  },
+  LAYER: { "Community Incentives": "incentives emitted to users over time" },
+  WAL: { Subsidies: "storage subsidies paid to storage nodes over time" },
+  ATH: { "Checkers & Compute Providers": "rewards paid to the network's checker and compute nodes" },
+  STRK: { "Community Rebates": "fee rebates paid back to users of the network" },
+  PUMP: { Livestreaming: "the pool that pays livestreaming creators' incentives, funded at the ICO" },
+};
+
 /** The token's schedule facts; market, supply and prices are filled in by the caller. */
 export function scheduleFacts(
   t: CompiledScheduleToken,
@@ -76,6 +120,13 @@ export function scheduleFacts(
   | "notes"
 > {
   const url = t.sources[0] ?? null;
+  const emission = EMISSION_SECTIONS[t.symbol] ?? {};
+  const isEmission = (p: { recipient: string }) => Object.hasOwn(emission, p.recipient);
+  const left = Object.entries(emission).filter(([name]) => t.schedules.some((p) => p.recipient === name));
+  const note =
+    left.length === 0
+      ? ""
+      : ` Not scored as vesting unlocks (emissions; they count toward circulating supply through the complete schedule): ${left.map(([n, why]) => `${n}: ${why}`).join("; ")}.`;
   return {
     symbol: t.symbol,
     name: t.name,
@@ -83,8 +134,8 @@ export function scheduleFacts(
     defillama_slug: defillamaSlugFrom(t.sources),
     chain: t.chain,
     max_supply: t.max_supply,
-    schedules: t.schedules.map((p) => toSchedulePiece(p, url)),
+    schedules: t.schedules.filter((p) => !isEmission(p)).map((p) => toSchedulePiece(p, url)),
     sources: t.sources,
-    notes: t.notes,
+    notes: `${t.notes}${note}`,
   };
 }

@@ -1,4 +1,4 @@
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
+import { dayOfUnix, formatDay, parseDay } from "../store/unlocks-dates.js";
 import type {
   RecipientCategory,
   SchedulePiece,
@@ -64,7 +64,11 @@ export interface WideSchedules {
 }
 
 const DAY_S = 86_400;
-/** The adapters' month (2,629,743 s): its steps are kept as calendar-month steps (drift stays within ±2 days). */
+/**
+ * The adapters' month (2,629,743 s). Its steps keep the adapter's own clock (`step_clock`): sections released at one
+ * timestamp stay one release on one day, where calendar months counted from each section's own first release split
+ * them across two days (SUI 2026-12-01/02).
+ */
 const ADAPTER_MONTH_S = 2_629_743;
 /** Steps closer than this are a continuous stream (TIA's 1,095 daily steps), not discrete unlock events. */
 const CONTINUOUS_BELOW_S = 7 * DAY_S;
@@ -78,6 +82,19 @@ const EMISSION_WORDS =
 export function isEmissionSection(s: Pick<WideSection, "name" | "category">): boolean {
   return s.category === "farming" || s.category === "staking" || EMISSION_WORDS.test(s.name);
 }
+
+/**
+ * Emission sections the name heuristic misses, decided from what the section pays: rewards to users or operators
+ * over time, not a release to a holder. Left out of the scored vesting pieces only (the token's emission share, the
+ * data's own figure, is unchanged).
+ */
+export const EMISSION_BY_SOURCE: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  GMT: { "Move And Earn": "move-to-earn rewards paid to users of the app" },
+  JOE: { "Liquidity providers": "liquidity-mining rewards paid to liquidity providers" },
+};
+
+const isScoredSection = (symbol: string, s: Pick<WideSection, "name" | "category">): boolean =>
+  !isEmissionSection(s) && !Object.hasOwn(EMISSION_BY_SOURCE[symbol] ?? {}, s.name);
 
 /**
  * A reserve: the adapter's own category says the section does not circulate once unlocked (`noncirculating`: foundation,
@@ -106,13 +123,20 @@ export const recipientCategory = (c: string | null): RecipientCategory =>
   c ? (CATEGORY[c] ?? "other") : "other";
 
 /**
- * The UTC day of a timestamp. 23:00 UTC is a local-midnight input meaning the next day (README trap 3); any other
- * time falls inside its own day's candle.
+ * The recipient of a section: who its name says receives it, where the adapter files an ecosystem fund, a foundation
+ * or a treasury under `insiders` (W's 3.1B "Ecosystem & Incubation", whose 650M cliffs read as team unlocks). Names
+ * that also say team, employees, contributors or consultants stay team.
  */
-export function dayOfUnix(unix: number): number {
-  const day = Math.floor(unix / DAY_S);
-  return unix - day * DAY_S >= 23 * 3600 ? day + 1 : day;
+export function sectionCategory(s: Pick<WideSection, "name" | "category">): RecipientCategory {
+  const base = recipientCategory(s.category);
+  if (base !== "team" || /team|employee|contributor|consultant|advisor/i.test(s.name)) return base;
+  if (/ecosystem|incubat|partners/i.test(s.name)) return "ecosystem";
+  if (/foundation/i.test(s.name)) return "foundation";
+  if (/treasury|reserve/i.test(s.name)) return "treasury";
+  return base;
 }
+
+export { dayOfUnix };
 
 /** A step's release days: the i-th (i = 1…steps) at start + i·period; non-integer `steps` → ceil (the runner's way). */
 function stepReleaseDays(p: WideStep): number[] {
@@ -193,12 +217,24 @@ export function toSupplyPieces(p: WidePiece): SupplyPiece[] {
       amount_tokens: p.amount,
       steps: days.length,
       step_days: monthly ? "monthly" : Math.round(p.step_duration_s / DAY_S),
+      ...(monthly ? { step_clock: { start_unix: p.start_unix, period_s: p.step_duration_s } } : {}),
     },
   ];
 }
 
 export const adapterUrl = (t: Pick<WideToken, "adapter_commit" | "protocol_file">): string =>
   `https://github.com/DefiLlama/emissions-adapters/blob/${t.adapter_commit}/${t.protocol_file}`;
+
+/**
+ * Adapters whose dates are not the token's: their schedule is left out (circulating comes from reports alone, and no
+ * unlock event is dated from it) rather than scored on invented days.
+ */
+export const UNDATED_ADAPTERS: Readonly<Record<string, string>> = {
+  FIL:
+    "its adapter starts every section on 2024-10-17 (a fixed start of 1729123200), while Filecoin's vesting ran from " +
+    "its 2020 mainnet launch (the 6-month to 6-year SAFT and Protocol Labs schedules had largely or wholly vested by " +
+    "2024); the real start is not in the data, so its schedule dates are unknown and no unlock event is scored",
+};
 
 /** Sections that describe burns: destroyed, never circulating. */
 const isBurn = (s: WideSection): boolean => s.category === "burned";
@@ -223,7 +259,7 @@ export function supplyScheduleOf(t: WideToken): SupplySchedule {
       .filter((s) => !isBurn(s))
       .flatMap((s) =>
         s.pieces
-          .flatMap(toSupplyPieces)
+          .flatMap((p) => toSupplyPieces(p))
           .map((p): SupplyPiece => (isReserveSection(s) ? { ...p, reserve: true } : p)),
       ),
   };
@@ -237,12 +273,12 @@ export function supplyScheduleOf(t: WideToken): SupplySchedule {
 export function vestingPiecesOf(t: WideToken): SchedulePiece[] {
   const url = adapterUrl(t);
   return t.sections
-    .filter((s) => !isBurn(s) && !isEmissionSection(s))
+    .filter((s) => !isBurn(s) && isScoredSection(t.symbol, s))
     .flatMap((s) =>
-      s.pieces.flatMap(toSupplyPieces).map(
+      s.pieces.flatMap((p) => toSupplyPieces(p)).map(
         (p): SchedulePiece => ({
           recipient: s.name,
-          category: recipientCategory(s.category),
+          category: sectionCategory(s),
           ...p,
           source_type: "aggregator",
           timing_precision: "day",

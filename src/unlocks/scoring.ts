@@ -14,7 +14,13 @@ import {
   TIMING_CONFIDENCE,
   TYPE_FACTOR,
 } from "./risk-model.js";
-import { liquidityConfidence, marketAgeDays } from "./supply.js";
+import {
+  type CirculatingFigure,
+  CURATED_DATE_TOLERANCE_DAYS,
+  circulatingAt,
+  liquidityConfidence,
+  marketAgeDays,
+} from "./supply.js";
 
 export interface EvidenceRecord {
   factor: FactorName;
@@ -33,6 +39,8 @@ export interface ScoredCore {
   readonly event: UnlockEvent;
   readonly token: TokenRecord;
   readonly context: MarketContext;
+  /** Circulating supply before the event, the rule that gave it and the rebuilt figure beside it. */
+  readonly circulating: CirculatingFigure;
   readonly amountUsd: number;
   readonly pctCirculating: number | null;
   readonly pctMaxSupply: number | null;
@@ -77,8 +85,32 @@ function marketConfidence(ctx: MarketContext, eventDay: number): number {
   return r4(liquidityConfidence(marketAgeDays(parseDay(ctx.priceObservedAt), eventDay, eventDay)));
 }
 
+/**
+ * Circulating supply before an event on `day`: anchored on the latest report (supply.ts). Curated events and the
+ * adapter's pieces date one release up to ±2 days apart (TIA's 2024-10-31 cliff is 2024-10-30 19:48 UTC in the
+ * adapter), so for curated tokens the two days before the event are left out and the event is never counted in its
+ * own denominator; wide tokens' events are those very pieces: no lag.
+ */
+export function eventCirculating(store: UnlockStore, token: TokenRecord, day: number): CirculatingFigure {
+  const lag = token.schedule_set === "wide" ? 0 : CURATED_DATE_TOLERANCE_DAYS;
+  return circulatingAt(token, store.reports.get(token.symbol.toLowerCase()), day, lag);
+}
+
+/** The market context with its circulating figures replaced by the anchored ones. */
+function withCirculating(ctx: MarketContext, c: CirculatingFigure): MarketContext {
+  return {
+    ...ctx,
+    circulatingBefore: c.value,
+    circulatingObservedAt: c.observedAt,
+    circulatingSource: c.source,
+    circulatingMethod: c.method,
+    circulatingLowerBound: c.lowerBound,
+  };
+}
+
 export function scoreCore(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredCore {
-  const ctx = marketContextFor(store, token, event.day);
+  const circulating = eventCirculating(store, token, event.day);
+  const ctx = withCirculating(marketContextFor(store, token, event.day), circulating);
   const amountUsd = event.amount * ctx.priceUsd;
   const pctCirculating = ctx.circulatingBefore === null ? null : (event.amount / ctx.circulatingBefore) * 100;
   const pctMaxSupply =
@@ -101,6 +133,7 @@ export function scoreCore(store: UnlockStore, token: TokenRecord, event: UnlockE
     event,
     token,
     context: ctx,
+    circulating,
     amountUsd,
     pctCirculating,
     pctMaxSupply,

@@ -11,8 +11,7 @@ import {
   tokenOf,
   UNLOCK_TYPES,
 } from "./event-index.js";
-import { circulatingFor } from "./market-context.js";
-import { coverageOf } from "./supply.js";
+import { circulatingAt, coverageOf } from "./supply.js";
 import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
 import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
 
@@ -71,11 +70,19 @@ export function eventsInWindow(
   return out;
 }
 
-const windowItem = (store: UnlockStore, index: EventIndex, w: InWindow, t: number): RiskItem => ({
-  ...itemFor(preparedAt(store, index, w.row), t),
-  window_amount_tokens: round(w.tokens, 4),
-  window_amount_usd: round(w.usd, 2),
-});
+/**
+ * An event's item in a window. A linear month that began before today is still streaming: it starts today
+ * (days_until 0) and its window amounts are the share of its remaining days.
+ */
+function windowItem(store: UnlockStore, index: EventIndex, w: InWindow, t: number): RiskItem {
+  const item = itemFor(preparedAt(store, index, w.row), t);
+  return {
+    ...item,
+    days_until: Math.max(0, item.days_until),
+    window_amount_tokens: round(w.tokens, 4),
+    window_amount_usd: round(w.usd, 2),
+  };
+}
 
 export function upcomingIn(
   store: UnlockStore,
@@ -124,13 +131,11 @@ export function summaryIn(
   const next = nextRow === undefined ? null : preparedAt(store, index, nextRow);
   const tokensUnlocking = inWindow.reduce((s, w) => s + w.tokens, 0);
   const usdUnlocking = inWindow.reduce((s, w) => s + w.usd, 0);
-  // Circulating supply today: a reported figure when ingested, else the complete schedule's unlocked total (method stated).
-  const pit = circulatingFor(rec, store.pricesBySymbol.get(rec.symbol.toLowerCase()), t);
-  const circ = rec.supply.circulating ?? pit.circulatingBefore ?? 0;
-  const circMethod =
-    rec.supply.circulating === null
-      ? pit.circulatingMethod
-      : `reported circulating supply as of ${rec.supply.as_of}`;
+  // Circulating supply today: every release up to yesterday's end, anchored on the latest report before today.
+  const reports = store.reports.get(rec.symbol.toLowerCase());
+  const pit = circulatingAt(rec, reports, t);
+  const circ = pit.value ?? 0;
+  const circMethod = pit.method;
   const byCat = new Map<RecipientCategory, CategoryTotal>();
   for (const w of inWindow) {
     const c = categoryOf(index, w.row);
@@ -179,7 +184,7 @@ export function summaryIn(
     pct_circulating_unlocking: circ > 0 ? round((tokensUnlocking / circ) * 100, 4) : null,
     circulating_supply: circ > 0 ? round(circ, 2) : null,
     circulating_method: circMethod,
-    supply_coverage: coverageOf(rec, rec.supply.circulating === null ? pit.circulatingLowerBound : false),
+    supply_coverage: coverageOf(rec, pit, reports),
     market: {
       price_usd: rec.market.price_usd,
       price_as_of: rec.market.as_of,

@@ -149,7 +149,10 @@ describe("unlock service on the shipped snapshot", () => {
       stale_days: 249,
       depth_2pct_usd: null,
     });
-    expect(s.next_unlock?.unlock_event_id).toBe(events.find((u) => u.days_until >= 0)!.unlock_event_id);
+    // An ongoing month stream reads days_until 0 in the list; the next unlock is the first one starting today or later.
+    expect(s.next_unlock?.unlock_event_id).toBe(
+      events.find((u) => u.unlock_date >= s.window_start)!.unlock_event_id,
+    );
     expect(s.top_events[0]!.risk_score).toBe(s.maxRiskScore);
   });
 
