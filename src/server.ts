@@ -16,7 +16,7 @@ import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
 import { openConfiguredLedger } from "./store/ledger-factory.js";
 import { createLiveBenchmark } from "./refresh/bazaar.js";
-import { liveUnlockData, loadServedSnapshot } from "./refresh/boot.js";
+import { liveUnlockData, loadServedSnapshot, servedReports } from "./refresh/boot.js";
 import { buildUnlockStore } from "./store/unlocks-snapshot.js";
 
 /** The first line of an error, for one-line start-up reports (snapshot validation lists can be long). */
@@ -45,7 +45,8 @@ async function loadStores(config: Config) {
       `UNLOCKS_SNAPSHOT: ${firstLine(err)}; fix the file or point UNLOCKS_SNAPSHOT at a valid one`,
     );
   }
-  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => buildUnlockStore(served.snapshot));
+  // Anchored on the shipped reported circulating supply plus the live figures the refresh wrote to DATA_DIR.
+  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => buildUnlockStore(served.snapshot, servedReports(config)));
   const catalog = attempt("CATALOG_SNAPSHOT", () => loadCatalog(config.catalogSnapshot));
   let opened: Awaited<ReturnType<typeof openConfiguredLedger>>;
   try {

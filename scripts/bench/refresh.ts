@@ -23,7 +23,7 @@ import { testConfig } from "../../test/helpers/app.js";
 import { fakeGateway } from "../../test/helpers/fake-gateway.js";
 import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
-import { liveUnlockData, loadServedSnapshot } from "../../src/refresh/boot.js";
+import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
 import { loadCatalog } from "../../src/store/catalog.js";
 import { openLedger } from "../../src/store/ledger.js";
 import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
@@ -91,7 +91,7 @@ async function main() {
     COINGECKO_BASE_URL: down,
   });
   const loaded = loadServedSnapshot(config);
-  const data = liveUnlockData(config, buildUnlockStore(loaded.snapshot), { clock });
+  const data = liveUnlockData(config, buildUnlockStore(loaded.snapshot, servedReports(config)), { clock });
   const refresher = data.refresh?.refresher;
   if (!refresher) throw new Error("refresh is off");
   const ledger = openLedger(":memory:");
@@ -134,7 +134,7 @@ async function main() {
     const candleToAnswerMs = performance.now() - published;
     await refresher.stop();
     // The refresh itself (fetch + validate + write + build + swap), one more day behind and triggered directly.
-    const again = liveUnlockData(config, buildUnlockStore(earlier), { clock });
+    const again = liveUnlockData(config, buildUnlockStore(earlier, servedReports(config)), { clock });
     binance.through = lastShipped;
     const t0 = performance.now();
     const run = await again.refresh?.refresher.runOnce(["binance"]);

@@ -10,7 +10,8 @@ import { createUnlockService, type UnlockService } from "../unlocks/service.js";
 import { createLiveUnlocks, type LiveUnlocks } from "./live-unlocks.js";
 import type { Catalog } from "../store/catalog.js";
 import { catalogWith, type LiveBenchmark, readLiveRecording } from "./bazaar.js";
-import { readCoinIds } from "./circulating.js";
+import { loadReportedCirculating, type ReportIndex } from "../unlocks/circulating-reported.js";
+import { readCoinIds, readLiveCirculatingRecords } from "./circulating.js";
 import { UNLOCKS_FILE } from "./data-dir.js";
 import type { FreshnessSource } from "./freshness.js";
 import { createRefresher, type Refresher } from "./refresher.js";
@@ -97,6 +98,25 @@ export function configuredRefresher(
   };
 }
 
+/**
+ * The reported circulating supply the unlock store anchors on: the shipped reports plus the live CoinGecko records the
+ * refresh wrote to DATA_DIR. A live file that fails the loader's checks is left out (the shipped reports stay), said
+ * in the log.
+ */
+export function servedReports(config: Config, log?: { warn(obj: object, msg: string): void }): ReportIndex {
+  const live = readLiveCirculatingRecords(resolve(config.data.dir));
+  try {
+    return loadReportedCirculating(live);
+  } catch (err) {
+    if (live.length === 0) throw err;
+    log?.warn(
+      { err: (err as Error).message.split("\n")[0] },
+      "live circulating-supply records refused; shipped reports only",
+    );
+    return loadReportedCirculating();
+  }
+}
+
 export interface LiveUnlockData {
   /** The service over the data loaded at start (AppDeps.unlocks). */
   readonly service: UnlockService;
@@ -118,7 +138,7 @@ export function liveUnlockData(
 ): LiveUnlockData {
   const clock = opts.clock ?? (() => new Date());
   const service = createUnlockService(store, clock);
-  const live = createLiveUnlocks(service, clock);
+  const live = createLiveUnlocks(service, clock, () => servedReports(config, opts.log));
   if (config.data.refreshIntervalSeconds === 0) return { service, live };
   if (benchmark) {
     // The market last refreshed (its live listing is in DATA_DIR) is served from the start, not the shipped one.

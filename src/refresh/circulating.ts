@@ -58,6 +58,16 @@ export function reportedFrom(
   };
 }
 
+/** The live records as written (the agreed shape), for the unlock store's report loader; [] when none. */
+export function readLiveCirculatingRecords(dataDir: string): unknown[] {
+  try {
+    const rows = JSON.parse(readFileSync(join(dataDir, LIVE_CIRCULATING_FILE), "utf8")) as unknown;
+    return Array.isArray(rows) ? rows : [];
+  } catch {
+    return [];
+  }
+}
+
 /** The last figures written, by token (empty when none). */
 export function readLiveCirculating(dataDir: string): ReadonlyMap<string, ReportedCirculating> {
   try {

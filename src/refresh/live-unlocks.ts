@@ -1,4 +1,5 @@
 import { buildUnlockStore } from "../store/unlocks-snapshot.js";
+import { EMPTY_REPORTS, type ReportIndex } from "../unlocks/circulating-reported.js";
 import type { UnlockSnapshot } from "../store/unlocks-types.js";
 import { createUnlockService, type UnlockService } from "../unlocks/service.js";
 
@@ -21,13 +22,18 @@ export interface LiveUnlocks {
   swaps(): number;
 }
 
-export function createLiveUnlocks(initial: UnlockService, clock: () => Date = () => new Date()): LiveUnlocks {
+export function createLiveUnlocks(
+  initial: UnlockService,
+  clock: () => Date = () => new Date(),
+  /** The reported circulating figures to anchor on, read again at each swap (the live file may have changed). */
+  reports: () => ReportIndex = () => EMPTY_REPORTS,
+): LiveUnlocks {
   let n = 0;
   let current: UnlockGeneration = { service: initial, version: "0" };
   return {
     current: () => current,
     swap(snapshot) {
-      const service = createUnlockService(buildUnlockStore(snapshot), clock);
+      const service = createUnlockService(buildUnlockStore(snapshot, reports()), clock);
       n += 1;
       current = { service, version: `${n}:${snapshot.generated_at}` };
       return current;

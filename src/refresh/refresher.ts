@@ -117,6 +117,19 @@ export function createRefresher(opts: RefresherOptions): Refresher {
             };
       }
     }
+    // New reported circulating figures anchor the unlock numbers: rebuilt now when no new candle did it already.
+    const coingecko = outcomes.find((o) => o.source === "coingecko");
+    if (!swapped && coingecko && coingecko.updated.length > 0) {
+      try {
+        await opts.onSnapshot?.(current);
+        swapped = true;
+      } catch (err) {
+        opts.log?.warn(
+          { err: (err as Error).message },
+          "rebuild with new reported supply failed; previous kept",
+        );
+      }
+    }
     if (which.includes("derivatives")) {
       const d = await refreshDerivatives(current, fetchImpl, opts.bases.binance, opts.dataDir);
       derivatives = d.figures;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { liveUnlockData, loadServedSnapshot } from "../../src/refresh/boot.js";
+import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { loadCatalog } from "../../src/store/catalog.js";
 import { openLedger } from "../../src/store/ledger.js";
@@ -81,7 +81,7 @@ beforeAll(async () => {
   });
   const loaded = loadServedSnapshot(config);
   expect(loaded.seeded).toBe(true);
-  data = liveUnlockData(config, buildUnlockStore(loaded.snapshot), { clock });
+  data = liveUnlockData(config, buildUnlockStore(loaded.snapshot, servedReports(config)), { clock });
   ledger = openLedger(":memory:");
   app = await buildApp({
     config,
