@@ -42,20 +42,25 @@ RUN npm ci --no-audit --no-fund --ignore-scripts \
 COPY tsconfig.json ./
 COPY src ./src
 COPY scripts/start.mjs scripts/image-runtime.mjs scripts/receipts.ts scripts/ledger.ts ./scripts/
-COPY data/unlocks.snapshot.json data/catalog.snapshot.json ./data/
+COPY data/unlocks.snapshot.json data/catalog.snapshot.json data/coingecko-ids.json ./data/
 COPY data/circulating-reported/coinmarketcap-monthly.csv ./data/circulating-reported/
+COPY data/x402-catalog/catalog.json ./data/x402-catalog/
+COPY data/bazaar ./data/bazaar
 RUN node scripts/image-runtime.mjs /app
 
 # Run: production only (a facilitator, PAY_TO and PUBLIC_BASE_URL are required; the devnet is never started). The
-# files belong to root and are read-only to the `node` user that runs them; only the ledger's volume is writable, so
-# the container runs with `--read-only`.
+# files belong to root and are read-only to the `node` user that runs them; only the ledger's and the refreshed data's
+# volumes are writable, so the container runs with `--read-only`. DATA_DIR is seeded from the shipped snapshot on first
+# start and refreshed every REFRESH_INTERVAL_SECONDS (README, Data freshness).
 FROM ${NODE_IMAGE}
-ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 LEDGER_PATH=/var/lib/pressure402/ledger.sqlite
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 LEDGER_PATH=/var/lib/pressure402/ledger.sqlite \
+    DATA_DIR=/var/lib/pressure402-data
 WORKDIR /app
 COPY --from=build /app ./
-RUN mkdir -p /var/lib/pressure402 && chown node:node /var/lib/pressure402
+RUN mkdir -p /var/lib/pressure402 /var/lib/pressure402-data \
+  && chown node:node /var/lib/pressure402 /var/lib/pressure402-data
 USER node
-VOLUME ["/var/lib/pressure402"]
+VOLUME ["/var/lib/pressure402", "/var/lib/pressure402-data"]
 EXPOSE 3000
 # Liveness only (/health): readiness (/ready, which calls the facilitator) is for load balancers, not for restarts.
 # Every 10 s: Docker (before 25) runs the first check one interval after the start, so this is also the soonest the

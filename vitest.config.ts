@@ -8,5 +8,8 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // Servers the tests start (in process or as child processes, which inherit this) never reach the public data
+    // sources: the refresh loop is off unless a test turns it on against its own loopback stand-ins.
+    env: { REFRESH_INTERVAL_SECONDS: "0" },
   },
 });

@@ -13,10 +13,14 @@
  * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start);
  * `--only free` just honest paid p50 during a flood of each free path vs idle (scripts/bench/free-flood.ts), which
  * the full run also does after the paid rounds.
+ * `--only refresh` just the data refresh (scripts/bench/refresh.ts, its own process): time from a new candle at a
+ * Binance stand-in to the answer, one refresh's duration, and RSS over 100 swaps of the unlock data; the full run
+ * does it last.
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
  */
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { get } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -59,15 +63,35 @@ const CONNECTIONS = 32;
 const PRICE_ATOMIC = "20000";
 const UNPAID_PATH = `${BENCH_ROUTE}?days=30`;
 const FREE_PAID = clamp(args["free-paid"], 20, 500, 60);
-if (args.only !== undefined && args.only !== "store" && args.only !== "http" && args.only !== "free")
+if (
+  args.only !== undefined &&
+  args.only !== "store" &&
+  args.only !== "http" &&
+  args.only !== "free" &&
+  args.only !== "refresh"
+)
   throw new Error(`--only: unknown section ${args.only}`);
 const ONLY_STORE = args.only === "store";
 const ONLY_HTTP = args.only === "http";
 const ONLY_FREE = args.only === "free";
+const ONLY_REFRESH = args.only === "refresh";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "unknown");
 const fmtSpread = (s: Spread, d = 2) => `${fmt(s.median, d)} (${fmt(s.min, d)}–${fmt(s.max, d)})`;
+
+/** The refresh section in a process of its own (its RSS is the refresh's alone); its lines are passed through. */
+function benchRefresh(): unknown {
+  const res = spawnSync(process.execPath, ["--expose-gc", "--import", "tsx", "scripts/bench/refresh.ts"], {
+    encoding: "utf8",
+    timeout: 15 * 60_000,
+  });
+  const lines = (res.stdout ?? "").trim().split("\n");
+  for (const l of lines) if (!l.startsWith("REFRESH_BENCH ")) log(l);
+  if (res.status !== 0) throw new Error(`refresh bench: ${res.stderr.trim().split("\n")[0] ?? res.status}`);
+  const json = lines.find((l) => l.startsWith("REFRESH_BENCH "));
+  return json ? JSON.parse(json.slice("REFRESH_BENCH ".length)) : null;
+}
 
 type Seller = "pressure402" | "fastify" | "express" | "hono";
 const rotate = <T>(xs: readonly T[], by: number): T[] => xs.map((_, i) => xs[(i + by) % xs.length] as T);
@@ -264,6 +288,11 @@ async function main(): Promise<void> {
       `bench: ${ROUNDS} interleaved rounds, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs`,
     );
     sampleLoad();
+    if (ONLY_REFRESH) {
+      Object.assign(report, { refresh: benchRefresh() });
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
     const facilitator = await startBenchProcess("scripts/bench/instant-facilitator.ts", []);
     procs.push(facilitator);
     const fac = facilitator.url;
@@ -531,9 +560,12 @@ async function main(): Promise<void> {
     log(
       `\nload average (1 min) during the run: ${(report.loadavg as number[][]).map((l) => fmt(l[0] ?? Number.NaN, 1)).join(", ")} on ${cpus().length} CPUs`,
     );
+    log("");
+    const refresh = benchRefresh();
     log(`bench took ${fmt((performance.now() - started) / 1000, 0)} s`);
 
     Object.assign(report, {
+      refresh,
       unpaid,
       paid,
       ratios,

@@ -8,8 +8,10 @@
  *   dist/receipts.mjs                 `npm run receipts` as one file (the accounting export, `docker exec`)
  *   dist/ledger.mjs                   `npm run ledger` as one file (backup, verify, reconcile; `docker exec`)
  *   node_modules/                     only the packages the bundles leave to Node (start.mjs's EXTERNAL) and theirs
- *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out)
- *   data/circulating-reported/*.csv   the reported circulating supply the unlock store anchors on
+ *   data/*.snapshot.json              the two snapshots the server loads (the raw data they are built from stays out),
+ *   data/circulating-reported/*.csv   the reported circulating supply the unlock store anchors on,
+ *   data/coingecko-ids.json           the token → coin id map the refresh matches reported supply by,
+ *   data/x402-catalog, data/bazaar    and the market's inputs the Bazaar refresh rebuilds the catalog from
  *
  * Why not `npm prune --omit=dev`: the bundles already hold every other production package, so a pruned node_modules
  * (over 100 MB) would ship them twice. Why not a file tracer (@vercel/nft): the externals are six packages named in
@@ -135,9 +137,17 @@ export async function assembleRuntime(out, root = ROOT) {
   cpSync(bundle, join(out, "dist", "start", "server.cjs"));
   cpSync(join(root, "package.json"), join(out, "package.json"));
   cpSync(join(root, "scripts", "start.mjs"), join(out, "scripts", "start.mjs"));
-  // The snapshots, and the reported circulating supply the unlock store anchors on.
-  for (const file of ["unlocks.snapshot.json", "catalog.snapshot.json", "circulating-reported/coinmarketcap-monthly.csv"])
+  // The snapshots, the reported circulating supply the unlock store anchors on, the coin id map and the market's inputs.
+  for (const file of [
+    "unlocks.snapshot.json",
+    "catalog.snapshot.json",
+    "circulating-reported/coinmarketcap-monthly.csv",
+    "coingecko-ids.json",
+    "x402-catalog/catalog.json",
+  ])
     cpSync(join(root, "data", file), join(out, "data", file));
+  // The market's inputs: the live Bazaar refresh rebuilds the catalog from them plus the listing it fetched.
+  cpSync(join(root, "data", "bazaar"), join(out, "data", "bazaar"), { recursive: true });
   for (const rel of runtimePackages(EXTERNAL, root)) copyPackage(root, rel, out);
   await buildReceipts(out);
   // The code cache of the bundle's top level (every module's initialisation), made with the Node that will run it;

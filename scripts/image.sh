@@ -97,6 +97,10 @@ else
   cp data/unlocks.snapshot.json data/catalog.snapshot.json "$BUILD/data/"
   mkdir -p "$BUILD/data/circulating-reported"
   cp data/circulating-reported/coinmarketcap-monthly.csv "$BUILD/data/circulating-reported/"
+  cp data/coingecko-ids.json "$BUILD/data/"
+  mkdir -p "$BUILD/data/x402-catalog"
+  cp data/x402-catalog/catalog.json "$BUILD/data/x402-catalog/"
+  cp -r data/bazaar "$BUILD/data/"
   APP="$WORK/app"
   node "$BUILD/scripts/image-runtime.mjs" "$APP" >&2
 fi

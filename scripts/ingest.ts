@@ -1,84 +1,158 @@
 /**
- * Refreshes the unlock snapshot from keyless public sources: Binance USDⓈ-M daily klines (prices,
- * quote volumes) and order book (±2 % depth), DefiLlama's datasets host (schedules); CoinGecko
- * (circulating supply) only with COINGECKO_API_KEY.
+ * Refreshes the unlock snapshot once, with the very code the running service's refresh loop runs (src/refresh):
+ * Binance USDⓈ-M daily klines (Bybit for series that are Bybit's) extend every token's and the benchmark's series;
+ * CoinGecko's keyless /coins/markets gives reported circulating supply, written to
+ * $DATA_DIR/circulating-reported/live.json. Each answer is validated (status, 429, empty, HTML, truncated JSON, 20×
+ * jump); a token whose answer fails keeps its data. The snapshot is written only when some series got a new candle
+ * (no fresh generated_at on stale data). Exits 1 naming every source that failed for any item.
  *
  *   npm run ingest -- [--base data/unlocks.snapshot.json] [--out data/unlocks.snapshot.json]
- *                     [--schedules keep|defillama] [--days 400] [--depth] [--tokens ARB,OP]
- *                     [--binance-base URL] [--defillama-base URL] [--coingecko-base URL]
+ *                     [--sources binance,bybit,coingecko] [--data-dir var/data]
+ *   npm run ingest -- --depth | --schedules defillama [--days 400] [--tokens ARB,OP]   (order-book depth, DefiLlama
+ *                     schedules: the older one-shot adapter; exits 1 when anything was kept)
  *   npm run ingest -- --from-6mv data/unlock-history-6mv --out /tmp/6mv.snapshot.json
  *
- * Environment: BINANCE_FUTURES_BASE_URL, DEFILLAMA_BASE_URL, COINGECKO_BASE_URL, COINGECKO_API_KEY.
+ * Environment: BINANCE_FUTURES_BASE_URL, BYBIT_BASE_URL, COINGECKO_BASE_URL, COINGECKO_API_KEY, DEFILLAMA_BASE_URL,
+ * DATA_DIR.
  */
 
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { readCoinIds } from "../src/refresh/circulating.js";
+import { failureLines, refreshSources } from "../src/refresh/run.js";
+import { SOURCES, type SourceName } from "../src/refresh/status.js";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { repoRoot as rootDir } from "../src/store/paths.js";
 import { parseUnlockSnapshot, validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
 import { load6mv } from "../src/unlocks/import-6mv.js";
 import { BINANCE_FUTURES_BASE } from "../src/unlocks/ingest/binance.js";
+import { BYBIT_DEFAULT_BASE } from "../src/unlocks/ingest/bybit.js";
 import { COINGECKO_DEFAULT_BASE } from "../src/unlocks/ingest/coingecko.js";
 import { DEFILLAMA_DEFAULT_BASE } from "../src/unlocks/ingest/defillama.js";
+import type { FetchLike } from "../src/unlocks/ingest/http.js";
 import { runIngest } from "../src/unlocks/ingest/run.js";
 
 const repoRoot = `${rootDir()}/`;
 const defaultPath = `${repoRoot}data/unlocks.snapshot.json`;
 
-async function main(): Promise<void> {
+export interface IngestIo {
+  readonly env: Record<string, string | undefined>;
+  readonly out: (line: string) => void;
+  readonly err: (line: string) => void;
+  readonly fetchImpl?: FetchLike;
+  readonly clock?: () => Date;
+}
+
+/** The one-shot; resolves to the exit status. */
+export async function ingest(args: string[], io: IngestIo): Promise<number> {
+  const env = io.env;
   const { values } = parseArgs({
+    args,
     options: {
       base: { type: "string", default: defaultPath },
       out: { type: "string", default: defaultPath },
+      sources: { type: "string", default: "binance,bybit,coingecko" },
+      "data-dir": { type: "string", default: env.DATA_DIR || "var/data" },
       schedules: { type: "string", default: "keep" },
       days: { type: "string", default: "400" },
-      "binance-base": {
-        type: "string",
-        default: process.env.BINANCE_FUTURES_BASE_URL ?? BINANCE_FUTURES_BASE,
-      },
+      "binance-base": { type: "string", default: env.BINANCE_FUTURES_BASE_URL || BINANCE_FUTURES_BASE },
+      "bybit-base": { type: "string", default: env.BYBIT_BASE_URL || BYBIT_DEFAULT_BASE },
       depth: { type: "boolean", default: false },
       tokens: { type: "string" },
-      "defillama-base": { type: "string", default: process.env.DEFILLAMA_BASE_URL ?? DEFILLAMA_DEFAULT_BASE },
-      "coingecko-base": { type: "string", default: process.env.COINGECKO_BASE_URL ?? COINGECKO_DEFAULT_BASE },
+      "defillama-base": { type: "string", default: env.DEFILLAMA_BASE_URL || DEFILLAMA_DEFAULT_BASE },
+      "coingecko-base": { type: "string", default: env.COINGECKO_BASE_URL || COINGECKO_DEFAULT_BASE },
       "from-6mv": { type: "string" },
       "no-progress": { type: "boolean", default: false },
     },
   });
+  const fetchImpl = io.fetchImpl ?? (globalThis.fetch as unknown as FetchLike);
+  const now = (io.clock ?? (() => new Date()))();
   if (values["from-6mv"]) {
     const { snapshot, gates } = load6mv(values["from-6mv"], `${repoRoot}data/market-history`);
     for (const g of gates.filter((x) => !x.passed))
-      console.warn(
+      io.err(
         `excluded ${g.table}: own ETH column within 1 % of real ETH on ${(g.share_within_1pct * 100).toFixed(1)} % of days`,
       );
     const snap = validateUnlockSnapshot(snapshot, values["from-6mv"]);
     writeFileAtomic(values.out as string, `${JSON.stringify(snap)}\n`);
-    console.log(`wrote ${values.out}: ${snap.tokens.length} tokens from ${values["from-6mv"]}`);
-    return;
+    io.out(`wrote ${values.out}: ${snap.tokens.length} tokens from ${values["from-6mv"]}`);
+    return 0;
   }
   if (values.schedules !== "keep" && values.schedules !== "defillama")
     throw new Error("--schedules must be keep or defillama");
   const base = parseUnlockSnapshot(readFileSync(values.base as string, "utf8"), values.base as string);
-  const report = await runIngest({
-    base,
-    out: values.out as string,
-    binanceBase: values["binance-base"] as string,
-    defillamaBase: values["defillama-base"] as string,
-    coingeckoBase: values["coingecko-base"] as string,
-    coingeckoApiKey: process.env.COINGECKO_API_KEY,
-    schedules: values.schedules,
-    days: Number(values.days),
-    depth: values.depth as boolean,
-    progress: !values["no-progress"] && process.stderr.isTTY === true,
-    onlySymbols: values.tokens?.split(",").map((s) => s.trim()),
-  });
-  for (const w of report.warnings) console.warn(`warning: ${w}`);
-  console.log(
-    `wrote ${report.out}: ${report.marketsUpdated.length} tokens with fresh klines, ${report.depthUpdated.length} with depth, ` +
-      `${report.schedulesUpdated.length} with DefiLlama schedules, ${report.supplyUpdated.length} with CoinGecko supply, ${report.kept.length} kept as before`,
+
+  if (values.depth || values.schedules === "defillama" || values.tokens) {
+    const report = await runIngest({
+      base,
+      out: values.out as string,
+      binanceBase: values["binance-base"] as string,
+      defillamaBase: values["defillama-base"] as string,
+      coingeckoBase: values["coingecko-base"] as string,
+      coingeckoApiKey: env.COINGECKO_API_KEY,
+      schedules: values.schedules,
+      days: Number(values.days),
+      depth: values.depth as boolean,
+      fetchImpl,
+      clock: () => now,
+      progress: !values["no-progress"] && process.stderr.isTTY === true,
+      onlySymbols: values.tokens?.split(",").map((s) => s.trim()),
+    });
+    for (const w of report.warnings) io.err(`warning: ${w}`);
+    io.out(
+      `wrote ${report.out}: ${report.marketsUpdated.length} tokens with fresh klines, ${report.depthUpdated.length} with depth, ` +
+        `${report.schedulesUpdated.length} with DefiLlama schedules, ${report.supplyUpdated.length} with CoinGecko supply, ${report.kept.length} kept as before`,
+    );
+    return report.warnings.length > 0 ? 1 : 0;
+  }
+
+  const which = (values.sources as string).split(",").map((s) => s.trim());
+  const unknown = which.filter(
+    (s) => !(SOURCES as readonly string[]).includes(s) || s === "defillama" || s === "bazaar",
   );
+  if (unknown.length > 0) throw new Error(`--sources: unknown or not refreshed here: ${unknown.join(", ")}`);
+  const run = await refreshSources(
+    base,
+    which as SourceName[],
+    {
+      bases: {
+        binance: values["binance-base"] as string,
+        bybit: values["bybit-base"] as string,
+        coingecko: values["coingecko-base"] as string,
+        coingeckoApiKey: env.COINGECKO_API_KEY,
+      },
+      fetchImpl,
+      coinIds: readCoinIds(),
+      dataDir: resolve(values["data-dir"] as string),
+    },
+    now,
+  );
+  for (const o of run.outcomes)
+    io.out(
+      `${o.source}: ${o.updated.length} refreshed${o.dataAsOf ? ` (newest ${o.dataAsOf})` : ""}, ${o.failed.length} not`,
+    );
+  if (run.snapshot) {
+    writeFileAtomic(values.out as string, `${JSON.stringify(run.snapshot)}\n`);
+    io.out(`wrote ${values.out} (generated_at ${run.snapshot.generated_at})`);
+  } else io.out(`${values.out} left unchanged: no new candle was fetched`);
+  const failures = failureLines(run.outcomes);
+  for (const line of failures) io.err(`ingest: ${line}`);
+  return failures.length > 0 ? 1 : 0;
 }
 
-main().catch((err: unknown) => {
-  console.error(`ingest failed, snapshot left unchanged: ${(err as Error).message}`);
-  process.exit(1);
-});
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  ingest(process.argv.slice(2), {
+    env: process.env,
+    out: (l) => console.log(l),
+    err: (l) => console.error(l),
+  })
+    .then((code) => {
+      process.exitCode = code;
+    })
+    .catch((err: unknown) => {
+      console.error(`ingest failed, snapshot left unchanged: ${(err as Error).message}`);
+      process.exitCode = 1;
+    });
+}

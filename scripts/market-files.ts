@@ -1,13 +1,13 @@
 /** Where the shipped market inputs live and how the build reads and writes them (scripts only). */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { buildMarketSnapshot } from "../src/benchmark/market-build.js";
+import { buildMarketSnapshot, COMPILED_NAME } from "../src/benchmark/market-build.js";
 import { parseRecording, type Recording } from "../src/benchmark/recording.js";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/store/catalog.js";
 import type { CatalogSnapshot } from "../src/store/catalog-schema.js";
 
-export const COMPILED_NAME = "x402-catalog 2026-11-22";
+export { COMPILED_NAME };
 
 export function bazaarDir(): string {
   return join(repoRoot(), "data", "bazaar");

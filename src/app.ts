@@ -43,7 +43,11 @@ import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
 import { metaRoutes } from "./routes/meta.js";
+import { tokensRoutes } from "./routes/tokens.js";
 import { unlockRoutes } from "./routes/unlocks.js";
+import { registerFreshnessMetrics } from "./observability/freshness.js";
+import type { FreshnessSource } from "./refresh/freshness.js";
+import type { LiveUnlocks, UnlockGeneration } from "./refresh/live-unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
 import type { UnlockService } from "./unlocks/service.js";
 
@@ -86,6 +90,10 @@ export interface AppDeps {
   logger?: FastifyServerOptions["logger"];
   /** The facilitator's GET /supported, for /ready; without it /ready reports the facilitator as unchecked (503). */
   supported?: () => Promise<SupportedResponse>;
+  /** Unlock data refreshed while serving: each request is answered from the generation current when it arrived. */
+  liveUnlocks?: LiveUnlocks;
+  /** Per-source refresh state, shown on GET /, /ready, /v1/tokens and /metrics. */
+  freshness?: FreshnessSource;
 }
 
 /** Payment proofs and credentials must never reach a log line. */
@@ -206,6 +214,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     : metrics.observer;
   const circuit = () => deps.gateway.position();
   metrics.beforeScrape = () => metrics.observer.circuitState(circuit());
+  registerFreshnessMetrics(metrics.registry, deps.freshness, clock);
   await registerMetrics(app, metrics, { token: config.metricsToken });
   const ledgerStats = deps.ledger.inFlightStats?.bind(deps.ledger);
   if (ledgerStats) registerLedgerMetrics(metrics.registry, ledgerStats, deps.paymentsClock);
@@ -237,6 +246,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.addHook("onClose", async () => health.stop());
   await app.register(readinessRoutes, {
     check: async () => withMetricsListener(await health.report(), metricsListenerState),
+    freshness: deps.freshness,
+    clock,
   });
 
   await app.register(payments, {
@@ -270,6 +281,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     publicBaseUrl: config.publicBaseUrl,
     proofsFor,
     network: config.network,
+    freshness: deps.freshness,
+    clock,
   });
   await app.register(discoveryRoutes, {
     publicBaseUrl: config.publicBaseUrl,
@@ -277,7 +290,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     network: config.network,
   });
   await app.register(docsRoutes);
-  await app.register(unlockRoutes, { unlocks: deps.unlocks, clock });
+  // A refresh swaps the unlock data whole; a request keeps the generation it arrived with to its end.
+  const live = deps.liveUnlocks;
+  const pinned = new WeakMap<object, UnlockGeneration>();
+  if (live)
+    app.addHook("onRequest", async (request) => {
+      pinned.set(request, live.current());
+    });
+  const generationOf = (request: object): UnlockGeneration =>
+    pinned.get(request) ?? live?.current() ?? { service: deps.unlocks, version: "static" };
+  await app.register(unlockRoutes, {
+    unlocks: deps.unlocks,
+    clock,
+    unlocksFor: (request) => generationOf(request).service,
+    dataVersion: (request) => generationOf(request).version,
+  });
+  await app.register(tokensRoutes, {
+    unlocksFor: (request) => generationOf(request).service,
+    freshness: deps.freshness,
+    clock,
+  });
   await app.register(benchmarkRoutes, {
     benchmark: deps.benchmark,
     ledger: deps.ledger,

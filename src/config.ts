@@ -51,6 +51,26 @@ export const EnvSchema = Type.Object({
   BENCHMARK_PROVISIONAL_CAP: Type.Integer({ default: 500, minimum: 0 }),
   BENCHMARK_LIVE_PROBE: Type.Boolean({ default: false }),
   BENCHMARK_PROBE_ALLOW_HOSTS: Type.String({ default: "" }),
+  DATA_DIR: Type.String({ default: "var/data", minLength: 1 }),
+  REFRESH_INTERVAL_SECONDS: Type.Integer({ default: 3600, minimum: 0, maximum: 604_800 }),
+  BINANCE_FUTURES_BASE_URL: Type.String({
+    default: "https://fapi.binance.com",
+    pattern: "^https?://[^\\s]+$",
+  }),
+  BYBIT_BASE_URL: Type.String({ default: "https://api.bybit.com", pattern: "^https?://[^\\s]+$" }),
+  COINGECKO_BASE_URL: Type.String({
+    default: "https://api.coingecko.com/api/v3",
+    pattern: "^https?://[^\\s]+$",
+  }),
+  COINGECKO_API_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  BAZAAR_DISCOVERY_URL: Type.String({
+    default: "https://api.cdp.coinbase.com/platform/v2/x402/discovery/resources",
+    pattern: "^https?://[^\\s]+$",
+  }),
+  DEFILLAMA_BASE_URL: Type.String({
+    default: "https://defillama-datasets.llama.fi",
+    pattern: "^https?://[^\\s]+$",
+  }),
   DEVNET_ANVIL_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
   DEVNET_FACILITATOR_PORT: Type.Integer({ default: 0, minimum: 0, maximum: 65535 }),
   ANVIL_BIN: Type.Optional(Type.String({ minLength: 1 })),
@@ -68,6 +88,14 @@ const FIX: Partial<Record<keyof Env, string>> = {
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
   CONTACT_EMAIL: "set an email address such as api@example.com",
   CONTACT_URL: "set an http(s) URL such as https://example.com/support",
+  DATA_DIR: "set a writable directory (a volume in a container); the refreshed data and its state live there",
+  REFRESH_INTERVAL_SECONDS:
+    "set the market-data period in seconds (3600 = hourly), or 0 to turn refreshing off",
+  BINANCE_FUTURES_BASE_URL: "set an http(s) origin such as https://fapi.binance.com",
+  BYBIT_BASE_URL: "set an http(s) origin such as https://api.bybit.com",
+  COINGECKO_BASE_URL: "set an http(s) URL such as https://api.coingecko.com/api/v3",
+  BAZAAR_DISCOVERY_URL: "set the http(s) URL of a facilitator's discovery/resources listing",
+  DEFILLAMA_BASE_URL: "set an http(s) origin such as https://defillama-datasets.llama.fi",
   METRICS_TOKEN: "set at least 16 visible ASCII characters (e.g. openssl rand -hex 24), or unset it",
 };
 
@@ -124,6 +152,18 @@ export interface Config {
     provisionalCap: number;
     liveProbe: boolean;
     probeAllowHosts: string[];
+  };
+  /** Where refreshed data lives (seeded from the shipped snapshots on first start) and how often it is refreshed. */
+  data: {
+    dir: string;
+    /** Market-data period in seconds; slower sources run at multiples of it; 0 = no refresh. */
+    refreshIntervalSeconds: number;
+    binanceBaseUrl: string;
+    bybitBaseUrl: string;
+    coingeckoBaseUrl: string;
+    coingeckoApiKey: string | undefined;
+    defillamaBaseUrl: string;
+    bazaarDiscoveryUrl: string;
   };
   devnetAnvilPort: number;
   /** The devnet facilitator's port (0: any free one), so a server elsewhere can be pointed at it ahead of time. */
@@ -274,7 +314,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
     );
     throw new ConfigError(
       [...new Set(names)].map((name) =>
-        describeInvalid(name, name === "METRICS_TOKEN" ? "(hidden)" : hidePassword(source[name])),
+        describeInvalid(
+          name,
+          name === "METRICS_TOKEN" || name === "COINGECKO_API_KEY" ? "(hidden)" : hidePassword(source[name]),
+        ),
       ),
     );
   }
@@ -367,6 +410,16 @@ export function parseConfig(source: Record<string, string | undefined> = process
       probeAllowHosts: env.BENCHMARK_PROBE_ALLOW_HOSTS.split(",")
         .map((h) => h.trim().toLowerCase())
         .filter(Boolean),
+    },
+    data: {
+      dir: env.DATA_DIR,
+      refreshIntervalSeconds: env.REFRESH_INTERVAL_SECONDS,
+      binanceBaseUrl: env.BINANCE_FUTURES_BASE_URL,
+      bybitBaseUrl: env.BYBIT_BASE_URL,
+      coingeckoBaseUrl: env.COINGECKO_BASE_URL,
+      coingeckoApiKey: env.COINGECKO_API_KEY,
+      defillamaBaseUrl: env.DEFILLAMA_BASE_URL,
+      bazaarDiscoveryUrl: env.BAZAAR_DISCOVERY_URL,
     },
     devnetAnvilPort: env.DEVNET_ANVIL_PORT,
     devnetFacilitatorPort: env.DEVNET_FACILITATOR_PORT,

@@ -1,7 +1,6 @@
 import closeWithGrace from "close-with-grace";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
-import { createBenchmarkService } from "./benchmark/service.js";
 import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet, DevnetLaunch } from "./devnet/index.js";
 import { validProofs } from "./discovery/documents.js";
@@ -18,8 +17,9 @@ import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
 import { openConfiguredLedger } from "./store/ledger-factory.js";
-import { loadUnlockStore } from "./store/unlocks-snapshot.js";
-import { createUnlockService } from "./unlocks/service.js";
+import { createLiveBenchmark } from "./refresh/bazaar.js";
+import { liveUnlockData, loadServedSnapshot, servedReports } from "./refresh/boot.js";
+import { buildUnlockStore } from "./store/unlocks-snapshot.js";
 
 /** The first line of an error, for one-line start-up reports (snapshot validation lists can be long). */
 const firstLine = (err: unknown): string =>
@@ -34,7 +34,21 @@ async function loadStores(config: Config) {
       throw new ConfigError(`${name}: ${firstLine(err)}; fix the file or point ${name} at a valid one`);
     }
   };
-  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => loadUnlockStore(config.unlocksSnapshot));
+  let served: ReturnType<typeof loadServedSnapshot>;
+  try {
+    served = loadServedSnapshot(config);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EROFS" || code === "EPERM" || code === "ENOTDIR")
+      throw new ConfigError(
+        `DATA_DIR: cannot write ${config.data.dir} (${code}); point DATA_DIR at a writable directory (a volume in a container)`,
+      );
+    throw new ConfigError(
+      `UNLOCKS_SNAPSHOT: ${firstLine(err)}; fix the file or point UNLOCKS_SNAPSHOT at a valid one`,
+    );
+  }
+  // Anchored on the shipped reported circulating supply plus the live figures the refresh wrote to DATA_DIR.
+  const unlocks = attempt("UNLOCKS_SNAPSHOT", () => buildUnlockStore(served.snapshot, servedReports(config)));
   const catalog = attempt("CATALOG_SNAPSHOT", () => loadCatalog(config.catalogSnapshot));
   let opened: Awaited<ReturnType<typeof openConfiguredLedger>>;
   try {
@@ -141,12 +155,24 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     : config.chainRpcUrl
       ? createChainReader(config.chainRpcUrl)
       : undefined;
+  let logTo: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void } | undefined;
+  // The refresh runs in this process, off the request path: each instance refreshes on its own period (see README).
+  const liveBenchmark = createLiveBenchmark(stores.catalog, {
+    liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
+  });
+  const data = liveUnlockData(
+    config,
+    stores.unlocks,
+    { log: { warn: (obj, msg) => logTo?.warn(obj, msg), info: (obj, msg) => logTo?.info(obj, msg) } },
+    liveBenchmark,
+  );
+  const refresh = data.refresh;
   const app = await buildApp({
     config,
-    unlocks: createUnlockService(stores.unlocks),
-    benchmark: createBenchmarkService(stores.catalog, {
-      liveProbe: { enabled: config.benchmark.liveProbe, allowHosts: config.benchmark.probeAllowHosts },
-    }),
+    unlocks: data.service,
+    liveUnlocks: data.live,
+    ...(refresh ? { freshness: refresh.freshness } : {}),
+    benchmark: liveBenchmark.service,
     ledger,
     ledgerShared,
     gateway: createFacilitatorGateway(client, { ...config.circuit, ...smartWalletOption(config, devnet) }),
@@ -157,6 +183,7 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     // The kind only: FACILITATOR_URL may be an internal address, and GET / is public.
     facilitatorLabel: facilitator.kind === "url" ? "configured" : facilitator.kind,
   });
+  logTo = app.log;
   const metricsApp = await metricsListener(app.observability.metrics);
   app.log.info(
     {
@@ -171,6 +198,7 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
   await checkOwnershipProofs(app, config, payTo);
 
   const stop = async () => {
+    await refresh?.refresher.stop();
     await metricsApp.close();
     await app.close(); // waits for in-flight requests, so paid calls finish and settle first
     await ledger.close();
@@ -202,7 +230,8 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
       `metrics listener could not listen on ${config.metricsHost}:${config.metricsPort}; set METRICS_PORT to a free port`,
     );
   }
-  return { app, address, metricsAddress, stop };
+  refresh?.refresher.start(config.data.refreshIntervalSeconds * 1000);
+  return { app, address, metricsAddress, stop, refresher: refresh?.refresher, liveUnlocks: data.live };
 }
 
 /** scheme://host:port of a URL, never its credentials or path (a facilitator URL may carry a token in its path). */

@@ -168,3 +168,6 @@ export function buildMarketSnapshot(
     endpoints,
   };
 }
+
+/** The name of the compiled catalog's source in every market build (`npm run build:catalog` and the live refresh). */
+export const COMPILED_NAME = "x402-catalog 2026-11-22";

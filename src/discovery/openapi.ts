@@ -60,6 +60,7 @@ const FREE_OPERATIONS: Record<string, string> = {
   "GET /": "describeService",
   "GET /health": "health",
   "GET /ready": "readiness",
+  "GET /v1/tokens": "listTokens",
   "GET /.well-known/x402": "wellKnownX402",
   "GET /llms.txt": "llmsTxt",
   "GET /problems": "listProblemTypes",

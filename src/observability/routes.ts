@@ -1,10 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "typebox";
+import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
+import { SourceFreshness } from "../schemas/freshness.js";
 import type { ReadinessReport } from "./readiness.js";
 
 export interface ReadinessRouteOptions {
   /** The cached health state (see createHealthMonitor): no facilitator call or ledger write per request. */
   check: () => Promise<ReadinessReport>;
+  /** Per-source data freshness, shown beside the checks (informational: old data is served with its age, not refused). */
+  freshness?: FreshnessSource | undefined;
+  clock?: () => Date;
 }
 
 const closed = { additionalProperties: false } as const;
@@ -21,6 +26,12 @@ const ReadyBody = Type.Object(
         metrics: Type.Optional(Check),
       },
       closed,
+    ),
+    data_sources: Type.Optional(
+      Type.Array(SourceFreshness, {
+        description:
+          "Each data source's last refresh, when the data is refreshed (does not decide readiness: answers carry their own age)",
+      }),
     ),
   },
   closed,
@@ -46,6 +57,9 @@ export const readinessRoutes: FastifyPluginAsyncTypebox<ReadinessRouteOptions> =
       return reply.code(report.ready ? 200 : 503).send({
         status: report.ready ? "ready" : "not_ready",
         checks: report.checks,
+        ...(opts.freshness
+          ? { data_sources: freshnessView(opts.freshness, (opts.clock ?? (() => new Date()))()) }
+          : {}),
       });
     },
   );

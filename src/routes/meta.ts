@@ -5,6 +5,8 @@ import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../payments/requirements.js";
+import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
+import { SourceFreshness } from "../schemas/freshness.js";
 import { PRICES } from "./prices.js";
 
 export interface MetaOptions {
@@ -16,6 +18,9 @@ export interface MetaOptions {
   proofsFor: (origin: string) => Promise<`0x${string}`[]>;
   /** The chain and USDC paid with; Base mainnet when unset. */
   network?: PaymentNetwork;
+  /** Per-source data freshness (refresh state), listed on GET /. */
+  freshness?: FreshnessSource | undefined;
+  clock?: () => Date;
 }
 
 /** Free routes: service description, health, and the OpenAPI document. */
@@ -39,6 +44,10 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
               docs: Type.String({ description: "Human-readable API docs (Swagger UI)" }),
               llms: Type.String({ description: "Guidance for AI agents (llms.txt)" }),
               discovery: Type.String({ description: "x402 discovery document" }),
+              tokens: Type.String({ description: "Covered tokens and data freshness (free)" }),
+              data_sources: Type.Array(SourceFreshness, {
+                description: "Each data source's last refresh attempt, success, age and error",
+              }),
               routes: Type.Array(
                 Type.Object(
                   {
@@ -67,6 +76,8 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       docs: "/docs",
       llms: "/llms.txt",
       discovery: "/.well-known/x402",
+      tokens: "/v1/tokens",
+      data_sources: freshnessView(opts.freshness, (opts.clock ?? (() => new Date()))()),
       routes: Object.values(PRICES).map((p) => ({
         route: p.route,
         price_usd: formatUsdc(p.amount),

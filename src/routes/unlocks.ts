@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
 import { HttpProblem } from "../http/problem.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
@@ -39,8 +40,13 @@ export interface UnlockRoutesOptions {
   unlocks: UnlockService;
   /** Decides the UTC day the cached upcoming bodies belong to; must agree with the service's own clock. */
   clock?: () => Date;
-  /** Changes whenever the unlock data behind the service changes (a reload); the shipped snapshot never does. */
-  dataVersion?: () => string;
+  /** Changes whenever the unlock data behind the service changes (a refresh); the shipped snapshot never does. */
+  dataVersion?: (request: FastifyRequest) => string;
+  /**
+   * The service a request is answered from, when the data is refreshed while serving: the generation pinned to the
+   * request on arrival, so its pre-payment checks and its answer read the same data. Default: `unlocks`.
+   */
+  unlocksFor?: (request: FastifyRequest) => UnlockService;
 }
 
 // The upcoming list depends only on (data, UTC day, query): its body is serialized (and compressed, per encoding) once
@@ -52,7 +58,7 @@ const utcDay = (date: Date): number => Math.floor(date.getTime() / 86_400_000);
 
 /** The four unlock-risk routes: schema + price + one service call each. Existence is checked before payment. */
 export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = async (app, opts) => {
-  const { unlocks } = opts;
+  const of = opts.unlocksFor ?? (() => opts.unlocks);
   const clock = opts.clock ?? (() => new Date());
   const dataVersion = opts.dataVersion ?? (() => "static");
   const upcomingBodies = createResponseCache(UPCOMING_CACHE);
@@ -87,13 +93,13 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
     async (request, reply) => {
       const { days, minRisk } = request.query;
       // The day is read before the body is built, so a body can only be newer than its key, never staler.
-      const generation = `${dataVersion()}|${utcDay(clock())}`;
+      const generation = `${dataVersion(request)}|${utcDay(clock())}`;
       const key = `${days}|${minRisk}`;
       // Kept as UTF-8 bytes: a socket writes a Buffer as it is, while a string of this size is encoded again on every
       // send (about 4× the CPU of the write for a 160 kB body, measured with autocannon against bare Fastify).
       const body = upcomingBodies.get(generation, key, () =>
         // The route's serializer (fast-json-stringify over the 200 schema) returns a string; the type is wider.
-        Buffer.from(String(reply.serialize(unlocks.upcoming(days, minRisk))), "utf8"),
+        Buffer.from(String(reply.serialize(of(request).upcoming(days, minRisk))), "utf8"),
       );
       servedFromCache.set(request, { generation, key, body });
       // A Buffer payload skips Fastify's serializer: reply.serialize above already applied the 200 schema.
@@ -115,12 +121,12 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
         "x-payment-info": paymentInfo(PRICES.unlockRisk),
       },
       preHandler: [
-        async (request) => notFound(unlocks, request.body.token, request.body.unlock_event_id),
+        async (request) => notFound(of(request), request.body.token, request.body.unlock_event_id),
         app.payments.guard(PRICES.unlockRisk),
       ],
     },
     async (request) =>
-      unlocks.score(request.body.token, request.body.unlock_event_id, request.body.includeEvidence),
+      of(request).score(request.body.token, request.body.unlock_event_id, request.body.includeEvidence),
   );
 
   app.post(
@@ -141,11 +147,11 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
         "x-payment-info": paymentInfo(PRICES.riskSummary),
       },
       preHandler: [
-        async (request) => notFound(unlocks, request.body.token),
+        async (request) => notFound(of(request), request.body.token),
         app.payments.guard(PRICES.riskSummary),
       ],
     },
-    async (request) => unlocks.summary(request.body.token, request.body.lookbackDays),
+    async (request) => of(request).summary(request.body.token, request.body.lookbackDays),
   );
 
   app.post(
@@ -169,13 +175,13 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
       },
       preHandler: [
         async (request) => {
-          notFound(unlocks, request.body.token, request.body.unlock_event_id);
-          measurable(unlocks, request.body.token, request.body.unlock_event_id, request.body.windowDays);
+          notFound(of(request), request.body.token, request.body.unlock_event_id);
+          measurable(of(request), request.body.token, request.body.unlock_event_id, request.body.windowDays);
         },
         app.payments.guard(PRICES.backtest),
       ],
     },
     async (request) =>
-      unlocks.backtest(request.body.token, request.body.unlock_event_id, request.body.windowDays),
+      of(request).backtest(request.body.token, request.body.unlock_event_id, request.body.windowDays),
   );
 };

@@ -1,3 +1,4 @@
+import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import type { RecipientCategory } from "../store/unlocks-types.js";
 import type { Reaction, ReactionSummary } from "./backtest.js";
 import type { RiskLevel } from "./risk-model.js";
@@ -179,6 +180,8 @@ export interface UnlockService {
   backtest(token: string, unlockEventId: string, windowDays: number): BacktestResult;
   /** All scored events, sorted by day (for calibration and diagnostics). */
   events(): readonly ScoredEvent[];
+  /** The data the service answers from (coverage listings read it; a refresh builds a new service around new data). */
+  data(): UnlockStore;
 }
 
 export class UnlockLookupError extends Error {

@@ -81,6 +81,7 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
     summary,
     backtestRefusal,
     backtest,
+    data: () => store,
     // Calibration and diagnostics only: every event rebuilt and scored in full, with its evidence.
     events: () =>
       Array.from(index.order, (row) =>

@@ -81,6 +81,56 @@ export function parseDepth(raw: unknown): Depth | null {
 
 export const pairOf = (symbol: string): string => `${symbol.toUpperCase()}USDT`;
 
+/** A daily close this many times above or below the previous one is a bad print or a wrong symbol, not a market. */
+export const MAX_DAILY_JUMP = 20;
+
+/**
+ * Refuses candles that do not continue a series: none at all, or a close MAX_DAILY_JUMP× off the one before it (the
+ * series' own last close first). Throws naming the day; the caller keeps its previous data.
+ */
+export function checkContinuity(previousClose: number | null, candles: readonly Candle[]): void {
+  if (candles.length === 0) throw new Error("empty answer: no closed candle");
+  let prev = previousClose;
+  for (const c of candles) {
+    if (prev !== null && (c.close > prev * MAX_DAILY_JUMP || c.close * MAX_DAILY_JUMP < prev))
+      throw new Error(
+        `close ${c.close} on ${dayLabel(c.day)} is more than ${MAX_DAILY_JUMP}× off the previous close ${prev}`,
+      );
+    prev = c.close;
+  }
+}
+
+const dayLabel = (day: number): string => new Date(day * 86_400_000).toISOString().slice(0, 10);
+
+/** One USDⓈ-M contract of `GET /fapi/v1/exchangeInfo`: `{symbols: [{symbol, status, contractType, onboardDate}]}`. */
+export interface FuturesListing {
+  readonly symbol: string;
+  readonly status: string;
+  readonly contractType: string;
+  /** The contract's listing time (ms). */
+  readonly onboardDate: number | null;
+}
+
+export function parseExchangeInfo(raw: unknown): FuturesListing[] {
+  const symbols = (raw as { symbols?: unknown } | null)?.symbols;
+  if (!Array.isArray(symbols) || symbols.length === 0)
+    throw new Error("exchangeInfo: expected a symbols array");
+  return symbols.map((s, i) => {
+    const r = s as Record<string, unknown>;
+    if (typeof r.symbol !== "string") throw new Error(`exchangeInfo.symbols[${i}]: no symbol`);
+    return {
+      symbol: r.symbol,
+      status: typeof r.status === "string" ? r.status : "UNKNOWN",
+      contractType: typeof r.contractType === "string" ? r.contractType : "UNKNOWN",
+      onboardDate: typeof r.onboardDate === "number" ? r.onboardDate : null,
+    };
+  });
+}
+
+export async function fetchExchangeInfo(fetchImpl: FetchLike, base: string): Promise<FuturesListing[]> {
+  return parseExchangeInfo(await getJson(fetchImpl, joinUrl(base, "fapi/v1/exchangeInfo")));
+}
+
 export async function fetchKlines(
   fetchImpl: FetchLike,
   base: string,

@@ -2,7 +2,7 @@ import { SingleBar } from "cli-progress";
 import { writeFileAtomic } from "../../store/atomic-write.js";
 import { formatDay } from "../../store/unlocks-dates.js";
 import { validateUnlockSnapshot } from "../../store/unlocks-snapshot.js";
-import type { MarketInfo, TokenRecord, UnlockSnapshot } from "../../store/unlocks-types.js";
+import type { MarketInfo, SchedulePiece, TokenRecord, UnlockSnapshot } from "../../store/unlocks-types.js";
 import { marketFromSeries } from "../market-snapshot.js";
 import { BINANCE_INSTRUMENT, BINANCE_VENUE, type Depth, fetchDepth, fetchKlines, pairOf } from "./binance.js";
 import { type CgClient, fetchMarkets } from "./coingecko.js";
@@ -50,6 +50,25 @@ function withDepth(market: MarketInfo, d: Depth, symbol: string, now: Date): Mar
       `±2% order-book depth: USDT on the bid side within 2% below mid (${d.mid}) of the ${BINANCE_VENUE} ${pairOf(symbol)} perpetual book at ${at} (1000 levels); ask side ${Math.round(d.askUsd2pct)} USDT. One snapshot, one venue.`,
     ],
   };
+}
+
+/** A refreshed schedule releasing less than this share of the tokens the previous one released is refused. */
+export const MIN_SCHEDULE_SHARE = 2 / 3;
+
+/**
+ * Why a refreshed schedule must not replace the previous one (it releases under two thirds of the tokens the previous
+ * one did: an adapter that lost a section, not a real change of tokenomics), or null when it may.
+ */
+export function scheduleLoss(
+  previous: readonly SchedulePiece[],
+  next: readonly SchedulePiece[],
+): string | null {
+  const total = (ps: readonly SchedulePiece[]) => ps.reduce((s, p) => s + p.amount_tokens, 0);
+  const before = total(previous);
+  const after = total(next);
+  if (before > 0 && after < before * MIN_SCHEDULE_SHARE)
+    return `releases ${Math.round(after)} tokens, under two thirds of the previous ${Math.round(before)}`;
+  return null;
 }
 
 /**
@@ -120,7 +139,9 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
     if (opts.schedules === "defillama" && t.defillama_slug) {
       try {
         const em = await fetchEmission(fetchImpl, opts.defillamaBase, t.defillama_slug);
-        if (em.pieces.length > 0) {
+        const lost = scheduleLoss(t.schedules, em.pieces);
+        if (lost !== null) warnings.push(`${t.symbol}: DefiLlama schedule ${lost}; schedules kept`);
+        else if (em.pieces.length > 0) {
           t = {
             ...t,
             schedules: em.pieces,
@@ -176,6 +197,12 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
   }
   bar?.stop();
 
+  if (
+    marketsUpdated.length + schedulesUpdated.length + depthUpdated.length + supplyUpdated.length === 0 &&
+    benchmark === opts.base.benchmark
+  )
+    // Nothing was refreshed: the snapshot is not rewritten, so no fresh generated_at is put on stale data.
+    throw new Error(`nothing refreshed: ${warnings.slice(0, 3).join("; ") || "no source answered"}`);
   const synthetic =
     benchmark.prices.synthetic ||
     tokens.some((t) => t.market.synthetic || t.supply.synthetic || t.prices?.synthetic === true);

@@ -46,10 +46,24 @@ export function mergeCandles(
     parseDay(last.to) === firstNew - 1
       ? [...kept.slice(0, -1), { ...last, to: formatDay(lastNew) }]
       : [...kept, { ...seg, from: formatDay(firstNew), to: formatDay(lastNew), volume: true }];
+  // Series recorded alongside the closes keep their days; the new days are unknown (null), never carried forward.
+  const aligned = (values: readonly (number | null)[] | undefined): (number | null)[] | undefined => {
+    if (!values || !old) return undefined;
+    const out: (number | null)[] = new Array(len).fill(null);
+    const o = parseDay(old.start);
+    values.forEach((v, i) => {
+      if (o + i - start < len) out[o + i - start] = v;
+    });
+    return out;
+  };
+  const circulating = aligned(old?.circulating);
+  const benchmarkClose = aligned(old?.benchmark_close);
   return {
     start: formatDay(start),
     close,
     volume_usd: volume,
+    ...(circulating ? { circulating } : {}),
+    ...(benchmarkClose ? { benchmark_close: benchmarkClose } : {}),
     source: old?.source ?? `${seg.venue} ${seg.instrument} daily candles`,
     source_url: old?.source_url ?? seg.source_url,
     synthetic: false,

@@ -164,7 +164,13 @@ describe("DefiLlama shapes", () => {
 
 describe("runIngest against a local fixture server", () => {
   it("extends the real series from Binance klines, adds depth, reads DefiLlama schedules, keeps what fails", async () => {
-    const base = smallBase();
+    // The emission fixture is a fragment of ARB's schedule: against the full curated one it would be refused as a
+    // schedule that lost over a third of its supply (next test), so ARB starts here without schedule pieces.
+    const small = smallBase();
+    const base = {
+      ...small,
+      tokens: small.tokens.map((t) => (t.symbol === "ARB" ? { ...t, schedules: [] } : t)),
+    };
     const out = tmpOut(base);
     const report = await runIngest(common(out, base));
     const snap = parseUnlockSnapshot(readFileSync(out, "utf8"), out);
@@ -228,5 +234,43 @@ describe("runIngest against a local fixture server", () => {
     }
     expect(readFileSync(out, "utf8")).toBe(before);
     expect(readdirSync(join(out, "..")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+  });
+});
+
+describe("a refreshed schedule that lost a third of its supply", () => {
+  it("keeps the previous schedule in a refresh, with a warning", async () => {
+    const base = smallBase();
+    const out = tmpOut(base);
+    const report = await runIngest(common(out, base));
+    expect(report.schedulesUpdated).toEqual([]);
+    expect(report.warnings).toContainEqual(
+      expect.stringMatching(
+        /^ARB: DefiLlama schedule releases \d+ tokens, under two thirds of the previous \d+; schedules kept$/,
+      ),
+    );
+    const arb = parseUnlockSnapshot(readFileSync(out, "utf8"), out).tokens.find((t) => t.symbol === "ARB");
+    expect(arb?.schedules).toEqual(base.tokens.find((t) => t.symbol === "ARB")?.schedules);
+  });
+
+  it("is refused; one that kept it (or grew) is taken", async () => {
+    const { scheduleLoss } = await import("../../../src/unlocks/ingest/run.js");
+    const piece = (amount: number) => ({
+      recipient: "Team",
+      category: "team" as const,
+      kind: "cliff" as const,
+      start: "2026-01-01",
+      end: null,
+      amount_tokens: amount,
+      steps: null,
+      step_days: null,
+      source_type: "aggregator" as const,
+      timing_precision: "day" as const,
+      source_url: null,
+    });
+    expect(scheduleLoss([piece(600), piece(300)], [piece(500)])).toBe(
+      "releases 500 tokens, under two thirds of the previous 900",
+    );
+    expect(scheduleLoss([piece(600), piece(300)], [piece(600)])).toBeNull();
+    expect(scheduleLoss([piece(900)], [piece(1200)])).toBeNull();
   });
 });

@@ -1,0 +1,43 @@
+import { buildUnlockStore } from "../store/unlocks-snapshot.js";
+import { EMPTY_REPORTS, type ReportIndex } from "../unlocks/circulating-reported.js";
+import type { UnlockSnapshot } from "../store/unlocks-types.js";
+import { createUnlockService, type UnlockService } from "../unlocks/service.js";
+
+/** One generation of unlock data: the service over it and a label that changes with every swap. */
+export interface UnlockGeneration {
+  readonly service: UnlockService;
+  readonly version: string;
+}
+
+/**
+ * The unlock service being served, swapped whole when a refresh brings new data. A request takes the generation current
+ * when it arrives and keeps it to the end (the app pins it per request), so its pre-payment checks and its answer
+ * come from the same data; the old generation is collected once the last such request is done.
+ */
+export interface LiveUnlocks {
+  current(): UnlockGeneration;
+  /** Builds the service over `snapshot` (validated already) and makes it current. Synchronous: CPU only. */
+  swap(snapshot: UnlockSnapshot): UnlockGeneration;
+  /** Swaps so far. */
+  swaps(): number;
+}
+
+export function createLiveUnlocks(
+  initial: UnlockService,
+  clock: () => Date = () => new Date(),
+  /** The reported circulating figures to anchor on, read again at each swap (the live file may have changed). */
+  reports: () => ReportIndex = () => EMPTY_REPORTS,
+): LiveUnlocks {
+  let n = 0;
+  let current: UnlockGeneration = { service: initial, version: "0" };
+  return {
+    current: () => current,
+    swap(snapshot) {
+      const service = createUnlockService(buildUnlockStore(snapshot, reports()), clock);
+      n += 1;
+      current = { service, version: `${n}:${snapshot.generated_at}` };
+      return current;
+    },
+    swaps: () => n,
+  };
+}

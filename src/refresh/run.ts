@@ -1,0 +1,99 @@
+import { validateUnlockSnapshot } from "../store/unlocks-snapshot.js";
+import type { UnlockSnapshot } from "../store/unlocks-types.js";
+import type { FetchLike } from "../unlocks/ingest/http.js";
+import { type ReportedCirculating, refreshCirculating } from "./circulating.js";
+import { refreshMarkets } from "./markets.js";
+import type { SourceName, SourceOutcome } from "./status.js";
+
+export interface SourceBases {
+  readonly binance: string;
+  readonly bybit: string;
+  readonly coingecko: string;
+  readonly coingeckoApiKey?: string | undefined;
+}
+
+export interface SourcesDeps {
+  readonly bases: SourceBases;
+  readonly fetchImpl: FetchLike;
+  /** Token symbol → CoinGecko coin id. */
+  readonly coinIds: ReadonlyMap<string, string>;
+  /** Where reported circulating supply is written (`circulating-reported/live.json`). */
+  readonly dataDir: string;
+}
+
+export interface SourcesRun {
+  /** The validated new snapshot; null when no source brought anything new (nothing to write, no new generated_at). */
+  readonly snapshot: UnlockSnapshot | null;
+  readonly outcomes: readonly SourceOutcome[];
+  /** Reported circulating figures after the run (null when CoinGecko was not asked). */
+  readonly circulating: ReadonlyMap<string, ReportedCirculating> | null;
+}
+
+/**
+ * One refresh of the given sources over `current`: what the loop runs each tick and `npm run ingest` runs once. Market
+ * candles extend the snapshot (validated before it is returned); reported circulating supply is written to its own
+ * file. A source that fails leaves its data as it was and says so in its outcome.
+ */
+export async function refreshSources(
+  current: UnlockSnapshot,
+  which: readonly SourceName[],
+  deps: SourcesDeps,
+  now: Date,
+): Promise<SourcesRun> {
+  const outcomes: SourceOutcome[] = [];
+  let snapshot: UnlockSnapshot | null = null;
+  const venues = which.filter((s): s is "binance" | "bybit" => s === "binance" || s === "bybit");
+  if (venues.length > 0) {
+    const r = await refreshMarkets(
+      current,
+      { fetchImpl: deps.fetchImpl, binanceBase: deps.bases.binance, bybitBase: deps.bases.bybit },
+      now,
+      venues,
+    );
+    if (r.changed) {
+      try {
+        snapshot = validateUnlockSnapshot(r.snapshot, "(refreshed)");
+        outcomes.push(...r.outcomes);
+      } catch {
+        // Refused as a whole: nothing of it is kept, and every source that contributed says so.
+        for (const o of r.outcomes)
+          outcomes.push({
+            ...o,
+            updated: [],
+            failed: [...o.failed, { item: "snapshot", error: "refreshed snapshot failed validation" }],
+          });
+      }
+    } else outcomes.push(...r.outcomes);
+  }
+  let circulating: ReadonlyMap<string, ReportedCirculating> | null = null;
+  if (which.includes("coingecko")) {
+    // The tokens served, each by the coin id the map gives it (the snapshot's own id when the map has none).
+    const ids = new Map<string, string>();
+    for (const t of current.tokens) {
+      const id = deps.coinIds.get(t.symbol) ?? t.coingecko_id;
+      if (id) ids.set(t.symbol, id);
+    }
+    const r = await refreshCirculating(
+      { base: deps.bases.coingecko, fetchImpl: deps.fetchImpl, apiKey: deps.bases.coingeckoApiKey },
+      ids,
+      deps.dataDir,
+      now,
+    );
+    circulating = r.figures;
+    outcomes.push(r.outcome);
+  }
+  return { snapshot, outcomes, circulating };
+}
+
+/** One line per failing source, naming it: what the one-shot prints before it exits non-zero. */
+export function failureLines(outcomes: readonly SourceOutcome[]): string[] {
+  return outcomes
+    .filter((o) => o.failed.length > 0)
+    .map(
+      (o) =>
+        `${o.source}: ${o.failed.length} of ${o.failed.length + o.updated.length} not refreshed (kept as they were): ${o.failed
+          .slice(0, 5)
+          .map((f) => `${f.item} (${f.error})`)
+          .join("; ")}${o.failed.length > 5 ? "; …" : ""}`,
+    );
+}

@@ -1,0 +1,82 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
+import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
+import { TokensResponse } from "../schemas/freshness.js";
+import { dayOf, formatDay, parseDay } from "../store/unlocks-dates.js";
+import type { UnlockService } from "../unlocks/service.js";
+
+export interface TokensRouteOptions {
+  /** The unlock service a request is answered from (the generation pinned to it). */
+  unlocksFor: (request: FastifyRequest) => UnlockService;
+  freshness?: FreshnessSource | undefined;
+  clock: () => Date;
+}
+
+/**
+ * GET /v1/tokens (free): what is covered and how fresh, so an agent knows before it pays. Lists every token with its
+ * schedule's completeness, the day its price was observed and how old that is, its reported circulating supply with
+ * source and as-of when one was fetched, and every source's refresh state.
+ */
+export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async (app, opts) => {
+  app.get(
+    "/v1/tokens",
+    {
+      schema: {
+        tags: ["unlocks"],
+        summary: "Covered tokens, schedule completeness and per-source freshness (free)",
+        description:
+          "Free. Every token the unlock routes know, with its schedule's completeness, the candle day its price comes from (stale_days: how old), the latest reported circulating supply fetched (evidence, with source and as-of), and each data source's last refresh.",
+        response: { 200: TokensResponse },
+      },
+    },
+    async (request) => {
+      const now = opts.clock();
+      const today = dayOf(now);
+      const store = opts.unlocksFor(request).data();
+      const reported = opts.freshness?.circulating() ?? new Map();
+      const derivatives = opts.freshness?.derivatives?.() ?? new Map();
+      return {
+        count: store.tokens.length,
+        today: formatDay(today),
+        schedules_as_of: store.snapshot.as_of,
+        sources: freshnessView(opts.freshness, now),
+        tokens: store.tokens.map((t) => {
+          const pieces = t.schedules;
+          const starts = pieces.map((p) => p.start).sort();
+          const ends = pieces.map((p) => p.end ?? p.start).sort();
+          const r = reported.get(t.symbol);
+          return {
+            symbol: t.symbol,
+            name: t.name,
+            coingecko_id: t.coingecko_id,
+            schedule_set: t.schedule_set ?? null,
+            schedule: {
+              pieces: pieces.length,
+              complete: t.supply_schedule ? t.supply_schedule.complete : null,
+              unevaluated_sections: t.supply_schedule?.unevaluated_sections.length ?? 0,
+              first: starts[0] ?? null,
+              last: ends[ends.length - 1] ?? null,
+              as_of: store.snapshot.as_of,
+            },
+            market: {
+              price_as_of: t.market.as_of,
+              stale_days: today - parseDay(t.market.as_of),
+              venue: t.market.venue ?? null,
+              source: t.market.source,
+            },
+            circulating_reported: r
+              ? {
+                  circulating_supply: r.circulating_supply,
+                  source: r.source,
+                  coin_id: r.coin_id,
+                  as_of: r.as_of,
+                }
+              : null,
+            supply: { as_of: t.supply.as_of, source: t.supply.source },
+            derivatives: derivatives.get(t.symbol) ?? null,
+          };
+        }),
+      };
+    },
+  );
+};

@@ -1,0 +1,116 @@
+import { Type } from "typebox";
+
+const closed = { additionalProperties: false } as const;
+const NullableStr = (description: string) => Type.Union([Type.String(), Type.Null()], { description });
+const NullableNum = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
+
+/** One data source's refresh state: free on GET /, /ready and /v1/tokens. */
+export const SourceFreshness = Type.Object(
+  {
+    source: Type.String({ description: "binance, bybit, derivatives, coingecko or bazaar" }),
+    period_seconds: Type.Integer({
+      description: "How often it is refreshed (0: not refreshed by this instance)",
+    }),
+    last_attempt: NullableStr("ISO time of the last refresh attempt"),
+    last_success: NullableStr("ISO time of the last attempt that failed for no item"),
+    age_seconds: NullableNum("Seconds since last_success; null when never"),
+    data_as_of: NullableStr("Newest data the source has given (candle day, report time)"),
+    last_error: NullableStr("What failed in the last attempt (previous data kept); null when nothing"),
+    updated: Type.Integer({ description: "Items the last attempt updated" }),
+    failed: Type.Integer({ description: "Items the last attempt could not update (kept as they were)" }),
+  },
+  closed,
+);
+
+const AsOf = Type.Object(
+  {
+    as_of: NullableStr("UTC date (or ISO time) of the figure"),
+    source: NullableStr("Where it comes from"),
+  },
+  closed,
+);
+
+export const TokenCoverage = Type.Object(
+  {
+    symbol: Type.String(),
+    name: Type.String(),
+    coingecko_id: NullableStr("CoinGecko coin id (reported supply is matched by it, never by symbol)"),
+    schedule_set: NullableStr("curated (hand-checked vesting schedule) or wide (DefiLlama adapter)"),
+    schedule: Type.Object(
+      {
+        pieces: Type.Integer({ description: "Vesting pieces known" }),
+        complete: Type.Union([Type.Boolean(), Type.Null()], {
+          description:
+            "Complete supply schedule (every allocation modelled): true; some sections unevaluated: false; none: null",
+        }),
+        unevaluated_sections: Type.Integer(),
+        first: NullableStr("First piece's start"),
+        last: NullableStr("Last piece's end (or start)"),
+        as_of: Type.String({ description: "Date of the schedule data" }),
+      },
+      closed,
+    ),
+    market: Type.Object(
+      {
+        price_as_of: Type.String({ description: "UTC day of the candle whose close prices the token" }),
+        stale_days: Type.Integer({ description: "Days from price_as_of to today (UTC)" }),
+        venue: NullableStr("Exchange of the series"),
+        source: Type.String(),
+      },
+      closed,
+    ),
+    circulating_reported: Type.Union(
+      [
+        Type.Object(
+          {
+            circulating_supply: Type.String({ description: "Decimal string, as reported" }),
+            source: Type.String(),
+            coin_id: Type.String(),
+            as_of: Type.String(),
+          },
+          closed,
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          "Latest reported circulating supply fetched (evidence only; not a score input); null when none",
+      },
+    ),
+    supply: AsOf,
+    derivatives: Type.Union(
+      [
+        Type.Object(
+          {
+            symbol: Type.String({ description: "Binance USDⓈ-M perpetual" }),
+            listed_at: NullableStr("The contract's listing time (exchangeInfo onboardDate)"),
+            funding_rate_last: NullableStr("Last settled funding rate per period, as reported"),
+            funding_rate_mean_7d: NullableNum("Mean of the last 21 settled funding rates (about 7 days)"),
+            funding_as_of: NullableStr("Time of the last funding settlement"),
+            open_interest_usd: NullableNum("Open interest, USD value of the last daily figure"),
+            open_interest_as_of: NullableStr("Time of that figure"),
+            source: Type.String(),
+          },
+          closed,
+        ),
+        Type.Null(),
+      ],
+      {
+        description:
+          "What hedgers see before an unlock: funding and open interest on the token's perpetual, with as-of (evidence only; not a score input); null when not fetched",
+      },
+    ),
+  },
+  closed,
+);
+
+export const TokensResponse = Type.Object(
+  {
+    count: Type.Integer(),
+    today: Type.String({ description: "UTC day the stale_days figures are counted to" }),
+    schedules_as_of: Type.String({ description: "Date of the schedule data" }),
+    sources: Type.Array(SourceFreshness),
+    tokens: Type.Array(TokenCoverage),
+  },
+  closed,
+);
