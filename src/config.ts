@@ -304,7 +304,10 @@ export function parseConfig(source: Record<string, string | undefined> = process
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
-    smartWalletCheck: { timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS, gasCap: BigInt(env.SMART_WALLET_GAS_CAP) },
+    smartWalletCheck: {
+      timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS,
+      gasCap: BigInt(env.SMART_WALLET_GAS_CAP),
+    },
     bodyLimit: env.BODY_LIMIT_BYTES,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },

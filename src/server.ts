@@ -101,9 +101,14 @@ function deferredChainReader(devnet: DevnetLaunch): ChainReader {
  * The smart-wallet chain check on the chain RPC (the devnet's, or CHAIN_RPC_URL). Without one, a signature that does
  * not recover to `from` goes to the facilitator under the per-payer limits only.
  */
-function smartWalletOption(config: Config, devnet: DevnetLaunch | undefined): { smartWallet?: SmartWalletCheck } {
+function smartWalletOption(
+  config: Config,
+  devnet: DevnetLaunch | undefined,
+): { smartWallet?: SmartWalletCheck } {
   if (devnet) {
-    const check = devnet.ready.then((running) => createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck));
+    const check = devnet.ready.then((running) =>
+      createSmartWalletCheck(running.rpcUrl, config.smartWalletCheck),
+    );
     check.catch(() => {}); // the start-up reports the devnet's failure
     return { smartWallet: async (exact, domain) => (await check)(exact, domain) };
   }

@@ -1,7 +1,7 @@
 import { verifyMessage } from "viem";
-import { formatUsdc } from "../payments/requirements.js";
 import type { PaidRoute } from "../payments/plugin.js";
-import { type DiscoverableRoute, DISCOVERABLE } from "./catalog.js";
+import { formatUsdc } from "../payments/requirements.js";
+import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 import { AGENT_GUIDANCE, PAYMENT_RAIL } from "./openapi.js";
 
 /**

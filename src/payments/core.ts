@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
@@ -57,6 +58,8 @@ export interface Attempt {
   requirements: PaymentRequirements;
   requestFingerprint: string;
   idempotencyKey: string | undefined;
+  /** The x402 `payment-identifier` id in the proof's extensions (validated), a secret like the key. */
+  paymentId: string | undefined;
   ppRef: string | undefined;
   now: Date;
   log: FastifyBaseLogger;
@@ -70,6 +73,11 @@ export interface Payment extends Omit<Attempt, "now"> {
   reclaimed: boolean;
   /** Already paid (found on chain), never delivered: deliver this settlement, do not settle again. */
   deliver?: Receipt;
+  /**
+   * The retry key this server bound to a payment that came with no secret of its own: every answer of the paying
+   * request carries it, and only a retry that sends it back (as Idempotency-Key) gets what the payment bought.
+   */
+  issuedKey?: string | undefined;
 }
 
 export type Refusal = {
@@ -218,21 +226,55 @@ async function releaseDeadHolder(core: PaymentCore, r: Receipt, now: Date): Prom
   return (await releaseDeadIncarnations(core, now, r.incarnation)) > 0;
 }
 
-const keyReused = (reason: "different_request" | "different_payment"): Admission => ({
-  kind: "refused",
-  refusal: {
-    status: 422,
-    slug: "idempotency-key-reused",
-    detail:
-      reason === "different_request"
-        ? "this Idempotency-Key was used with a different request"
-        : "this Idempotency-Key was used with a different payment proof",
-  },
-});
+type Secret = "key" | "payment_id";
 
 /**
- * A claim that found the authorization already paid: the same request gets its response again (at least once); a
- * different request needs a payment of its own.
+ * A secret reused for another request or another payment: 422 for an Idempotency-Key (as before), 409 for a
+ * payment-identifier id (the extension's "same id, different payload").
+ */
+const secretReused = (secret: Secret, reason: "different_request" | "different_payment"): Admission => {
+  const what = reason === "different_request" ? "a different request" : "a different payment proof";
+  return {
+    kind: "refused",
+    refusal:
+      secret === "key"
+        ? {
+            status: 422,
+            slug: "idempotency-key-reused",
+            detail: `this Idempotency-Key was used with ${what}`,
+          }
+        : {
+            status: 409,
+            slug: "payment-identifier-reused",
+            detail: `this payment-identifier id was used with ${what}; nothing was charged`,
+            headers: { "Cache-Control": "no-store" },
+          },
+  };
+};
+
+/**
+ * Which secret of the paying request this attempt presents, if any. The proof alone is never one: once settled, its
+ * authorization and signature are public on chain, so anyone can present them.
+ */
+function secretOf(a: Pick<Attempt, "idempotencyKey" | "paymentId">, r: Receipt): Secret | undefined {
+  if (a.idempotencyKey !== undefined && r.idempotencyKey === a.idempotencyKey) return "key";
+  if (a.paymentId !== undefined && r.paymentId === a.paymentId) return "payment_id";
+  return undefined;
+}
+
+/**
+ * The one answer to a paid authorization presented without its secret: the same whether the proof is the buyer's own
+ * (copied from the chain), rebuilt or forged, and whatever the request, so it tells nobody which request was bought.
+ */
+export const ALREADY_USED =
+  "payment_already_used: retry with the Idempotency-Key or payment-identifier id you paid with";
+
+/** A random retry key for a payment that came without a secret (192 bits, URL-safe). */
+const newRetryKey = () => randomBytes(24).toString("base64url");
+
+/**
+ * A claim that found the authorization already paid: the same request with the paying request's secret gets its
+ * response again (at least once); anything else gets the one answer that names no request.
  */
 function answerPaid(
   core: PaymentCore,
@@ -240,15 +282,14 @@ function answerPaid(
   base: Omit<Payment, "receiptId" | "reclaimed">,
   r: Receipt,
 ): Admission {
+  const secret = secretOf(a, r);
+  if (secret === undefined) {
+    report(core, a, "refused");
+    return { kind: "payment_required", error: ALREADY_USED };
+  }
   if (r.requestFingerprint !== a.requestFingerprint) {
     report(core, a, "refused");
-    // Only the key the paying request itself named (bound after its verification) makes this a key reuse.
-    if (a.idempotencyKey !== undefined && r.idempotencyKey === a.idempotencyKey)
-      return keyReused("different_request");
-    return {
-      kind: "payment_required",
-      error: "payment_already_used: this authorization has already paid for another request",
-    };
+    return secretReused(secret, "different_request");
   }
   if (r.response && (!r.responseExpiresAt || Date.parse(r.responseExpiresAt) > a.now.getTime())) {
     report(core, a, "replayed");
@@ -315,7 +356,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   let reclaimed = false;
   switch (claim.kind) {
     case "idempotency_conflict": // only when a key is passed to the claim, which this core never does
-      return keyReused(claim.reason);
+      return secretReused("key", claim.reason);
     case "cap_reached":
       report(core, a, "refused");
       return {
@@ -328,10 +369,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
         },
       };
     case "in_progress":
-      return {
-        kind: "busy",
-        withKey: a.idempotencyKey !== undefined && claim.receipt.idempotencyKey === a.idempotencyKey,
-      };
+      return { kind: "busy", withKey: secretOf(a, claim.receipt) !== undefined };
     case "paid":
       return answerPaid(core, a, base, claim.receipt);
     case "unresolved": {
@@ -342,7 +380,12 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
         report(core, a, "invalid");
         return { kind: "payment_required", error: "invalid_exact_evm_nonce_already_used" };
       }
-      if (claim.receipt.requestFingerprint !== a.requestFingerprint) return { kind: "unconfirmed" };
+      // Only the paying request's secret may take an unresolved payment over: its proof may already be public.
+      if (
+        secretOf(a, claim.receipt) === undefined ||
+        claim.receipt.requestFingerprint !== a.requestFingerprint
+      )
+        return { kind: "unconfirmed" };
       // Unused, or no chain to ask: this request takes it over and pays normally. The chain refuses a second use
       // of one authorization, so at worst the facilitator refuses it and the question stays open.
       if (!(await core.ledger.reclaimUnresolved(claim.receipt.id, core.incarnation, core.lockTtlMs, now)))
@@ -393,22 +436,23 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
     }
     throw error;
   }
-  if (a.idempotencyKey !== undefined) {
-    const bound = await core.ledger.bindIdempotencyKey({
-      receiptId,
-      identity,
-      key: a.idempotencyKey,
-      requestFingerprint: a.requestFingerprint,
-      ttlMs: core.idempotencyTtlMs,
-      incarnation: core.incarnation,
-      now,
-    });
-    if (!bound.ok) {
-      await giveBack(core, payment);
-      return keyReused(bound.reason);
-    }
+  // Every payment that may settle has a secret bound before it does: the buyer's, or one issued here.
+  const issuedKey = a.idempotencyKey === undefined && a.paymentId === undefined ? newRetryKey() : undefined;
+  const bound = await core.ledger.bindIdempotencyKey({
+    receiptId,
+    identity,
+    key: a.idempotencyKey ?? issuedKey,
+    paymentId: a.paymentId,
+    requestFingerprint: a.requestFingerprint,
+    ttlMs: core.idempotencyTtlMs,
+    incarnation: core.incarnation,
+    now,
+  });
+  if (!bound.ok) {
+    await giveBack(core, payment);
+    return secretReused(bound.secret, bound.reason);
   }
-  return { kind: "proceed", payment };
+  return { kind: "proceed", payment: { ...payment, issuedKey } };
 }
 
 function logSettled(p: Payment, transaction: string, status: "settled" | "pending") {

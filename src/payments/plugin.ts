@@ -25,7 +25,7 @@ import {
   HEADER_V2,
   requirementsFor,
 } from "./matching.js";
-import { decodeProof, requestFingerprint } from "./proof.js";
+import { decodeProof, paymentIdOf, requestFingerprint } from "./proof.js";
 import type { ChainReader } from "./reconcile.js";
 import { reconcileOnce } from "./reconciler.js";
 import type { PaymentTerms } from "./requirements.js";
@@ -290,6 +290,9 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
             instance,
           ),
         );
+      const paymentId = paymentIdOf(proof);
+      if (!paymentId.ok)
+        return sendProblem(reply, problem(400, "invalid-payment-identifier", paymentId.detail, instance));
 
       const admission = await admitPayment(core, {
         route,
@@ -297,6 +300,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
         requirements: matched.requirements,
         requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
         idempotencyKey,
+        paymentId: paymentId.id,
         ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
         now,
         log: request.log,
@@ -344,6 +348,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     payload: unknown,
   ) {
     const instance = problemInstance(request);
+    // The retry key issued to a payment without a secret: whatever this answer is, only it recovers the payment.
+    if (ctx.issuedKey !== undefined) reply.header("Idempotency-Key", ctx.issuedKey);
     switch (c.kind) {
       case "delivered":
         reply.header(c.header[0], c.header[1]).header("Cache-Control", "private, no-store");

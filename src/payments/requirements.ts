@@ -1,4 +1,15 @@
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+
+/** Optional: a buyer without one still pays, but only an id or Idempotency-Key lets it recover a lost response. */
+const PAYMENT_IDENTIFIER_DECLARED = (() => {
+  const declared = declarePaymentIdentifierExtension(false);
+  // Frozen all the way down: the client helper (appendPaymentIdentifierToExtensions) writes its id into `info`.
+  Object.freeze(declared.info);
+  Object.freeze(declared.schema);
+  return Object.freeze(declared);
+})();
+
 import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
 
 /** Base mainnet USDC and its EIP-712 domain (the exact scheme signs an EIP-3009 authorization against it). */
@@ -92,7 +103,8 @@ export function paymentRequiredV2(
       ...(price.tags ? { tags: [...price.tags] } : {}),
     },
     accepts: [requirementsV2(price, terms)],
-    ...(price.extensions ? { extensions: price.extensions } : {}),
+    // payment-identifier: the buyer's id is the secret that alone recovers a paid response (the proof becomes public).
+    extensions: { ...price.extensions, [PAYMENT_IDENTIFIER]: PAYMENT_IDENTIFIER_DECLARED },
   };
 }
 

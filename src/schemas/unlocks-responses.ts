@@ -135,7 +135,9 @@ const riskItemFields = {
     "Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other",
   ),
   unlock_type: Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)"),
-  confidence: Num("Score confidence 0–1: schedule confidence × the decay of stale market inputs (1 when fresh)"),
+  confidence: Num(
+    "Score confidence 0–1: schedule confidence × the decay of stale market inputs (1 when fresh)",
+  ),
   schedule_confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
   supply_coverage: SupplyCoverage,
   recipients: Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" }),

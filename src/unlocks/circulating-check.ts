@@ -1,6 +1,6 @@
 import { parseDay } from "../store/unlocks-dates.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
-import { type SixMvFile, piecesFromDaily, tableName } from "./import-6mv.js";
+import { piecesFromDaily, type SixMvFile, tableName } from "./import-6mv.js";
 import { splitBefore } from "./supply.js";
 
 /** Agreement is "within 10 %": |ours / reported − 1| ≤ 0.10 (the target). */

@@ -82,7 +82,11 @@ type CirculatingFigures = Pick<
  * (every allocation the adapter models) has unlocked before the day. A curated schedule alone lists only the locked
  * allocations, so without a complete schedule the figure is unknown (null), never estimated from the vesting pieces.
  */
-export function circulatingFor(token: TokenRecord, series: DailySeries | undefined, day: number): CirculatingFigures {
+export function circulatingFor(
+  token: TokenRecord,
+  series: DailySeries | undefined,
+  day: number,
+): CirculatingFigures {
   const real = series?.circulating ? seriesAt(series.circulating, series.startDay, day - 1) : null;
   if (real !== null && real > 0)
     return {

@@ -12,9 +12,9 @@ import {
   UNLOCK_TYPES,
 } from "./event-index.js";
 import { circulatingFor } from "./market-context.js";
-import { coverageOf } from "./supply.js";
 import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
 import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
+import { coverageOf } from "./supply.js";
 
 /** A linear month event starts at most this many days before any day it streams on. */
 const MAX_MONTH_DAYS = 31;

@@ -69,4 +69,9 @@ CREATE TABLE incarnations (
 );
 `,
   },
+  {
+    version: 2,
+    name: "receipts name the payment-identifier id of the paying request",
+    sql: "ALTER TABLE receipts ADD COLUMN payment_id TEXT;",
+  },
 ];
