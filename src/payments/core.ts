@@ -311,6 +311,18 @@ function answerPaid(
   };
 }
 
+/**
+ * A payment of this payer for this request that paid (on chain) but was never delivered, if any: an unknown one is
+ * asked of the chain first. The caller has verified a fresh proof of the payer, so it is the payer asking.
+ */
+async function owedTo(core: PaymentCore, a: Attempt): Promise<Receipt | undefined> {
+  const found = await core.ledger.undeliveredFor(a.proof.exact.authorization.from, a.requestFingerprint);
+  if (!found) return undefined;
+  if (found.status !== "unknown") return found.transaction ? found : undefined;
+  const res = await resolveFromChain(core.ledger, core.chain, found, a.now, a.log);
+  return res.kind === "settled" && res.receipt.transaction ? res.receipt : undefined;
+}
+
 /** Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (chain down). */
 async function payersOwnSignature(p: Payment, reason: string): Promise<boolean> {
   if (reason !== "invalid_exact_evm_signature") return false;
@@ -438,6 +450,30 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   }
   // Every payment that may settle has a secret bound before it does: the buyer's, or one issued here.
   const issuedKey = a.idempotencyKey === undefined && a.paymentId === undefined ? newRetryKey() : undefined;
+  if (!reclaimed) {
+    const owed = await owedTo(core, a);
+    if (owed) {
+      // The payer already paid for this very request and never got it (a lost answer, a crash): this fresh proof,
+      // which only the payer can sign, recovers that payment and is itself given back unused.
+      await giveBack(core, payment);
+      const rebound = await core.ledger.bindIdempotencyKey({
+        receiptId: owed.id,
+        identity: owed.identity,
+        key: a.idempotencyKey ?? issuedKey,
+        paymentId: a.paymentId,
+        requestFingerprint: a.requestFingerprint,
+        ttlMs: core.idempotencyTtlMs,
+        incarnation: core.incarnation,
+        now,
+      });
+      if (!rebound.ok) return secretReused(rebound.secret, rebound.reason);
+      a.log.info({ receipt: owed.id }, "a fresh proof recovers an undelivered payment");
+      return {
+        kind: "proceed",
+        payment: { ...base, receiptId: owed.id, reclaimed: false, deliver: owed, issuedKey },
+      };
+    }
+  }
   const bound = await core.ledger.bindIdempotencyKey({
     receiptId,
     identity,

@@ -186,6 +186,11 @@ export interface LedgerPort {
 
   receipt(id: string): Promise<Receipt | undefined>;
   receiptFor(identity: PaymentIdentity): Promise<Receipt | undefined>;
+  /**
+   * The payer's oldest receipt for this request that paid or may have paid (settled, pending, unknown) and whose
+   * response was never delivered: what a fresh proof from the same payer recovers instead of paying again.
+   */
+  undeliveredFor(payer: string, requestFingerprint: string): Promise<Receipt | undefined>;
   /** Receipts whose settlement outcome is unknown, oldest first. */
   unresolvedReceipts(limit: number): Promise<Receipt[]>;
   /** Calls of a route since a time that are paid or being paid (claimed, settling, settled, pending, unknown). */

@@ -24,6 +24,7 @@ import {
   keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
+  UNDELIVERED_SQL,
 } from "./ledger-rows.js";
 import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 
@@ -480,6 +481,16 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
     },
     receiptFor: async (identity) => {
       const row = await rowFor(pool, normalizeIdentity(identity));
+      return row ? toReceipt(row) : undefined;
+    },
+    undeliveredFor: async (payer, fingerprint) => {
+      const row = (
+        await pool.query<ReceiptRow>(
+          `SELECT * FROM receipts WHERE payer = $1 AND request_fingerprint = $2 AND ${UNDELIVERED_SQL}
+           ORDER BY created_at, id LIMIT 1`,
+          [payer.toLowerCase(), fingerprint],
+        )
+      ).rows[0];
       return row ? toReceipt(row) : undefined;
     },
     unresolvedReceipts: async (limit) =>

@@ -77,6 +77,9 @@ export function receiptFromRow<Time, Response>(
 /** Statuses that hold a cap slot: paid, or possibly being paid (an SQL list, the same on every backend). */
 export const LIVE_STATUSES_SQL = "('claimed', 'settling', 'settled', 'pending', 'unknown')";
 
+/** Paid or possibly paid, and never delivered (an SQL condition, the same on every backend). */
+export const UNDELIVERED_SQL = "status IN ('settled', 'pending', 'unknown') AND response_expires_at IS NULL";
+
 /** An unexpired `idempotency` row: the request and the payment the payer's key was first used for. */
 export interface IdempotencyRecord {
   request_fingerprint: string;

@@ -24,6 +24,7 @@ import {
   keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
+  UNDELIVERED_SQL,
 } from "./ledger-rows.js";
 import { noCheckpointer, type WalCheckpointerOptions, walCheckpointer } from "./wal-checkpointer.js";
 import { noFlush, walFlusher } from "./wal-flush.js";
@@ -139,6 +140,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   if (!cols.some((c) => c.name === "response_digest"))
     db.exec("ALTER TABLE receipts ADD COLUMN response_digest TEXT");
   if (!cols.some((c) => c.name === "payment_id")) db.exec("ALTER TABLE receipts ADD COLUMN payment_id TEXT");
+  db.exec(
+    `CREATE INDEX IF NOT EXISTS receipts_undelivered ON receipts(payer, request_fingerprint) WHERE response_expires_at IS NULL`,
+  );
   db.exec("CREATE INDEX IF NOT EXISTS receipts_response_digest ON receipts(response_digest)");
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
@@ -212,6 +216,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       "UPDATE receipts SET status = 'claimed', incarnation = ?, lock_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'unknown'",
     ),
     unresolved: db.prepare("SELECT * FROM receipts WHERE status = 'unknown' ORDER BY created_at, id LIMIT ?"),
+    undelivered: db.prepare(
+      `SELECT * FROM receipts WHERE payer = ? AND request_fingerprint = ? AND ${UNDELIVERED_SQL} ORDER BY created_at, id LIMIT 1`,
+    ),
     countPaid: db.prepare(
       `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL}`,
     ),
@@ -445,6 +452,10 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     },
     receiptFor: async (identity) => {
       const row = rowFor(normalizeIdentity(identity));
+      return row ? toReceipt(row) : undefined;
+    },
+    undeliveredFor: async (payer, fingerprint) => {
+      const row = st.undelivered.get(payer.toLowerCase(), fingerprint) as ReceiptRow | undefined;
       return row ? toReceipt(row) : undefined;
     },
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
