@@ -272,13 +272,17 @@ describe("Cloudflare agents' x402 client (withX402Client) pays for each of the f
         arguments: last.args as Record<string, unknown>,
         _meta: { "x402/payment": last.payment, "pressure402/idempotency-key": last.retryKey },
       }) as Promise<ToolResult>;
-    // Without the retry key its result carried, the payment (public on chain) gets nothing. Sent with the bare MCP
+    // Without the retry key its result carried, the payment (public on chain) gets nothing. Sent with a plain MCP
     // client: the paying one would answer the PaymentRequired with a new payment of its own.
-    const bare = (await cf.callTool({
-      name: last.name,
-      arguments: last.args as Record<string, unknown>,
-      _meta: { "x402/payment": last.payment },
-    })) as ToolResult;
+    const plain = new Client({ name: "pressure402-e2e-plain", version: "1.0.0" });
+    await plain.connect(new StreamableHTTPClientTransport(new URL(srv.url("/mcp"))));
+    const bare = (await plain
+      .callTool({
+        name: last.name,
+        arguments: last.args as Record<string, unknown>,
+        _meta: { "x402/payment": last.payment },
+      })
+      .finally(() => plain.close())) as ToolResult;
     expect(bare.isError).toBe(true);
     expect((bare.structuredContent as PaymentRequired).error).toMatch(/payment_already_used/);
     const first = await replay();
