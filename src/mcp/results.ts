@@ -111,8 +111,14 @@ const asMeta = (p: Record<string, unknown>): Record<string, unknown> =>
  */
 export function toolResult(answer: HttpAnswer, call: Dispatched): ToolResult {
   const result = routeResult(answer, call);
+  const meta: Record<string, unknown> = {};
   const issued = one(answer.headers["idempotency-key"]);
-  return issued ? { ...result, _meta: { ...result._meta, [META_RETRY_KEY]: issued } } : result;
+  if (issued) meta[META_RETRY_KEY] = issued;
+  // A failed settlement's `success: false` and reason, as the x402 MCP transport carries it on an error result.
+  const settlement = one(answer.headers["payment-response"]);
+  if (settlement && (answer.statusCode < 200 || answer.statusCode >= 300))
+    meta[META_PAYMENT_RESPONSE] = decodePaymentResponseHeader(settlement);
+  return Object.keys(meta).length ? { ...result, _meta: { ...result._meta, ...meta } } : result;
 }
 
 function routeResult(answer: HttpAnswer, call: Dispatched): ToolResult {

@@ -116,9 +116,23 @@ export type Completion =
   | { kind: "unpaid" }
   /** The claim lapsed and another request took the payment over: it settles, not this one. */
   | { kind: "taken_over" }
-  | { kind: "unconfirmed" }
-  | { kind: "payment_required"; error: string }
-  | { kind: "fault"; fault: FacilitatorFault; consequence: string };
+  /**
+   * A settlement that failed, with its `success: false` settlement header (the x402 HTTP transport's
+   * PAYMENT-RESPONSE on failure, naming the reason).
+   */
+  | { kind: "unconfirmed"; header?: [string, string] }
+  | { kind: "payment_required"; error: string; header?: [string, string] }
+  | { kind: "fault"; fault: FacilitatorFault; consequence: string; header?: [string, string] };
+
+/** The settlement header of a failed settlement: `success: false`, the reason, no transaction. */
+const failureHeader = (p: Payment, errorReason: string): [string, string] =>
+  settlementHeader(p.proof.version, {
+    success: false,
+    errorReason,
+    transaction: "",
+    network: p.requirements.network,
+    payer: p.identity.payer,
+  });
 
 export const NOTHING_CHARGED = "Nothing was charged; retry later.";
 export const BEING_CONFIRMED =
@@ -574,7 +588,7 @@ export async function completePayment(
       error instanceof FacilitatorFault
         ? error
         : new FacilitatorFault(502, "facilitator_error", 5, String(error));
-    return { kind: "fault", fault, consequence: NOT_CONFIRMED };
+    return { kind: "fault", fault, consequence: NOT_CONFIRMED, header: failureHeader(p, fault.reason) };
   }
 
   const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
@@ -604,6 +618,7 @@ export async function completePayment(
       kind: "fault",
       fault: new FacilitatorFault(502, "facilitator_bad_response", 5, rec.reason),
       consequence: "Nothing was delivered; retry later.",
+      header: failureHeader(p, rec.reason),
     };
   }
   logSettled(p, result.transaction, status);
@@ -625,7 +640,7 @@ async function settleFailed(
   if (settleFailureKind(reason) === "refused" && !p.reclaimed) {
     await core.ledger.recordFailure(p.receiptId, { status: "failed", error: reason, now: core.clock() });
     report(core, p, "settle_failed");
-    return { kind: "payment_required", error: `settlement_failed: ${reason}` };
+    return { kind: "payment_required", error: `settlement_failed: ${reason}`, header: failureHeader(p, reason) };
   }
   await core.ledger.recordFailure(p.receiptId, { status: "unknown", error: reason, now: core.clock() });
   const receipt = await core.ledger.receipt(p.receiptId);
@@ -637,9 +652,9 @@ async function settleFailed(
   if (res?.kind === "failed") {
     // The chain proves nothing moved for good (its validity window passed unused, or it was cancelled).
     report(core, p, "settle_failed");
-    return { kind: "payment_required", error: `settlement_failed: ${reason}` };
+    return { kind: "payment_required", error: `settlement_failed: ${reason}`, header: failureHeader(p, reason) };
   }
   // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
   report(core, p, "unknown");
-  return { kind: "unconfirmed" };
+  return { kind: "unconfirmed", header: failureHeader(p, reason) };
 }

@@ -350,6 +350,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     const instance = problemInstance(request);
     // The retry key issued to a payment without a secret: whatever this answer is, only it recovers the payment.
     if (ctx.issuedKey !== undefined) reply.header("Idempotency-Key", ctx.issuedKey);
+    // A failed settlement still answers PAYMENT-RESPONSE (`success: false` and the reason), as x402 clients expect.
+    if (c.kind !== "delivered" && "header" in c && c.header) reply.header(c.header[0], c.header[1]);
     switch (c.kind) {
       case "delivered":
         reply.header(c.header[0], c.header[1]).header("Cache-Control", "private, no-store");

@@ -7,6 +7,7 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/ex
 import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
+import { FacilitatorFault } from "../../src/payments/facilitator.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
@@ -310,6 +311,28 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(r.structuredContent).not.toHaveProperty("risk_score");
     expect(r.content).toHaveLength(1);
     expect(JSON.parse((r.content as { text: string }[])[0]?.text ?? "")).toEqual(r.structuredContent);
+    // The failed settlement itself, as over HTTP's PAYMENT-RESPONSE: `success: false` and the reason.
+    expect(r._meta?.["x402/payment-response"]).toMatchObject({
+      success: false,
+      errorReason: "insufficient_funds",
+      transaction: "",
+    });
+  });
+
+  it("a settlement fault: the problem result carries `success: false` and the reason in _meta", async () => {
+    const { client, t } = await connect();
+    t.gateway.settleResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+    };
+    const proof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
+    const r = await call(client, "unlock_risk", RISK_ARGS, proof);
+    expect(r.isError).toBe(true);
+    expect(r.structuredContent).toMatchObject({ status: 503 });
+    expect(r._meta?.["x402/payment-response"]).toMatchObject({
+      success: false,
+      errorReason: "facilitator_timeout",
+    });
+    expect(typeof r._meta?.["pressure402/idempotency-key"]).toBe("string");
   });
 
   it("a proof the verifier refuses: PaymentRequired with the reason, nothing settled", async () => {

@@ -276,3 +276,58 @@ describe("the buyer's secret", () => {
     expect((pr.accepts[0] as PaymentRequirements).amount).toBe(route.amount);
   });
 });
+
+describe("PAYMENT-RESPONSE on a failed settlement", () => {
+  const settlementOf = (res: LightMyRequestResponse, name = "payment-response") =>
+    JSON.parse(Buffer.from(res.headers[name] as string, "base64").toString()) as Record<string, unknown>;
+
+  it("refused (402), unknown (409) and faulted (503): `success: false` with the reason, v2 and v1", async () => {
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "insufficient_funds",
+      transaction: "",
+      network: r.network,
+    });
+    const refused = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
+    expect(refused.statusCode).toBe(402);
+    expect(settlementOf(refused)).toMatchObject({
+      success: false,
+      errorReason: "insufficient_funds",
+      transaction: "",
+    });
+
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_transaction_failed",
+      transaction: "",
+      network: r.network,
+    });
+    const unknown = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
+    expect(unknown.statusCode).toBe(409);
+    expect(settlementOf(unknown)).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_transaction_failed",
+    });
+
+    gateway.settleResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+    };
+    const faulted = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
+    expect(faulted.statusCode).toBe(503);
+    expect(settlementOf(faulted)).toMatchObject({ success: false, errorReason: "facilitator_timeout" });
+    expect(faulted.body).not.toContain(SECRET_BODY);
+
+    const v1 = buyerProof();
+    const v1Faulted = await post(
+      { "x-payment": b64({ x402Version: 1, scheme: "exact", network: "base", payload: v1.payload }) },
+      REQUESTS.bought,
+    );
+    expect(v1Faulted.statusCode).toBe(503);
+    expect(settlementOf(v1Faulted, "x-payment-response")).toMatchObject({
+      success: false,
+      errorReason: "facilitator_timeout",
+      network: "base",
+    });
+    expect(v1Faulted.headers["payment-response"]).toBeUndefined();
+  });
+});

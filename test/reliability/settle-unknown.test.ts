@@ -20,6 +20,17 @@ import { b64, v2Proof } from "../helpers/proofs.js";
  * after the answer and after `landGate` opens, which the test holds closed while it checks what the buyer is told.
  * Every wait is that gate or a barrier on the transfer, never a sleep an assertion depends on.
  */
+
+/** No settlement happened for this answer: no PAYMENT-RESPONSE, or one that says `success: false` and why. */
+function expectNoSettlement(res: Response) {
+  const header = res.headers.get("payment-response");
+  if (header === null) return;
+  const settlement = decodePaymentResponseHeader(header);
+  expect(settlement.success).toBe(false);
+  expect(settlement.errorReason).toBeTruthy();
+  expect(settlement.transaction).toBe("");
+}
+
 const stack = useFaultStack();
 const PAYER = "0x000000000000000000000000000000000000b0b0";
 
@@ -49,7 +60,7 @@ function proofFor(app: HttpApp, validBefore?: number) {
 async function expectConfirming(res: Response) {
   expect(res.status).toBe(409);
   expect(res.headers.get("payment-required")).toBeNull();
-  expect(res.headers.get("payment-response")).toBeNull();
+  expectNoSettlement(res); // no settlement: at most PAYMENT-RESPONSE `success: false` with its reason
   expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
   const body = (await res.json()) as { type: string; detail: string; unlocks?: unknown };
   expect(body.type).toMatch(/settlement-unconfirmed$/);
