@@ -40,6 +40,43 @@ export interface PaymentCore {
   singleInstance: boolean;
   staleIncarnationMs: number;
   log: FastifyBaseLogger;
+  /**
+   * Ledger writes after a settlement that failed (a full disk, a lost database): kept here, by receipt, and retried by
+   * `flushUnwritten` until the ledger takes them, so a charge is never stranded in `settling`.
+   */
+  unwritten: Map<string, () => Promise<unknown>>;
+}
+
+/**
+ * A ledger write that must not be lost once money has moved: tried now; if the ledger fails, kept for
+ * `flushUnwritten` (the reconciler's pass, the clean stop) and the request goes on.
+ */
+async function mustWrite(
+  core: PaymentCore,
+  receiptId: string,
+  write: () => Promise<unknown>,
+  log: FastifyBaseLogger,
+) {
+  try {
+    await write();
+    core.unwritten.delete(receiptId);
+  } catch (err) {
+    log.error({ err, receipt: receiptId }, "ledger write after settlement failed; kept to retry");
+    core.unwritten.set(receiptId, write);
+  }
+}
+
+/** Retries the writes the ledger refused; returns how many are still waiting. */
+export async function flushUnwritten(core: PaymentCore): Promise<number> {
+  for (const [id, write] of [...core.unwritten]) {
+    try {
+      await write();
+      core.unwritten.delete(id);
+    } catch {
+      break; // the ledger still refuses: keep the rest, in order, for the next pass
+    }
+  }
+  return core.unwritten.size;
 }
 
 /** A provisional cap, reserved atomically with the claim: `limit` paid calls since `since`. */
@@ -536,12 +573,17 @@ async function deliverPaid(
     payer: p.identity.payer,
   });
   const now = core.clock();
-  await core.ledger.storeResponse(
-    p.receiptId,
-    storedResponse(response, header),
-    new Date(now.getTime() + core.retentionMs),
-    now,
-  );
+  try {
+    await core.ledger.storeResponse(
+      p.receiptId,
+      storedResponse(response, header),
+      new Date(now.getTime() + core.retentionMs),
+      now,
+    );
+  } catch (err) {
+    // Already settled and recorded: only the copy kept for a retry is missing. The buyer still gets it now.
+    p.log.error({ err, receipt: p.receiptId }, "delivered response not kept");
+  }
   logSettled(p, transaction, "settled");
   report(core, p, "settled");
   return { kind: "delivered", header };
@@ -569,7 +611,35 @@ export async function completePayment(
   const started = core.clock();
   if (!(await core.ledger.beginSettlement(p.receiptId, core.incarnation, started)))
     return { kind: "taken_over" };
+  try {
+    return await settleAndRecord(core, p, response, started);
+  } catch (err) {
+    // The ledger failed somewhere after settle was called: the outcome is an unknown the chain settles, never a 500.
+    p.log.error({ err, receipt: p.receiptId }, "ledger failed after settlement began");
+    if (!core.unwritten.has(p.receiptId))
+      core.unwritten.set(p.receiptId, () =>
+        core.ledger.recordFailure(p.receiptId, {
+          status: "unknown",
+          error: "ledger_unavailable",
+          now: core.clock(),
+        }),
+      );
+    report(core, p, "unknown");
+    return {
+      kind: "fault",
+      fault: new FacilitatorFault(503, "ledger_unavailable", 5, String(err)),
+      consequence: NOT_CONFIRMED,
+      header: failureHeader(p, "ledger_unavailable"),
+    };
+  }
+}
 
+async function settleAndRecord(
+  core: PaymentCore,
+  p: Payment,
+  response: HandlerResponse,
+  started: Date,
+): Promise<Completion> {
   let result: SettleResponse;
   try {
     result = await timed(core, "settle", () =>
@@ -578,11 +648,13 @@ export async function completePayment(
   } catch (error) {
     // Indeterminate: the facilitator may or may not have settled. The body is withheld; the buyer's retry with the
     // same proof (or the background reconciler) settles the question on chain, so nobody pays twice or for nothing.
-    await core.ledger.recordFailure(p.receiptId, {
-      status: "unknown",
-      error: error instanceof FacilitatorFault ? error.reason : "settle_error",
-      now: core.clock(),
-    });
+    const error_ = error instanceof FacilitatorFault ? error.reason : "settle_error";
+    await mustWrite(
+      core,
+      p.receiptId,
+      () => core.ledger.recordFailure(p.receiptId, { status: "unknown", error: error_, now: core.clock() }),
+      p.log,
+    );
     report(core, p, "unknown");
     const fault =
       error instanceof FacilitatorFault
@@ -597,7 +669,7 @@ export async function completePayment(
   // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
   const status = pending ? "pending" : "settled";
   const header = settlementHeader(p.proof.version, result);
-  const rec = await core.ledger.recordSettlement(p.receiptId, {
+  const record = {
     status,
     transaction: result.transaction,
     response: {
@@ -605,7 +677,24 @@ export async function completePayment(
       expiresAt: new Date(started.getTime() + core.retentionMs),
     },
     now: core.clock(),
-  });
+  } as const;
+  let rec: Awaited<ReturnType<LedgerPort["recordSettlement"]>>;
+  try {
+    rec = await core.ledger.recordSettlement(p.receiptId, record);
+  } catch (err) {
+    // The money moved and the ledger cannot say so yet (a full disk): the buyer gets what it paid for now, and the
+    // write waits in memory for the ledger (and, should this process stop first, the chain settles it on restart).
+    p.log.error(
+      { err, receipt: p.receiptId, transaction: result.transaction },
+      "settlement not recorded yet",
+    );
+    core.unwritten.set(p.receiptId, () =>
+      core.ledger.recordSettlement(p.receiptId, { ...record, now: core.clock() }),
+    );
+    logSettled(p, result.transaction, status);
+    report(core, p, status);
+    return { kind: "delivered", header };
+  }
   if (!rec.ok) {
     // The facilitator named a transaction that already paid for another receipt: not a payment for this one.
     p.log.error(
@@ -640,10 +729,19 @@ async function settleFailed(
   if (settleFailureKind(reason) === "refused" && !p.reclaimed) {
     await core.ledger.recordFailure(p.receiptId, { status: "failed", error: reason, now: core.clock() });
     report(core, p, "settle_failed");
-    return { kind: "payment_required", error: `settlement_failed: ${reason}`, header: failureHeader(p, reason) };
+    return {
+      kind: "payment_required",
+      error: `settlement_failed: ${reason}`,
+      header: failureHeader(p, reason),
+    };
   }
-  await core.ledger.recordFailure(p.receiptId, { status: "unknown", error: reason, now: core.clock() });
-  const receipt = await core.ledger.receipt(p.receiptId);
+  await mustWrite(
+    core,
+    p.receiptId,
+    () => core.ledger.recordFailure(p.receiptId, { status: "unknown", error: reason, now: core.clock() }),
+    p.log,
+  );
+  const receipt = await core.ledger.receipt(p.receiptId).catch(() => undefined);
   // The transfer may already be on chain (an earlier attempt's, or this one's whose answer was an error): ask now.
   const res = receipt
     ? await resolveFromChain(core.ledger, core.chain, receipt, core.clock(), p.log)
@@ -652,7 +750,11 @@ async function settleFailed(
   if (res?.kind === "failed") {
     // The chain proves nothing moved for good (its validity window passed unused, or it was cancelled).
     report(core, p, "settle_failed");
-    return { kind: "payment_required", error: `settlement_failed: ${reason}`, header: failureHeader(p, reason) };
+    return {
+      kind: "payment_required",
+      error: `settlement_failed: ${reason}`,
+      header: failureHeader(p, reason),
+    };
   }
   // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
   report(core, p, "unknown");

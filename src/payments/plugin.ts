@@ -7,6 +7,7 @@ import {
   admitPayment,
   type Completion,
   completePayment,
+  flushUnwritten,
   type PaidRoute,
   type Payment,
   type PaymentCore,
@@ -85,6 +86,7 @@ const FAULT_DETAIL: Record<string, string> = {
   facilitator_error: "The payment facilitator answered with an error.",
   facilitator_chain_unavailable: "The payment facilitator could not reach the chain to check the payment.",
   payer_limited: "Too many payment checks of this payer are running or recently failed.",
+  ledger_unavailable: "The payment ledger could not record this payment.",
 };
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -116,6 +118,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     singleInstance: opts.singleInstance ?? true,
     staleIncarnationMs: opts.staleIncarnationMs ?? 60_000,
     log: app.log,
+    unwritten: new Map(),
   };
   const { clock, incarnation } = core;
 
@@ -294,17 +297,33 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       if (!paymentId.ok)
         return sendProblem(reply, problem(400, "invalid-payment-identifier", paymentId.detail, instance));
 
-      const admission = await admitPayment(core, {
-        route,
-        proof,
-        requirements: matched.requirements,
-        requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
-        idempotencyKey,
-        paymentId: paymentId.id,
-        ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
-        now,
-        log: request.log,
-      });
+      let admission: Awaited<ReturnType<typeof admitPayment>>;
+      try {
+        admission = await admitPayment(core, {
+          route,
+          proof,
+          requirements: matched.requirements,
+          requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
+          idempotencyKey,
+          paymentId: paymentId.id,
+          ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
+          now,
+          log: request.log,
+        });
+      } catch (err) {
+        // The ledger failed before anything was settled (a full disk): a retryable 503, never a 500.
+        request.log.error({ err }, "payment admission failed");
+        return sendProblem(
+          reply,
+          problem(
+            503,
+            "ledger-unavailable",
+            "The payment ledger is unavailable. Nothing was charged; retry later.",
+            instance,
+          ),
+          { "Retry-After": "5", "Cache-Control": "no-store" },
+        );
+      }
       switch (admission.kind) {
         case "proceed":
           request.payment = { ...admission.payment, done: false };
@@ -373,8 +392,20 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   }
 
   app.decorateRequest("payment", null);
-  const reconcileNow = () =>
-    reconcileOnce({ ledger: core.ledger, chain: core.chain, observer: core.observer, log: app.log, clock });
+  // Writes the ledger refused after a settlement go first; the backlog counts them with the unknown receipts.
+  const reconcileNow = async () => {
+    const unwritten = await flushUnwritten(core);
+    const r = await reconcileOnce({
+      ledger: core.ledger,
+      chain: core.chain,
+      observer: core.observer,
+      log: app.log,
+      clock,
+    });
+    if (unwritten === 0 || r.remaining < 0) return r;
+    core.observer.reconcilerBacklog(r.remaining + unwritten);
+    return { ...r, remaining: r.remaining + unwritten };
+  };
   app.decorate("payments", { guard, reconcileNow, incarnation });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
@@ -416,7 +447,18 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   });
   app.addHook("onClose", async () => {
     if (timer) clearInterval(timer);
-    await core.ledger.endIncarnation(incarnation, clock());
+    // A clean stop leaves nothing in `settling`: what is still unrecorded becomes `unknown`, for the chain to settle
+    // at the next start. If the ledger still cannot write, the incarnation stays unended, so the next start releases
+    // it as a dead one instead of trusting it.
+    try {
+      await flushUnwritten(core);
+      await core.ledger.releaseIncarnation(incarnation, clock());
+    } catch (err) {
+      app.log.error(
+        { err, unwritten: core.unwritten.size },
+        "payments: the ledger could not close this incarnation",
+      );
+    }
   });
 };
 
