@@ -89,6 +89,9 @@ const FAULT_DETAIL: Record<string, string> = {
   ledger_unavailable: "The payment ledger could not record this payment.",
 };
 
+/** A Host header: a name or IPv4 address, or a bracketed IPv6 address, and an optional port (RFC 9110 `uri-host`). */
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
   return Array.isArray(v) ? v[0] : v;
@@ -124,6 +127,17 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
 
   const resourceUrl = (request: FastifyRequest) =>
     `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${request.url}`;
+  /** Without PUBLIC_BASE_URL the 402's resource comes from Host: one that makes no URL is the caller's error. */
+  const badHost = (request: FastifyRequest): boolean => {
+    if (opts.publicBaseUrl) return false;
+    if (!HOST.test(request.host)) return true;
+    try {
+      new URL(resourceUrl(request));
+      return false;
+    } catch {
+      return true;
+    }
+  };
 
   const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
   const challengeOf = (route: PaidRoute) => {
@@ -227,6 +241,11 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
       const instance = problemInstance(request);
+      if (badHost(request))
+        return sendProblem(
+          reply,
+          problem(400, "invalid-host", "The Host header does not make a valid URL.", instance),
+        );
       const now = clock();
       // HEAD has no body to deliver: it shows the price and never verifies or settles a proof.
       if (request.method === "HEAD")
