@@ -316,8 +316,11 @@ export function createFacilitatorGateway(
       const verdict = await check(checkable.exact, checkable.domain);
       if (verdict.kind === "valid") outcome = "answer";
       if (verdict.kind !== "refused") return verdict.kind;
-      // A clean "not mine" is cheap and is what junk naming an honest wallet gets: no back-off for that wallet.
-      if (verdict.why !== "rejected") outcome = "fault";
+      // A clean "not mine", and a revert — what most real wallets (Coinbase Smart Wallet, Safe, OpenZeppelin's ECDSA)
+      // answer to a malformed signature — are what junk naming an honest wallet gets: the claimed `from` is the
+      // attacker's choice, so they never back that wallet off (each check is capped in gas and time, and the sender
+      // is held by its address's rate limit). Only a wallet that cannot answer in time backs itself off.
+      if (verdict.why === "out_of_budget") outcome = "fault";
       return {
         isValid: false,
         invalidReason: SMART_WALLET_REFUSED,

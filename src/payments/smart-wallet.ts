@@ -38,7 +38,8 @@ export const DEFAULT_SMART_WALLET_CHECK: SmartWalletCheckOptions = { timeoutMs: 
  * "not_a_contract": `from` has no code and the signature carries no deployment: an EOA whose signature did not
  * recover — not this check's question. Otherwise refused, with why: "rejected" — the wallet answered, cheaply, that the
  * signature is not its own (what junk naming an honest wallet gets); "failed" — the call reverted or ran out of gas;
- * "out_of_budget" — no answer in time. Only the last two cost us, so only they back the contract off.
+ * "out_of_budget" — no answer in time. Only the last backs the contract off: a revert is how most wallets answer junk
+ * that merely names them.
  */
 export type SmartWalletVerdict =
   | { kind: "valid" }

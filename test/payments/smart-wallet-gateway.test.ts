@@ -99,3 +99,48 @@ describe("the smart-wallet check before the facilitator", () => {
     expect(s.gateway.contracts?.peek(WALLET)).toMatchObject({ inFlight: 0, faults: 0 });
   });
 });
+
+describe("junk naming a smart wallet that reverts on it (as most real wallets do)", () => {
+  it("never backs that wallet off: its honest payments pass between 4 junk proofs a second", async () => {
+    let now = 0;
+    const honestSig = `0x${"11".repeat(65)}`; // v2Proof's signature: the wallet's own, for this test
+    const client = {
+      verify: async (payload: PaymentPayload): Promise<VerifyResponse> => ({
+        isValid: true,
+        payer: (payload.payload as { authorization: { from: string } }).authorization.from,
+      }),
+      settle: async () => {
+        throw new Error("not used");
+      },
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    } as unknown as FacilitatorClient;
+    // The wallet's isValidSignature reverts on any signature that is not its owner's.
+    const check: SmartWalletCheck = async (exact) =>
+      exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: "failed" };
+    const gateway = createFacilitatorGateway(
+      client,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
+      () => now,
+    );
+    const junk = () => {
+      const p = proofFrom(WALLET);
+      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
+    };
+    let honestPaid = 0;
+    for (let round = 0; round < 15; round++) {
+      for (let j = 0; j < 4; j++) {
+        // Refused every time (an invalid proof), never served.
+        const refused = await gateway.verify(junk(), requirements).catch((e: unknown) => e);
+        expect((refused as VerifyResponse).isValid === true).toBe(false);
+        if (j < 3) now += 250;
+      }
+      // The wallet's own payment, right after the junk of that second.
+      const verdict = await gateway.verify(proofFrom(WALLET), requirements).catch((e: unknown) => e);
+      if ((verdict as VerifyResponse).isValid === true) honestPaid += 1;
+      now += 250;
+    }
+    process.stdout.write(`smart wallet under 4 junk/s: honest paid ${honestPaid}/15\n`);
+    expect(honestPaid).toBe(15);
+    expect(gateway.contracts?.peek(WALLET)).toMatchObject({ until: 0 });
+  });
+});
