@@ -295,7 +295,8 @@ export function createFacilitatorGateway(
   ): Promise<VerifyResponse> {
     const payer = payerOf(payload);
     if (payer === undefined) return guarded("verify", call);
-    let proven = (await localSignatureCheck(payload, requirements)) === "eoa";
+    const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
+    let proven = eoa;
     if (!proven && opts.smartWallet) {
       const checked = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet);
       if (checked !== "not_a_contract") {
@@ -311,7 +312,9 @@ export function createFacilitatorGateway(
     if (!slot.allowed) throw new PayerLimited(slot);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
-      const verdict = await guarded("verify", call, proven ? { witness: payer } : "payer_only");
+      // Only an EOA's own signature makes a witness against the facilitator: a contract wallet vouched for by the chain
+      // may still be slow on purpose under the facilitator's own (larger) gas, so its faults stay its own.
+      const verdict = await guarded("verify", call, eoa ? { witness: payer } : "payer_only");
       outcome = "answer";
       return verdict;
     } catch (error) {
@@ -388,8 +391,9 @@ export function createFacilitatorGateway(
           throw error;
         }
       }),
-    settle: (payload, requirements) => {
+    settle: async (payload, requirements) => {
       const payer = payerOf(payload);
+      const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
       return guarded(
         "settle",
         async () => {
@@ -415,8 +419,9 @@ export function createFacilitatorGateway(
           if (!first.success && first.errorReason === SETTLEMENT_PENDING && first.transaction) return once();
           return first;
         },
-        // Only verified proofs are settled: a fault there is one witness against the facilitator.
-        payer === undefined ? "own" : { witness: payer },
+        // Only verified proofs are settled: a fault there is one witness against the facilitator — an EOA's. A
+        // contract wallet's settlement may be slow by its own doing, so it counts for that payer only.
+        payer === undefined ? "own" : eoa ? { witness: payer } : "payer_only",
       );
     },
   };

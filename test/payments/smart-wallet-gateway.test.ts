@@ -1,7 +1,11 @@
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
-import { createFacilitatorGateway, SMART_WALLET_REFUSED } from "../../src/payments/facilitator.js";
+import {
+  createFacilitatorGateway,
+  FacilitatorFault,
+  SMART_WALLET_REFUSED,
+} from "../../src/payments/facilitator.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import {
   callFailure,
@@ -210,5 +214,32 @@ describe("callFailure: why an isValidSignature call threw", () => {
     expect(callFailure({ message: "call failed", cause: { details: "EVM error OutOfGas" } })).toBe("failed");
     expect(callFailure(new Error("out of gas"))).toBe("failed");
     expect(callFailure(new Error("HTTP request failed. Status: 503"))).toBe("failed");
+  });
+});
+
+describe("a smart wallet that is slow at the facilitator (gas-aware: valid under the check's cap, slow beyond it)", () => {
+  it("its verify timeouts never count toward the circuit, whatever the threshold", async () => {
+    const client = {
+      verify: async () => {
+        throw new FacilitatorFault(503, "facilitator_timeout", 1, "verify timed out");
+      },
+      settle: async () => {
+        throw new Error("not used");
+      },
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    } as unknown as FacilitatorClient;
+    let now = 0;
+    const gateway = createFacilitatorGateway(
+      client,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: async () => ({ kind: "valid" }) },
+      () => now,
+    );
+    for (let i = 0; i < 6; i++) {
+      const wallet = `0x51000000000000000000000000000000000000${String(10 + i)}`;
+      await expect(gateway.verify(proofFrom(wallet), requirements)).rejects.toBeDefined();
+      now += 10;
+    }
+    expect(gateway.position()).toBe("closed");
+    expect(gateway.circuit.openedAt).toBeNull();
   });
 });
