@@ -35,9 +35,9 @@ import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
 import type { LedgerPort } from "./payments/ledger-port.js";
+import { registerPaywall } from "./payments/paywall.js";
 import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";
-import { registerPaywall } from "./payments/paywall.js";
 import type { ServiceIdentity } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
@@ -102,6 +102,9 @@ export const REDACT = [
   "req.headers['x-payment']",
   "req.headers.authorization",
   "req.headers.cookie",
+  // The secrets that alone recover a paid response (the proof itself becomes public on chain).
+  "req.headers['idempotency-key']",
+  "res.headers['idempotency-key']",
   "res.headers['payment-response']",
   "res.headers['x-payment-response']",
   "res.headers['payment-required']",
@@ -159,6 +162,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       "X-PAYMENT-RESPONSE",
       "Retry-After",
       "Idempotent-Replayed",
+      "Idempotency-Key", // the retry key issued to a payment sent without a secret
       "RateLimit-Limit",
       "RateLimit-Remaining",
       "RateLimit-Reset",

@@ -5,10 +5,11 @@
  * named reason to drop them. The shipped recordings and a live ingest go through the same
  * `bazaarItemToEntry`.
  */
+
+import type { CatalogEntry } from "../store/catalog-schema.js";
 import { categorize, DESCRIPTION_STOPWORDS, submarketOf, words } from "./categories.js";
 import { toIsoUtc } from "./compiled-catalog.js";
 import { atomicToUsd, BASE_MAINNET, isTestnet, toCaip2, usdcDecimals } from "./money.js";
-import type { CatalogEntry } from "../store/catalog-schema.js";
 
 export interface BazaarFetchOptions {
   fetchImpl?: typeof fetch;

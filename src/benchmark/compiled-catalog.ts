@@ -1,6 +1,6 @@
-import { usdcDecimals, usdToAtomic } from "./money.js";
-import { submarketOf } from "./categories.js";
 import { CATEGORIES, type CatalogEntry, type Category } from "../store/catalog-schema.js";
+import { submarketOf } from "./categories.js";
+import { usdcDecimals, usdToAtomic } from "./money.js";
 
 export const COMPILED_CATALOG_SOURCE_ID = "x402-catalog";
 

@@ -14,8 +14,8 @@ import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { RawAccept } from "./bazaar.js";
-import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./money.js";
 import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
+import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./money.js";
 
 export const PROBE_TIMEOUT_MS = 3000;
 export const PROBE_MAX_BYTES = 64 * 1024;

@@ -4,10 +4,10 @@
  * exact key and by host; comparable pools per category sorted by price.
  */
 import type { Catalog } from "../store/catalog.js";
-import { bestCategory, scoreKeywords, submarketOf, words } from "./categories.js";
-import { serviceHost, serviceIds } from "./sellers.js";
 import type { CatalogEntry, Category } from "../store/catalog-schema.js";
+import { bestCategory, scoreKeywords, submarketOf, words } from "./categories.js";
 import { isComparable, type PriceQuality, priceQuality } from "./price-quality.js";
+import { serviceHost, serviceIds } from "./sellers.js";
 import { type NormalizedUrl, normalizeUrl, templateFit } from "./url.js";
 import { type UsageFigure, washAdjust } from "./usage.js";
 

@@ -1,6 +1,6 @@
+import type { CatalogEntry } from "../store/catalog-schema.js";
 import { words } from "./categories.js";
 import { BASE_MAINNET, isTestnet } from "./money.js";
-import type { CatalogEntry } from "../store/catalog-schema.js";
 
 /** Tags the compiled catalog uses for prices that are not exact advertised per-call amounts. */
 export const APPROXIMATION_TAGS: ReadonlySet<string> = new Set([

@@ -35,6 +35,7 @@ import {
   resolveCategory,
 } from "./market-index.js";
 import { BASE_MAINNET, isTestnet, usdToAtomicRounded } from "./money.js";
+import { type Refusal, refuseByDns, refuseByUrl } from "./probe-guard.js";
 import {
   confidenceOf,
   contractConfidence,
@@ -44,7 +45,6 @@ import {
   type PriceEvidence,
   pricePosition,
 } from "./rules.js";
-import { type Refusal, refuseByDns, refuseByUrl } from "./probe-guard.js";
 import { serviceHost } from "./sellers.js";
 import { type NormalizedUrl, normalizeUrl } from "./url.js";
 import { type UsageFigure, washAdjust } from "./usage.js";

@@ -70,8 +70,38 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
     status: 409,
     title: "Settlement unconfirmed",
     meaning: "An earlier settlement of this proof has no confirmed outcome and the proof no longer verifies.",
-    action: "Do not pay again. Retry later with the same proof, or check the authorization on chain.",
+    action:
+      "Do not pay again. Retry later with the same proof and your Idempotency-Key or payment-identifier id (or the Idempotency-Key this answer carries), or check the authorization on chain.",
     charged: "Possibly charged once by the earlier attempt; never twice.",
+  },
+  "payment-identifier-reused": {
+    status: 409,
+    title: "payment-identifier id reused",
+    meaning: "This payment-identifier id was first used with a different request or payment.",
+    action: "Use a new id for a new payment; retry a payment with the id it was sent with.",
+    charged: "Nothing was charged for this request.",
+  },
+  "invalid-payment-identifier": {
+    status: 400,
+    title: "Invalid payment-identifier",
+    meaning: 'extensions["payment-identifier"].info.id is not 16–128 characters of A–Z, a–z, 0–9, _ and -.',
+    action: "Send a valid id (generatePaymentId() of @x402/extensions), or none.",
+    charged: NOT_CHARGED,
+  },
+  "ledger-unavailable": {
+    status: 503,
+    title: "Payment ledger unavailable",
+    meaning: "The payment ledger could not record this payment (for example, its disk is full).",
+    action:
+      "Retry after Retry-After seconds with the same proof and your Idempotency-Key or payment-identifier id (or the Idempotency-Key this answer carries).",
+    charged: "Never twice: a payment that settled is delivered on the retry.",
+  },
+  "invalid-host": {
+    status: 400,
+    title: "Invalid Host",
+    meaning: "The Host header does not make a valid URL, and the payment's resource URL is built from it.",
+    action: "Send a valid Host header.",
+    charged: NOT_CHARGED,
   },
   "idempotency-key-reused": {
     status: 422,

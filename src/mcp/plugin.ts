@@ -9,7 +9,7 @@ import {
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
-import { META_PAYMENT, problemResult, type ToolResult, toolResult } from "./results.js";
+import { META_PAYMENT, META_RETRY_KEY, problemResult, type ToolResult, toolResult } from "./results.js";
 import { httpCall, MCP_PATH, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "./tools.js";
 
 export interface McpOptions {
@@ -25,7 +25,8 @@ export { MCP_PATH };
 const instructions = (network: PaymentNetwork) =>
   `Every tool is a paid call settled with x402 in USDC on ${network.label} (${network.caip2}); each description gives its price. ` +
   'A call without payment returns isError with the x402 PaymentRequired (structuredContent, content[0].text and _meta["x402/error"]); sign it and repeat the same call with the PaymentPayload in _meta["x402/payment"] (the object, or its base64 encoding as in PAYMENT-SIGNATURE); the settlement comes back in _meta["x402/payment-response"]. ' +
-  "The same payment with the same arguments returns the same result again at no extra charge. Invalid arguments and " +
+  'The same payment with the same arguments returns the same result again at no extra charge, but only when the retry carries the secret of the paying call: its payment-identifier id (PaymentPayload extensions["payment-identifier"].info.id, advertised in every PaymentRequired), or the _meta["pressure402/idempotency-key"] its answer returned. ' +
+  "Invalid arguments and " +
   "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
   "unlock_risk, token_risk_summary or unlock_backtest; benchmark_endpoint prices an x402 endpoint URL.";
 
@@ -77,6 +78,8 @@ async function callTool(
         ),
       );
     headers["payment-signature"] = encoded;
+    const retryKey = meta?.[META_RETRY_KEY];
+    if (typeof retryKey === "string") headers["idempotency-key"] = retryKey;
   }
   const res = await app.inject({
     method: call.method,

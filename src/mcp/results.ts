@@ -12,6 +12,11 @@ export const META_PAYMENT_RESPONSE = "x402/payment-response";
  * PaymentRequired of an `isError` result; its own server (`withX402`) writes it there, as this adapter does.
  */
 export const META_ERROR = "x402/error";
+/**
+ * The retry key a paid call without a secret of its own (no payment-identifier id) is issued, as the HTTP route's
+ * Idempotency-Key answer header; sent back in the same `_meta` key, it recovers what that payment bought.
+ */
+export const META_RETRY_KEY = "pressure402/idempotency-key";
 
 /** The reason given when a call carried no payment (the route's own names its HTTP header). */
 export const NO_PAYMENT = `payment required: send the signed x402 PaymentPayload in _meta["${META_PAYMENT}"]`;
@@ -105,6 +110,18 @@ const asMeta = (p: Record<string, unknown>): Record<string, unknown> =>
  * - any other status: the route's problem+json (with `retryAfter` when the route said when to retry).
  */
 export function toolResult(answer: HttpAnswer, call: Dispatched): ToolResult {
+  const result = routeResult(answer, call);
+  const meta: Record<string, unknown> = {};
+  const issued = one(answer.headers["idempotency-key"]);
+  if (issued) meta[META_RETRY_KEY] = issued;
+  // A failed settlement's `success: false` and reason, as the x402 MCP transport carries it on an error result.
+  const settlement = one(answer.headers["payment-response"]);
+  if (settlement && (answer.statusCode < 200 || answer.statusCode >= 300))
+    meta[META_PAYMENT_RESPONSE] = decodePaymentResponseHeader(settlement);
+  return Object.keys(meta).length ? { ...result, _meta: { ...result._meta, ...meta } } : result;
+}
+
+function routeResult(answer: HttpAnswer, call: Dispatched): ToolResult {
   const { statusCode, headers } = answer;
   const instance = call.tool.path;
   if (statusCode >= 200 && statusCode < 300) {

@@ -228,7 +228,9 @@ export async function registerMetrics(
       logLevel: "warn",
       exposeHeadRoute: false,
       schema: { hide: true },
-      onRequest: async (request, reply) => {
+      // preHandler, not onRequest: the rate limiter's onRequest hook runs first, so every wrong guess counts against
+      // the address's limit (a route's own onRequest that answers would end the request before it is counted).
+      preHandler: async (request, reply) => {
         const given = Buffer.from(request.headers.authorization ?? "");
         if (given.length !== expected.length || !timingSafeEqual(given, expected))
           return reply

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
@@ -40,6 +41,43 @@ export interface PaymentCore {
   singleInstance: boolean;
   staleIncarnationMs: number;
   log: FastifyBaseLogger;
+  /**
+   * Ledger writes after a settlement that failed (a full disk, a lost database): kept here, by receipt, and retried by
+   * `flushUnwritten` until the ledger takes them, so a charge is never stranded in `settling`.
+   */
+  unwritten: Map<string, () => Promise<unknown>>;
+}
+
+/**
+ * A ledger write that must not be lost once money has moved: tried now; if the ledger fails, kept for
+ * `flushUnwritten` (the reconciler's pass, the clean stop) and the request goes on.
+ */
+async function mustWrite(
+  core: PaymentCore,
+  receiptId: string,
+  write: () => Promise<unknown>,
+  log: FastifyBaseLogger,
+) {
+  try {
+    await write();
+    core.unwritten.delete(receiptId);
+  } catch (err) {
+    log.error({ err, receipt: receiptId }, "ledger write after settlement failed; kept to retry");
+    core.unwritten.set(receiptId, write);
+  }
+}
+
+/** Retries the writes the ledger refused; returns how many are still waiting. */
+export async function flushUnwritten(core: PaymentCore): Promise<number> {
+  for (const [id, write] of [...core.unwritten]) {
+    try {
+      await write();
+      core.unwritten.delete(id);
+    } catch {
+      break; // the ledger still refuses: keep the rest, in order, for the next pass
+    }
+  }
+  return core.unwritten.size;
 }
 
 /** A provisional cap, reserved atomically with the claim: `limit` paid calls since `since`. */
@@ -58,6 +96,8 @@ export interface Attempt {
   requirements: PaymentRequirements;
   requestFingerprint: string;
   idempotencyKey: string | undefined;
+  /** The x402 `payment-identifier` id in the proof's extensions (validated), a secret like the key. */
+  paymentId: string | undefined;
   ppRef: string | undefined;
   now: Date;
   log: FastifyBaseLogger;
@@ -71,6 +111,11 @@ export interface Payment extends Omit<Attempt, "now"> {
   reclaimed: boolean;
   /** Already paid (found on chain), never delivered: deliver this settlement, do not settle again. */
   deliver?: Receipt;
+  /**
+   * The retry key this server bound to a payment that came with no secret of its own: every answer of the paying
+   * request carries it, and only a retry that sends it back (as Idempotency-Key) gets what the payment bought.
+   */
+  issuedKey?: string | undefined;
 }
 
 export type Refusal = {
@@ -109,9 +154,23 @@ export type Completion =
   | { kind: "unpaid" }
   /** The claim lapsed and another request took the payment over: it settles, not this one. */
   | { kind: "taken_over" }
-  | { kind: "unconfirmed" }
-  | { kind: "payment_required"; error: string }
-  | { kind: "fault"; fault: FacilitatorFault; consequence: string };
+  /**
+   * A settlement that failed, with its `success: false` settlement header (the x402 HTTP transport's
+   * PAYMENT-RESPONSE on failure, naming the reason).
+   */
+  | { kind: "unconfirmed"; header?: [string, string] }
+  | { kind: "payment_required"; error: string; header?: [string, string] }
+  | { kind: "fault"; fault: FacilitatorFault; consequence: string; header?: [string, string] };
+
+/** The settlement header of a failed settlement: `success: false`, the reason, no transaction. */
+const failureHeader = (p: Payment, errorReason: string): [string, string] =>
+  settlementHeader(p.proof.version, {
+    success: false,
+    errorReason,
+    transaction: "",
+    network: p.requirements.network,
+    payer: p.identity.payer,
+  });
 
 export const NOTHING_CHARGED = "Nothing was charged; retry later.";
 export const BEING_CONFIRMED =
@@ -219,21 +278,55 @@ async function releaseDeadHolder(core: PaymentCore, r: Receipt, now: Date): Prom
   return (await releaseDeadIncarnations(core, now, r.incarnation)) > 0;
 }
 
-const keyReused = (reason: "different_request" | "different_payment"): Admission => ({
-  kind: "refused",
-  refusal: {
-    status: 422,
-    slug: "idempotency-key-reused",
-    detail:
-      reason === "different_request"
-        ? "this Idempotency-Key was used with a different request"
-        : "this Idempotency-Key was used with a different payment proof",
-  },
-});
+type Secret = "key" | "payment_id";
 
 /**
- * A claim that found the authorization already paid: the same request gets its response again (at least once); a
- * different request needs a payment of its own.
+ * A secret reused for another request or another payment: 422 for an Idempotency-Key (as before), 409 for a
+ * payment-identifier id (the extension's "same id, different payload").
+ */
+const secretReused = (secret: Secret, reason: "different_request" | "different_payment"): Admission => {
+  const what = reason === "different_request" ? "a different request" : "a different payment proof";
+  return {
+    kind: "refused",
+    refusal:
+      secret === "key"
+        ? {
+            status: 422,
+            slug: "idempotency-key-reused",
+            detail: `this Idempotency-Key was used with ${what}`,
+          }
+        : {
+            status: 409,
+            slug: "payment-identifier-reused",
+            detail: `this payment-identifier id was used with ${what}; nothing was charged`,
+            headers: { "Cache-Control": "no-store" },
+          },
+  };
+};
+
+/**
+ * Which secret of the paying request this attempt presents, if any. The proof alone is never one: once settled, its
+ * authorization and signature are public on chain, so anyone can present them.
+ */
+function secretOf(a: Pick<Attempt, "idempotencyKey" | "paymentId">, r: Receipt): Secret | undefined {
+  if (a.idempotencyKey !== undefined && r.idempotencyKey === a.idempotencyKey) return "key";
+  if (a.paymentId !== undefined && r.paymentId === a.paymentId) return "payment_id";
+  return undefined;
+}
+
+/**
+ * The one answer to a paid authorization presented without its secret: the same whether the proof is the buyer's own
+ * (copied from the chain), rebuilt or forged, and whatever the request, so it tells nobody which request was bought.
+ */
+export const ALREADY_USED =
+  "payment_already_used: retry with the Idempotency-Key or payment-identifier id you paid with";
+
+/** A random retry key for a payment that came without a secret (192 bits, URL-safe). */
+const newRetryKey = () => randomBytes(24).toString("base64url");
+
+/**
+ * A claim that found the authorization already paid: the same request with the paying request's secret gets its
+ * response again (at least once); anything else gets the one answer that names no request.
  */
 function answerPaid(
   core: PaymentCore,
@@ -241,15 +334,14 @@ function answerPaid(
   base: Omit<Payment, "receiptId" | "reclaimed">,
   r: Receipt,
 ): Admission {
+  const secret = secretOf(a, r);
+  if (secret === undefined) {
+    report(core, a, "refused");
+    return { kind: "payment_required", error: ALREADY_USED };
+  }
   if (r.requestFingerprint !== a.requestFingerprint) {
     report(core, a, "refused");
-    // Only the key the paying request itself named (bound after its verification) makes this a key reuse.
-    if (a.idempotencyKey !== undefined && r.idempotencyKey === a.idempotencyKey)
-      return keyReused("different_request");
-    return {
-      kind: "payment_required",
-      error: "payment_already_used: this authorization has already paid for another request",
-    };
+    return secretReused(secret, "different_request");
   }
   if (r.response && (!r.responseExpiresAt || Date.parse(r.responseExpiresAt) > a.now.getTime())) {
     report(core, a, "replayed");
@@ -269,6 +361,18 @@ function answerPaid(
       headers: { "Cache-Control": "no-store" },
     },
   };
+}
+
+/**
+ * A payment of this payer for this request that paid (on chain) but was never delivered, if any: an unknown one is
+ * asked of the chain first. The caller has verified a fresh proof of the payer, so it is the payer asking.
+ */
+async function owedTo(core: PaymentCore, a: Attempt): Promise<Receipt | undefined> {
+  const found = await core.ledger.undeliveredFor(a.proof.exact.authorization.from, a.requestFingerprint);
+  if (!found) return undefined;
+  if (found.status !== "unknown") return found.transaction ? found : undefined;
+  const res = await resolveFromChain(core.ledger, core.chain, found, a.now, a.log);
+  return res.kind === "settled" && res.receipt.transaction ? res.receipt : undefined;
 }
 
 /** Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (chain down). */
@@ -316,7 +420,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   let reclaimed = false;
   switch (claim.kind) {
     case "idempotency_conflict": // only when a key is passed to the claim, which this core never does
-      return keyReused(claim.reason);
+      return secretReused("key", claim.reason);
     case "cap_reached":
       report(core, a, "refused");
       return {
@@ -329,10 +433,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
         },
       };
     case "in_progress":
-      return {
-        kind: "busy",
-        withKey: a.idempotencyKey !== undefined && claim.receipt.idempotencyKey === a.idempotencyKey,
-      };
+      return { kind: "busy", withKey: secretOf(a, claim.receipt) !== undefined };
     case "paid":
       return answerPaid(core, a, base, claim.receipt);
     case "unresolved": {
@@ -343,7 +444,12 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
         report(core, a, "invalid");
         return { kind: "payment_required", error: "invalid_exact_evm_nonce_already_used" };
       }
-      if (claim.receipt.requestFingerprint !== a.requestFingerprint) return { kind: "unconfirmed" };
+      // Only the paying request's secret may take an unresolved payment over: its proof may already be public.
+      if (
+        secretOf(a, claim.receipt) === undefined ||
+        claim.receipt.requestFingerprint !== a.requestFingerprint
+      )
+        return { kind: "unconfirmed" };
       // Unused, or no chain to ask: this request takes it over and pays normally. The chain refuses a second use
       // of one authorization, so at worst the facilitator refuses it and the question stays open.
       if (!(await core.ledger.reclaimUnresolved(claim.receipt.id, core.incarnation, core.lockTtlMs, now)))
@@ -394,22 +500,47 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
     }
     throw error;
   }
-  if (a.idempotencyKey !== undefined) {
-    const bound = await core.ledger.bindIdempotencyKey({
-      receiptId,
-      identity,
-      key: a.idempotencyKey,
-      requestFingerprint: a.requestFingerprint,
-      ttlMs: core.idempotencyTtlMs,
-      incarnation: core.incarnation,
-      now,
-    });
-    if (!bound.ok) {
+  // Every payment that may settle has a secret bound before it does: the buyer's, or one issued here.
+  const issuedKey = a.idempotencyKey === undefined && a.paymentId === undefined ? newRetryKey() : undefined;
+  if (!reclaimed) {
+    const owed = await owedTo(core, a);
+    if (owed) {
+      // The payer already paid for this very request and never got it (a lost answer, a crash): this fresh proof,
+      // which only the payer can sign, recovers that payment and is itself given back unused.
       await giveBack(core, payment);
-      return keyReused(bound.reason);
+      const rebound = await core.ledger.bindIdempotencyKey({
+        receiptId: owed.id,
+        identity: owed.identity,
+        key: a.idempotencyKey ?? issuedKey,
+        paymentId: a.paymentId,
+        requestFingerprint: a.requestFingerprint,
+        ttlMs: core.idempotencyTtlMs,
+        incarnation: core.incarnation,
+        now,
+      });
+      if (!rebound.ok) return secretReused(rebound.secret, rebound.reason);
+      a.log.info({ receipt: owed.id }, "a fresh proof recovers an undelivered payment");
+      return {
+        kind: "proceed",
+        payment: { ...base, receiptId: owed.id, reclaimed: false, deliver: owed, issuedKey },
+      };
     }
   }
-  return { kind: "proceed", payment };
+  const bound = await core.ledger.bindIdempotencyKey({
+    receiptId,
+    identity,
+    key: a.idempotencyKey ?? issuedKey,
+    paymentId: a.paymentId,
+    requestFingerprint: a.requestFingerprint,
+    ttlMs: core.idempotencyTtlMs,
+    incarnation: core.incarnation,
+    now,
+  });
+  if (!bound.ok) {
+    await giveBack(core, payment);
+    return secretReused(bound.secret, bound.reason);
+  }
+  return { kind: "proceed", payment: { ...payment, issuedKey } };
 }
 
 function logSettled(p: Payment, transaction: string, status: "settled" | "pending") {
@@ -443,12 +574,17 @@ async function deliverPaid(
     payer: p.identity.payer,
   });
   const now = core.clock();
-  await core.ledger.storeResponse(
-    p.receiptId,
-    storedResponse(response, header),
-    new Date(now.getTime() + core.retentionMs),
-    now,
-  );
+  try {
+    await core.ledger.storeResponse(
+      p.receiptId,
+      storedResponse(response, header),
+      new Date(now.getTime() + core.retentionMs),
+      now,
+    );
+  } catch (err) {
+    // Already settled and recorded: only the copy kept for a retry is missing. The buyer still gets it now.
+    p.log.error({ err, receipt: p.receiptId }, "delivered response not kept");
+  }
   logSettled(p, transaction, "settled");
   report(core, p, "settled");
   return { kind: "delivered", header };
@@ -476,7 +612,35 @@ export async function completePayment(
   const started = core.clock();
   if (!(await core.ledger.beginSettlement(p.receiptId, core.incarnation, started)))
     return { kind: "taken_over" };
+  try {
+    return await settleAndRecord(core, p, response, started);
+  } catch (err) {
+    // The ledger failed somewhere after settle was called: the outcome is an unknown the chain settles, never a 500.
+    p.log.error({ err, receipt: p.receiptId }, "ledger failed after settlement began");
+    if (!core.unwritten.has(p.receiptId))
+      core.unwritten.set(p.receiptId, () =>
+        core.ledger.recordFailure(p.receiptId, {
+          status: "unknown",
+          error: "ledger_unavailable",
+          now: core.clock(),
+        }),
+      );
+    report(core, p, "unknown");
+    return {
+      kind: "fault",
+      fault: new FacilitatorFault(503, "ledger_unavailable", 5, String(err)),
+      consequence: NOT_CONFIRMED,
+      header: failureHeader(p, "ledger_unavailable"),
+    };
+  }
+}
 
+async function settleAndRecord(
+  core: PaymentCore,
+  p: Payment,
+  response: HandlerResponse,
+  started: Date,
+): Promise<Completion> {
   let result: SettleResponse;
   try {
     result = await timed(core, "settle", () =>
@@ -485,17 +649,19 @@ export async function completePayment(
   } catch (error) {
     // Indeterminate: the facilitator may or may not have settled. The body is withheld; the buyer's retry with the
     // same proof (or the background reconciler) settles the question on chain, so nobody pays twice or for nothing.
-    await core.ledger.recordFailure(p.receiptId, {
-      status: "unknown",
-      error: error instanceof FacilitatorFault ? error.reason : "settle_error",
-      now: core.clock(),
-    });
+    const error_ = error instanceof FacilitatorFault ? error.reason : "settle_error";
+    await mustWrite(
+      core,
+      p.receiptId,
+      () => core.ledger.recordFailure(p.receiptId, { status: "unknown", error: error_, now: core.clock() }),
+      p.log,
+    );
     report(core, p, "unknown");
     const fault =
       error instanceof FacilitatorFault
         ? error
         : new FacilitatorFault(502, "facilitator_error", 5, String(error));
-    return { kind: "fault", fault, consequence: NOT_CONFIRMED };
+    return { kind: "fault", fault, consequence: NOT_CONFIRMED, header: failureHeader(p, fault.reason) };
   }
 
   const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
@@ -504,7 +670,7 @@ export async function completePayment(
   // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
   const status = pending ? "pending" : "settled";
   const header = settlementHeader(p.proof.version, result);
-  const rec = await core.ledger.recordSettlement(p.receiptId, {
+  const record = {
     status,
     transaction: result.transaction,
     response: {
@@ -512,7 +678,24 @@ export async function completePayment(
       expiresAt: new Date(started.getTime() + core.retentionMs),
     },
     now: core.clock(),
-  });
+  } as const;
+  let rec: Awaited<ReturnType<LedgerPort["recordSettlement"]>>;
+  try {
+    rec = await core.ledger.recordSettlement(p.receiptId, record);
+  } catch (err) {
+    // The money moved and the ledger cannot say so yet (a full disk): the buyer gets what it paid for now, and the
+    // write waits in memory for the ledger (and, should this process stop first, the chain settles it on restart).
+    p.log.error(
+      { err, receipt: p.receiptId, transaction: result.transaction },
+      "settlement not recorded yet",
+    );
+    core.unwritten.set(p.receiptId, () =>
+      core.ledger.recordSettlement(p.receiptId, { ...record, now: core.clock() }),
+    );
+    logSettled(p, result.transaction, status);
+    report(core, p, status);
+    return { kind: "delivered", header };
+  }
   if (!rec.ok) {
     // The facilitator named a transaction that already paid for another receipt: not a payment for this one.
     p.log.error(
@@ -525,6 +708,7 @@ export async function completePayment(
       kind: "fault",
       fault: new FacilitatorFault(502, "facilitator_bad_response", 5, rec.reason),
       consequence: "Nothing was delivered; retry later.",
+      header: failureHeader(p, rec.reason),
     };
   }
   logSettled(p, result.transaction, status);
@@ -546,10 +730,19 @@ async function settleFailed(
   if (settleFailureKind(reason) === "refused" && !p.reclaimed) {
     await core.ledger.recordFailure(p.receiptId, { status: "failed", error: reason, now: core.clock() });
     report(core, p, "settle_failed");
-    return { kind: "payment_required", error: `settlement_failed: ${reason}` };
+    return {
+      kind: "payment_required",
+      error: `settlement_failed: ${reason}`,
+      header: failureHeader(p, reason),
+    };
   }
-  await core.ledger.recordFailure(p.receiptId, { status: "unknown", error: reason, now: core.clock() });
-  const receipt = await core.ledger.receipt(p.receiptId);
+  await mustWrite(
+    core,
+    p.receiptId,
+    () => core.ledger.recordFailure(p.receiptId, { status: "unknown", error: reason, now: core.clock() }),
+    p.log,
+  );
+  const receipt = await core.ledger.receipt(p.receiptId).catch(() => undefined);
   // The transfer may already be on chain (an earlier attempt's, or this one's whose answer was an error): ask now.
   const res = receipt
     ? await resolveFromChain(core.ledger, core.chain, receipt, core.clock(), p.log)
@@ -558,9 +751,13 @@ async function settleFailed(
   if (res?.kind === "failed") {
     // The chain proves nothing moved for good (its validity window passed unused, or it was cancelled).
     report(core, p, "settle_failed");
-    return { kind: "payment_required", error: `settlement_failed: ${reason}` };
+    return {
+      kind: "payment_required",
+      error: `settlement_failed: ${reason}`,
+      header: failureHeader(p, reason),
+    };
   }
   // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
   report(core, p, "unknown");
-  return { kind: "unconfirmed" };
+  return { kind: "unconfirmed", header: failureHeader(p, reason) };
 }

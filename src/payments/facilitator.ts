@@ -130,13 +130,20 @@ export interface GatewayOptions extends CircuitOptions {
 }
 
 /**
- * One chain check at a time per contract, and a refusal backs it off at once (1 s doubling to 60 s): a contract whose
- * isValidSignature burns gas or time costs at most one capped eth_call per back-off period.
+ * One chain check at a time per contract (the others wait in line, up to SMART_WALLET_QUEUE, instead of being
+ * refused), and a check that runs out of time backs it off at once (1 s doubling to 60 s): a contract whose
+ * isValidSignature burns time costs at most one budgeted eth_call per back-off period.
  */
 export const DEFAULT_SMART_WALLET_LIMITS: Partial<PayerLimitOptions> = {
   maxInFlight: 1,
   faultsBeforeBackoff: 1,
 };
+
+/**
+ * Checks of one contract that may wait for its running one: a wallet's honest parallel calls queue (each check is
+ * bounded by its time budget, so the wait is too); beyond this many waiting, the next is refused as busy.
+ */
+export const SMART_WALLET_QUEUE = 16;
 
 /** What a smart-wallet signature refused by the chain check is answered: the facilitator's own reason. */
 export const SMART_WALLET_REFUSED = "invalid_exact_evm_signature";
@@ -232,6 +239,26 @@ export function createFacilitatorGateway(
   const circuit = closedCircuit();
   const payers = createPayerLimits(opts.payerLimits);
   const contracts = createPayerLimits({ ...DEFAULT_SMART_WALLET_LIMITS, ...opts.smartWalletLimits });
+  /** Per contract, the checks waiting for its running one, woken one at a time as each check ends. */
+  const waiting = new Map<string, (() => void)[]>();
+  async function contractSlot(payer: string): Promise<void> {
+    const key = payer.toLowerCase();
+    for (;;) {
+      const slot = contracts.admit(key, now());
+      if (slot.allowed) return;
+      const queue = waiting.get(key) ?? [];
+      if (slot.why !== "busy" || queue.length >= SMART_WALLET_QUEUE) throw new PayerLimited(slot);
+      waiting.set(key, queue);
+      await new Promise<void>((resolve) => queue.push(resolve));
+    }
+  }
+  const wakeNext = (payer: string) => {
+    const key = payer.toLowerCase();
+    const queue = waiting.get(key);
+    const next = queue?.shift();
+    if (queue && queue.length === 0) waiting.delete(key);
+    next?.();
+  };
   const retryAfter = () => Math.max(1, Math.ceil(opts.cooldownMs / 1000));
   /** Faults that were the facilitator failing on a request (timeout, 5xx, malformed answer), not unreachable. */
   const costly = new WeakSet<FacilitatorFault>();
@@ -268,7 +295,8 @@ export function createFacilitatorGateway(
   ): Promise<VerifyResponse> {
     const payer = payerOf(payload);
     if (payer === undefined) return guarded("verify", call);
-    let proven = (await localSignatureCheck(payload, requirements)) === "eoa";
+    const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
+    let proven = eoa;
     if (!proven && opts.smartWallet) {
       const checked = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet);
       if (checked !== "not_a_contract") {
@@ -284,7 +312,9 @@ export function createFacilitatorGateway(
     if (!slot.allowed) throw new PayerLimited(slot);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
-      const verdict = await guarded("verify", call, proven ? { witness: payer } : "payer_only");
+      // Only an EOA's own signature makes a witness against the facilitator: a contract wallet vouched for by the chain
+      // may still be slow on purpose under the facilitator's own (larger) gas, so its faults stay its own.
+      const verdict = await guarded("verify", call, eoa ? { witness: payer } : "payer_only");
       outcome = "answer";
       return verdict;
     } catch (error) {
@@ -309,14 +339,15 @@ export function createFacilitatorGateway(
   ): Promise<"valid" | "not_a_contract" | VerifyResponse> {
     const checkable = checkableProof(payload, requirements);
     if (!checkable) return "not_a_contract";
-    const slot = contracts.admit(payer, now());
-    if (!slot.allowed) throw new PayerLimited(slot);
+    await contractSlot(payer);
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
       const verdict = await check(checkable.exact, checkable.domain);
       if (verdict.kind === "valid") outcome = "answer";
       if (verdict.kind !== "refused") return verdict.kind;
-      // A clean "not mine" is cheap and is what junk naming an honest wallet gets: no back-off for that wallet.
+      // A clean "not mine" (a plain revert counts as one: see callFailure) is what junk naming an honest wallet gets:
+      // the claimed `from` is the attacker's choice, so it never backs that wallet off. Out of gas or time is the
+      // contract's own cost, and backs it off.
       if (verdict.why !== "rejected") outcome = "fault";
       return {
         isValid: false,
@@ -331,6 +362,9 @@ export function createFacilitatorGateway(
       };
     } finally {
       contracts.settle(payer, outcome, now());
+      // A back-off now refuses every waiter (each finds it on waking); otherwise the next one takes the slot.
+      if (outcome === "fault") while (waiting.has(payer.toLowerCase())) wakeNext(payer);
+      else wakeNext(payer);
     }
   }
 
@@ -357,8 +391,9 @@ export function createFacilitatorGateway(
           throw error;
         }
       }),
-    settle: (payload, requirements) => {
+    settle: async (payload, requirements) => {
       const payer = payerOf(payload);
+      const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
       return guarded(
         "settle",
         async () => {
@@ -384,8 +419,9 @@ export function createFacilitatorGateway(
           if (!first.success && first.errorReason === SETTLEMENT_PENDING && first.transaction) return once();
           return first;
         },
-        // Only verified proofs are settled: a fault there is one witness against the facilitator.
-        payer === undefined ? "own" : { witness: payer },
+        // Only verified proofs are settled: a fault there is one witness against the facilitator — an EOA's. A
+        // contract wallet's settlement may be slow by its own doing, so it counts for that payer only.
+        payer === undefined ? "own" : eoa ? { witness: payer } : "payer_only",
       );
     },
   };

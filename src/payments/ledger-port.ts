@@ -49,6 +49,8 @@ export interface Receipt {
   payTo: string;
   ppRef: string | null;
   idempotencyKey: string | null;
+  /** The x402 `payment-identifier` id the paying request carried: like the key, a secret the chain never sees. */
+  paymentId: string | null;
   status: ReceiptStatus;
   transaction: string | null;
   error: string | null;
@@ -98,11 +100,15 @@ export type ClaimResult =
   /** The route's provisional cap is taken by live or paid claims. */
   | { kind: "cap_reached"; used: number };
 
-/** Binds a payer's Idempotency-Key to a claim once its proof has verified (never before: see bindIdempotencyKey). */
+/**
+ * Binds a payer's secrets (Idempotency-Key, payment-identifier id; at least one) to a claim once its proof has verified
+ * (never before: see bindIdempotencyKey).
+ */
 export interface KeyBinding {
   receiptId: string;
   identity: PaymentIdentity;
-  key: string;
+  key?: string | undefined;
+  paymentId?: string | undefined;
   requestFingerprint: string;
   ttlMs: number;
   incarnation: string;
@@ -111,8 +117,14 @@ export interface KeyBinding {
 
 export type BindResult =
   | { ok: true }
-  /** The payer's key already stands for another request or another authorization: nothing was written. */
-  | { ok: false; reason: "different_request" | "different_payment" };
+  /** The payer's key or id already stands for another request or another authorization: nothing was written. */
+  | { ok: false; reason: "different_request" | "different_payment"; secret: "key" | "payment_id" };
+
+/**
+ * The idempotency row of a payment-identifier id. Its prefix ends in a space, which no Idempotency-Key (visible ASCII
+ * only) contains, so an id and a key never share a row.
+ */
+export const paymentIdRecordKey = (id: string) => `payment-identifier ${id}`;
 
 export type SettlementRecord = {
   status: "settled" | "pending";
@@ -181,6 +193,11 @@ export interface LedgerPort {
 
   receipt(id: string): Promise<Receipt | undefined>;
   receiptFor(identity: PaymentIdentity): Promise<Receipt | undefined>;
+  /**
+   * The payer's oldest receipt for this request that paid or may have paid (settled, pending, unknown) and whose
+   * response was never delivered: what a fresh proof from the same payer recovers instead of paying again.
+   */
+  undeliveredFor(payer: string, requestFingerprint: string): Promise<Receipt | undefined>;
   /** Receipts whose settlement outcome is unknown, oldest first. */
   unresolvedReceipts(limit: number): Promise<Receipt[]>;
   /** Calls of a route since a time that are paid or being paid (claimed, settling, settled, pending, unknown). */

@@ -3,6 +3,8 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { paymentNetwork } from "../chain/networks.js";
+import { compressBody, precompressedEncoding } from "../http/encoding.js";
+import { createResponseCache } from "../http/response-cache.js";
 import { cspForProtocol } from "../http/security-headers.js";
 
 /**
@@ -120,18 +122,44 @@ const varyAccept = (reply: FastifyReply) => {
  */
 export function registerPaywall(app: FastifyInstance): void {
   const page = paywallPages();
+  // A page is 2.3 MB of HTML: built once per challenge (the PAYMENT-REQUIRED header and protocol it is made of) and
+  // compressed once per encoding, then served from memory — building and gzipping it per request made every browser
+  // visit cost ~70× a JSON 402's CPU. Both caches are bounded, so walking query strings only recycles entries.
+  const pages = new Map<string, Promise<{ html: Buffer; csp: string } | undefined>>();
+  const bodies = createResponseCache({ maxEntries: 24, maxUnits: 32 * 1024 * 1024 });
+  const pageFor = (header: string, protocol: string) => {
+    const key = `${protocol}\n${header}`;
+    let built = pages.get(key);
+    if (built) {
+      pages.delete(key);
+    } else {
+      built = page(decodePaymentRequiredHeader(header), protocol).then((p) =>
+        p ? { html: Buffer.from(p.html), csp: p.csp } : undefined,
+      );
+      built.catch(() => pages.delete(key));
+      if (pages.size >= PAGES_KEPT) pages.delete(pages.keys().next().value as string);
+    }
+    pages.set(key, built);
+    return { key, built };
+  };
   app.addHook("onSend", async (request, reply, payload) => {
     if (reply.statusCode !== 402 || request.method !== "GET") return payload;
     // Browsers and agents get different bodies at the same URL: caches must keep them apart.
     varyAccept(reply);
     const header = reply.getHeader("payment-required");
     if (!wantsPaywall(request) || typeof header !== "string") return payload;
-    const built = await page(decodePaymentRequiredHeader(header), request.protocol);
+    const { key, built: pending } = pageFor(header, request.protocol);
+    const built = await pending;
     if (!built) return payload;
     reply
       .type("text/html; charset=utf-8")
       .header("content-security-policy", built.csp)
       .header("cache-control", "no-store");
-    return built.html;
+    const encoding = precompressedEncoding(request, reply);
+    if (!encoding) return built.html;
+    return bodies.get("paywall", `${key}\n${encoding}`, () => compressBody(built.html, encoding));
   });
 }
+
+/** Paywall pages kept built (each ~2.3 MB of HTML). */
+const PAGES_KEPT = 8;

@@ -7,6 +7,7 @@ import {
   admitPayment,
   type Completion,
   completePayment,
+  flushUnwritten,
   type PaidRoute,
   type Payment,
   type PaymentCore,
@@ -25,7 +26,7 @@ import {
   HEADER_V2,
   requirementsFor,
 } from "./matching.js";
-import { decodeProof, requestFingerprint } from "./proof.js";
+import { decodeProof, paymentIdOf, requestFingerprint } from "./proof.js";
 import type { ChainReader } from "./reconcile.js";
 import { reconcileOnce } from "./reconciler.js";
 import type { PaymentTerms } from "./requirements.js";
@@ -85,7 +86,11 @@ const FAULT_DETAIL: Record<string, string> = {
   facilitator_error: "The payment facilitator answered with an error.",
   facilitator_chain_unavailable: "The payment facilitator could not reach the chain to check the payment.",
   payer_limited: "Too many payment checks of this payer are running or recently failed.",
+  ledger_unavailable: "The payment ledger could not record this payment.",
 };
+
+/** A Host header: a name or IPv4 address, or a bracketed IPv6 address, and an optional port (RFC 9110 `uri-host`). */
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
@@ -116,12 +121,24 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     singleInstance: opts.singleInstance ?? true,
     staleIncarnationMs: opts.staleIncarnationMs ?? 60_000,
     log: app.log,
+    unwritten: new Map(),
   };
   const { clock, incarnation } = core;
 
   // pp_ref is recorded with the paid call, never echoed: the resource URL is the request's without it.
   const resourceUrl = (request: FastifyRequest) =>
     `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${withoutPpRef(request.url)}`;
+  /** Without PUBLIC_BASE_URL the 402's resource comes from Host: one that makes no URL is the caller's error. */
+  const badHost = (request: FastifyRequest): boolean => {
+    if (opts.publicBaseUrl) return false;
+    if (!HOST.test(request.host)) return true;
+    try {
+      new URL(resourceUrl(request));
+      return false;
+    } catch {
+      return true;
+    }
+  };
 
   const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
   const challengeOf = (route: PaidRoute) => {
@@ -225,6 +242,11 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
       const instance = problemInstance(request);
+      if (badHost(request))
+        return sendProblem(
+          reply,
+          problem(400, "invalid-host", "The Host header does not make a valid URL.", instance),
+        );
       const now = clock();
       // HEAD has no body to deliver: it shows the price and never verifies or settles a proof.
       if (request.method === "HEAD")
@@ -291,17 +313,37 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
             instance,
           ),
         );
+      const paymentId = paymentIdOf(proof);
+      if (!paymentId.ok)
+        return sendProblem(reply, problem(400, "invalid-payment-identifier", paymentId.detail, instance));
 
-      const admission = await admitPayment(core, {
-        route,
-        proof,
-        requirements: matched.requirements,
-        requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
-        idempotencyKey,
-        ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
-        now,
-        log: request.log,
-      });
+      let admission: Awaited<ReturnType<typeof admitPayment>>;
+      try {
+        admission = await admitPayment(core, {
+          route,
+          proof,
+          requirements: matched.requirements,
+          requestFingerprint: requestFingerprint(request.method, route.route, request.query, request.body),
+          idempotencyKey,
+          paymentId: paymentId.id,
+          ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
+          now,
+          log: request.log,
+        });
+      } catch (err) {
+        // The ledger failed before anything was settled (a full disk): a retryable 503, never a 500.
+        request.log.error({ err }, "payment admission failed");
+        return sendProblem(
+          reply,
+          problem(
+            503,
+            "ledger-unavailable",
+            "The payment ledger is unavailable. Nothing was charged; retry later.",
+            instance,
+          ),
+          { "Retry-After": "5", "Cache-Control": "no-store" },
+        );
+      }
       switch (admission.kind) {
         case "proceed":
           request.payment = { ...admission.payment, done: false };
@@ -345,6 +387,10 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     payload: unknown,
   ) {
     const instance = problemInstance(request);
+    // The retry key issued to a payment without a secret: whatever this answer is, only it recovers the payment.
+    if (ctx.issuedKey !== undefined) reply.header("Idempotency-Key", ctx.issuedKey);
+    // A failed settlement still answers PAYMENT-RESPONSE (`success: false` and the reason), as x402 clients expect.
+    if (c.kind !== "delivered" && "header" in c && c.header) reply.header(c.header[0], c.header[1]);
     switch (c.kind) {
       case "delivered":
         reply.header(c.header[0], c.header[1]).header("Cache-Control", "private, no-store");
@@ -366,8 +412,20 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   }
 
   app.decorateRequest("payment", null);
-  const reconcileNow = () =>
-    reconcileOnce({ ledger: core.ledger, chain: core.chain, observer: core.observer, log: app.log, clock });
+  // Writes the ledger refused after a settlement go first; the backlog counts them with the unknown receipts.
+  const reconcileNow = async () => {
+    const unwritten = await flushUnwritten(core);
+    const r = await reconcileOnce({
+      ledger: core.ledger,
+      chain: core.chain,
+      observer: core.observer,
+      log: app.log,
+      clock,
+    });
+    if (unwritten === 0 || r.remaining < 0) return r;
+    core.observer.reconcilerBacklog(r.remaining + unwritten);
+    return { ...r, remaining: r.remaining + unwritten };
+  };
   app.decorate("payments", { guard, reconcileNow, incarnation });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
@@ -409,7 +467,18 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   });
   app.addHook("onClose", async () => {
     if (timer) clearInterval(timer);
-    await core.ledger.endIncarnation(incarnation, clock());
+    // A clean stop leaves nothing in `settling`: what is still unrecorded becomes `unknown`, for the chain to settle
+    // at the next start. If the ledger still cannot write, the incarnation stays unended, so the next start releases
+    // it as a dead one instead of trusting it.
+    try {
+      await flushUnwritten(core);
+      await core.ledger.releaseIncarnation(incarnation, clock());
+    } catch (err) {
+      app.log.error(
+        { err, unwritten: core.unwritten.size },
+        "payments: the ledger could not close this incarnation",
+      );
+    }
   });
 };
 

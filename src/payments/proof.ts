@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import type { PaymentPayloadV1 } from "@x402/core/types/v1";
+import { isValidPaymentId, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
 
 /** The exact scheme's EIP-3009 authorization, as signed. Every field is validated text (address, uint256, bytes32). */
 export interface Authorization {
@@ -243,4 +244,25 @@ export function requestFingerprint(method: string, path: string, query: unknown,
   const q = { ...(query as Record<string, unknown> | undefined) };
   delete q.pp_ref;
   return sha256(`${method.toUpperCase()} ${path}\n${canonicalJson(q)}\n${canonicalJson(body ?? null)}`);
+}
+
+export type PaymentIdResult = { ok: true; id: string | undefined } | { ok: false; detail: string };
+
+/**
+ * The x402 `payment-identifier` id of a v2 proof (`extensions["payment-identifier"].info.id`): absent, or 16–128
+ * characters of [A-Za-z0-9_-] as the extension's schema says; anything else is refused, never silently ignored.
+ */
+export function paymentIdOf(proof: Proof): PaymentIdResult {
+  if (proof.version !== 2) return { ok: true, id: undefined };
+  const ext = (proof.payload.extensions as Record<string, unknown> | undefined)?.[PAYMENT_IDENTIFIER];
+  if (ext === undefined) return { ok: true, id: undefined };
+  const info = isObject(ext) ? ext.info : undefined;
+  const id = isObject(info) ? info.id : undefined;
+  if (id === undefined) return { ok: true, id: undefined };
+  if (typeof id !== "string" || !isValidPaymentId(id))
+    return {
+      ok: false,
+      detail: `extensions["${PAYMENT_IDENTIFIER}"].info.id must be 16–128 characters of A–Z, a–z, 0–9, _ and -.`,
+    };
+  return { ok: true, id };
 }

@@ -1,4 +1,19 @@
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { declarePaymentIdentifierExtension, PAYMENT_IDENTIFIER } from "@x402/extensions/payment-identifier";
+
+/**
+ * payment-identifier, optional: a buyer without an id still pays, but only an id (or an Idempotency-Key) lets it
+ * recover a lost response. Declared by its `info` alone — all that clients' helpers read
+ * (`appendPaymentIdentifierToExtensions`, `isPaymentIdentifierExtension` of @x402/extensions) — without the JSON
+ * schema `declarePaymentIdentifierExtension` adds: its ~380 base64 bytes would push the largest PAYMENT-REQUIRED past
+ * a 4 KiB proxy header buffer. Ids are checked against the extension's rules on arrival (`paymentIdOf`).
+ */
+const PAYMENT_IDENTIFIER_DECLARED = (() => {
+  const { info } = declarePaymentIdentifierExtension(false);
+  // Frozen all the way down: the client helper writes its id into `info` of the object it is given.
+  return Object.freeze({ info: Object.freeze(info) });
+})();
+
 import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 
@@ -100,7 +115,8 @@ export function paymentRequiredV2(
       ...(price.tags ? { tags: [...price.tags] } : {}),
     },
     accepts: [requirementsV2(price, terms)],
-    ...(price.extensions ? { extensions: price.extensions } : {}),
+    // payment-identifier: the buyer's id is the secret that alone recovers a paid response (the proof becomes public).
+    extensions: { ...price.extensions, [PAYMENT_IDENTIFIER]: PAYMENT_IDENTIFIER_DECLARED },
   };
 }
 

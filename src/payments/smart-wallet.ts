@@ -38,7 +38,8 @@ export const DEFAULT_SMART_WALLET_CHECK: SmartWalletCheckOptions = { timeoutMs: 
  * "not_a_contract": `from` has no code and the signature carries no deployment: an EOA whose signature did not
  * recover — not this check's question. Otherwise refused, with why: "rejected" — the wallet answered, cheaply, that the
  * signature is not its own (what junk naming an honest wallet gets); "failed" — the call reverted or ran out of gas;
- * "out_of_budget" — no answer in time. Only the last two cost us, so only they back the contract off.
+ * "out_of_budget" — no answer in time. Only the last two cost us, so only they back the contract off; a plain revert
+ * counts as "rejected" (see callFailure).
  */
 export type SmartWalletVerdict =
   | { kind: "valid" }
@@ -84,6 +85,24 @@ export function authorizationDigest(exact: ExactPayload, domain: AuthorizationDo
 }
 
 /** A check over `client` (any viem client: tests count its calls). */
+/**
+ * Why an isValidSignature call threw. A plain revert is how most real wallets (Coinbase Smart Wallet, Safe,
+ * OpenZeppelin's ECDSA) answer a signature that is not their owner's: as cheap and as clean as a "not mine", so it is
+ * "rejected" and never backs the wallet off for junk that merely names it. Running out of the gas cap, or an RPC that
+ * refuses the call, is "failed".
+ */
+export function callFailure(err: unknown): "rejected" | "failed" {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e && depth < 6; depth++) {
+    const x = e as { message?: unknown; details?: unknown; shortMessage?: unknown; cause?: unknown };
+    for (const v of [x.message, x.details, x.shortMessage]) if (typeof v === "string") parts.push(v);
+    e = x.cause;
+  }
+  const text = parts.join("\n");
+  if (/out of gas|outofgas|gas required exceeds|intrinsic gas/i.test(text)) return "failed";
+  return /revert/i.test(text) ? "rejected" : "failed";
+}
+
 export function smartWalletCheckOver(client: Client, opts: SmartWalletCheckOptions): SmartWalletCheck {
   const check = async (exact: ExactPayload, domain: AuthorizationDomain): Promise<SmartWalletVerdict> => {
     const from = exact.authorization.from as Address;
@@ -121,9 +140,8 @@ export function smartWalletCheckOver(client: Client, opts: SmartWalletCheckOptio
       });
       if (data === undefined || data.length < 66) return { kind: "refused", why: "failed" };
       return BigInt(data) === 1n ? { kind: "valid" } : { kind: "refused", why: "rejected" };
-    } catch {
-      // A revert, out of gas, or the RPC refusing the call: the signature is not shown valid within the gas cap.
-      return { kind: "refused", why: "failed" };
+    } catch (err) {
+      return { kind: "refused", why: callFailure(err) };
     }
   };
   return async (exact, domain) => {

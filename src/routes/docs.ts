@@ -5,8 +5,8 @@ import { Type } from "typebox";
 import { asArray } from "../discovery/openapi.js";
 import { PROBLEM_TYPES, type ProblemType } from "../discovery/problems.js";
 import { HttpProblem } from "../http/problem.js";
-import { problem } from "./responses.js";
 import { cspForProtocol } from "../http/security-headers.js";
+import { problem } from "./responses.js";
 
 const escapeHtml = (s: string) =>
   s.replace(

@@ -15,13 +15,16 @@ import {
   type StoredResponse,
 } from "../payments/ledger-port.js";
 import {
+  bindingRecords,
   existingReceiptAnswer,
   type ReceiptRow as GenericReceiptRow,
   type IdempotencyRecord,
   idempotencyConflict,
+  type KeyRecord,
   keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
+  UNDELIVERED_SQL,
 } from "./ledger-rows.js";
 import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 
@@ -236,7 +239,7 @@ function incarnationLocks(url: string) {
 }
 
 /** The payer's key record (identity already normalized), replacing an expired one. */
-const writeKey = (c: pg.PoolClient, b: KeyBinding) =>
+const writeKey = (c: pg.PoolClient, b: KeyRecord) =>
   c.query(
     `INSERT INTO idempotency (payer, key, request_fingerprint, network, asset, nonce, receipt_id, incarnation,
        created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -308,7 +311,7 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
         ? (
             await c.query<ReceiptRow>(
               `UPDATE receipts SET route = $2, request_fingerprint = $3, x402_version = $4, amount = $5, pay_to = $6,
-                pp_ref = $7, idempotency_key = $8, status = 'claimed', "transaction" = NULL, error = NULL,
+                pp_ref = $7, idempotency_key = $8, payment_id = NULL, status = 'claimed', "transaction" = NULL, error = NULL,
                 incarnation = $9, lock_expires_at = $10, updated_at = $11, valid_before = $12
                WHERE id = $1 RETURNING *`,
               values,
@@ -340,17 +343,23 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
   const bindIdempotencyKey = (b: KeyBinding): Promise<BindResult> =>
     inTransaction(pool, async (c) => {
       const identity = normalizeIdentity(b.identity);
-      await lock(c, LOCK_IDEMPOTENCY, `${identity.payer}\n${b.key}`);
-      const rec = (
-        await c.query<IdempotencyRecord>(
-          "SELECT * FROM idempotency WHERE payer = $1 AND key = $2 AND expires_at > $3",
-          [identity.payer, b.key, b.now],
-        )
-      ).rows[0];
-      const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
-      if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
-      await writeKey(c, { ...b, identity });
-      await c.query("UPDATE receipts SET idempotency_key = $1 WHERE id = $2", [b.key, b.receiptId]);
+      const records = bindingRecords({ ...b, identity });
+      for (const { record } of records) await lock(c, LOCK_IDEMPOTENCY, `${identity.payer}\n${record.key}`);
+      for (const { record, secret } of records) {
+        const rec = (
+          await c.query<IdempotencyRecord>(
+            "SELECT * FROM idempotency WHERE payer = $1 AND key = $2 AND expires_at > $3",
+            [identity.payer, record.key, b.now],
+          )
+        ).rows[0];
+        const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
+        if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason, secret };
+      }
+      for (const { record } of records) await writeKey(c, record);
+      await c.query(
+        "UPDATE receipts SET idempotency_key = COALESCE($1, idempotency_key), payment_id = COALESCE($2, payment_id) WHERE id = $3",
+        [b.key ?? null, b.paymentId ?? null, b.receiptId],
+      );
       return { ok: true };
     });
 
@@ -472,6 +481,16 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
     },
     receiptFor: async (identity) => {
       const row = await rowFor(pool, normalizeIdentity(identity));
+      return row ? toReceipt(row) : undefined;
+    },
+    undeliveredFor: async (payer, fingerprint) => {
+      const row = (
+        await pool.query<ReceiptRow>(
+          `SELECT * FROM receipts WHERE payer = $1 AND request_fingerprint = $2 AND ${UNDELIVERED_SQL}
+           ORDER BY created_at, id LIMIT 1`,
+          [payer.toLowerCase(), fingerprint],
+        )
+      ).rows[0];
       return row ? toReceipt(row) : undefined;
     },
     unresolvedReceipts: async (limit) =>

@@ -1,10 +1,11 @@
-import type {
-  ClaimResult,
-  KeyBinding,
-  PaymentIdentity,
-  Receipt,
-  ReceiptStatus,
-  StoredResponse,
+import {
+  type ClaimResult,
+  type KeyBinding,
+  type PaymentIdentity,
+  paymentIdRecordKey,
+  type Receipt,
+  type ReceiptStatus,
+  type StoredResponse,
 } from "../payments/ledger-port.js";
 
 /**
@@ -24,6 +25,7 @@ export interface ReceiptRow<Time, Response> {
   pay_to: string;
   pp_ref: string | null;
   idempotency_key: string | null;
+  payment_id: string | null;
   status: ReceiptStatus;
   transaction: string | null;
   error: string | null;
@@ -58,6 +60,7 @@ export function receiptFromRow<Time, Response>(
     payTo: r.pay_to,
     ppRef: r.pp_ref,
     idempotencyKey: r.idempotency_key,
+    paymentId: r.payment_id ?? null,
     status: r.status,
     transaction: r.transaction,
     error: r.error,
@@ -74,6 +77,9 @@ export function receiptFromRow<Time, Response>(
 /** Statuses that hold a cap slot: paid, or possibly being paid (an SQL list, the same on every backend). */
 export const LIVE_STATUSES_SQL = "('claimed', 'settling', 'settled', 'pending', 'unknown')";
 
+/** Paid or possibly paid, and never delivered (an SQL condition, the same on every backend). */
+export const UNDELIVERED_SQL = "status IN ('settled', 'pending', 'unknown') AND response_expires_at IS NULL";
+
 /** An unexpired `idempotency` row: the request and the payment the payer's key was first used for. */
 export interface IdempotencyRecord {
   request_fingerprint: string;
@@ -86,7 +92,19 @@ export interface IdempotencyRecord {
  * The idempotency row's values in column order (payer, key, request_fingerprint, network, asset, nonce, receipt_id,
  * incarnation, created_at, expires_at), times as the backend stores them.
  */
-export const keyRecordValues = <T>(b: KeyBinding, time: (d: Date) => T) =>
+export type KeyRecord = Omit<KeyBinding, "key" | "paymentId"> & { key: string };
+
+/** The idempotency rows a binding writes: one per secret it names. */
+export const bindingRecords = (b: KeyBinding): { record: KeyRecord; secret: "key" | "payment_id" }[] => {
+  const { key, paymentId, ...rest } = b;
+  const out: { record: KeyRecord; secret: "key" | "payment_id" }[] = [];
+  if (key !== undefined) out.push({ record: { ...rest, key }, secret: "key" });
+  if (paymentId !== undefined)
+    out.push({ record: { ...rest, key: paymentIdRecordKey(paymentId) }, secret: "payment_id" });
+  return out;
+};
+
+export const keyRecordValues = <T>(b: KeyRecord, time: (d: Date) => T) =>
   [
     b.identity.payer,
     b.key,

@@ -15,13 +15,16 @@ import {
   type StoredResponse,
 } from "../payments/ledger-port.js";
 import {
+  bindingRecords,
   existingReceiptAnswer,
   type ReceiptRow as GenericReceiptRow,
   type IdempotencyRecord,
   idempotencyConflict,
+  type KeyRecord,
   keyRecordValues,
   LIVE_STATUSES_SQL,
   receiptFromRow,
+  UNDELIVERED_SQL,
 } from "./ledger-rows.js";
 import { noCheckpointer, type WalCheckpointerOptions, walCheckpointer } from "./wal-checkpointer.js";
 import { noFlush, walFlusher } from "./wal-flush.js";
@@ -129,6 +132,7 @@ function migrateLegacy(db: Database.Database, log: (line: string) => void): void
 const ADDED_COLUMNS = [
   ["valid_before", "the authorization's validBefore (unknown for older receipts)"],
   ["response_digest", "stored responses kept once per body in response_bodies"],
+  ["payment_id", "the payment-identifier id a replay must present"],
 ] as const;
 
 /**
@@ -162,6 +166,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     db.exec(`ALTER TABLE receipts ADD COLUMN ${column} TEXT`);
     if (existed) log(`ledger upgrade: added receipts.${column} (${why}); every receipt is kept`);
   }
+  db.exec(
+    `CREATE INDEX IF NOT EXISTS receipts_undelivered ON receipts(payer, request_fingerprint) WHERE response_expires_at IS NULL`,
+  );
   db.exec("CREATE INDEX IF NOT EXISTS receipts_response_digest ON receipts(response_digest)");
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
@@ -206,14 +213,16 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       @pp_ref, @idempotency_key, 'claimed', @incarnation, @lock_expires_at, @now, @now, @valid_before)`),
     retakeClaim: db.prepare(`UPDATE receipts SET route = @route, request_fingerprint = @request_fingerprint,
       x402_version = @x402_version, amount = @amount, pay_to = @pay_to, pp_ref = @pp_ref,
-      idempotency_key = @idempotency_key, status = 'claimed', "transaction" = NULL, error = NULL,
+      idempotency_key = @idempotency_key, payment_id = NULL, status = 'claimed', "transaction" = NULL, error = NULL,
       incarnation = @incarnation, lock_expires_at = @lock_expires_at, updated_at = @now, valid_before = @valid_before
       WHERE id = @id`),
     upsertIdem:
       db.prepare(`INSERT OR REPLACE INTO idempotency (payer, key, request_fingerprint, network, asset, nonce,
       receipt_id, incarnation, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     deleteIdemOf: db.prepare("DELETE FROM idempotency WHERE receipt_id = ?"),
-    nameKey: db.prepare("UPDATE receipts SET idempotency_key = ? WHERE id = ?"),
+    nameKey: db.prepare(
+      "UPDATE receipts SET idempotency_key = COALESCE(?, idempotency_key), payment_id = COALESCE(?, payment_id) WHERE id = ?",
+    ),
     deleteClaim: db.prepare("DELETE FROM receipts WHERE id = ? AND status = 'claimed' AND incarnation = ?"),
     beginSettle: db.prepare(
       "UPDATE receipts SET status = 'settling', updated_at = ? WHERE id = ? AND status = 'claimed' AND incarnation = ?",
@@ -233,6 +242,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       "UPDATE receipts SET status = 'claimed', incarnation = ?, lock_expires_at = ?, updated_at = ? WHERE id = ? AND status = 'unknown'",
     ),
     unresolved: db.prepare("SELECT * FROM receipts WHERE status = 'unknown' ORDER BY created_at, id LIMIT ?"),
+    undelivered: db.prepare(
+      `SELECT * FROM receipts WHERE payer = ? AND request_fingerprint = ? AND ${UNDELIVERED_SQL} ORDER BY created_at, id LIMIT 1`,
+    ),
     countPaid: db.prepare(
       `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL}`,
     ),
@@ -299,7 +311,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     st.byIdentity.get(i.network, i.asset, i.payer, i.nonce) as ReceiptRow | undefined;
 
   /** The payer's key record (identity already normalized), replacing an expired one. */
-  const writeKey = (b: KeyBinding) => st.upsertIdem.run(...keyRecordValues(b, (d) => d.toISOString()));
+  const writeKey = (b: KeyRecord) => st.upsertIdem.run(...keyRecordValues(b, (d) => d.toISOString()));
 
   const claim = db.transaction((req: ClaimRequest): ClaimResult => {
     const identity = normalizeIdentity(req.identity);
@@ -354,6 +366,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       const inserted: ReceiptRow = {
         ...params,
         status: "claimed",
+        payment_id: null,
         transaction: null,
         error: null,
         created_at: now,
@@ -371,11 +384,14 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   const bindKey = db.transaction((b: KeyBinding): BindResult => {
     const identity = normalizeIdentity(b.identity);
     const now = b.now.toISOString();
-    const rec = st.idem.get(identity.payer, b.key, now) as IdempotencyRecord | undefined;
-    const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
-    if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason };
-    writeKey({ ...b, identity });
-    st.nameKey.run(b.key, b.receiptId);
+    const records = bindingRecords({ ...b, identity });
+    for (const { record, secret } of records) {
+      const rec = st.idem.get(identity.payer, record.key, now) as IdempotencyRecord | undefined;
+      const conflict = idempotencyConflict(rec, b.requestFingerprint, identity);
+      if (conflict?.kind === "idempotency_conflict") return { ok: false, reason: conflict.reason, secret };
+    }
+    for (const { record } of records) writeKey(record);
+    st.nameKey.run(b.key ?? null, b.paymentId ?? null, b.receiptId);
     return { ok: true };
   });
 
@@ -467,6 +483,10 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     },
     receiptFor: async (identity) => {
       const row = rowFor(normalizeIdentity(identity));
+      return row ? toReceipt(row) : undefined;
+    },
+    undeliveredFor: async (payer, fingerprint) => {
+      const row = st.undelivered.get(payer.toLowerCase(), fingerprint) as ReceiptRow | undefined;
       return row ? toReceipt(row) : undefined;
     },
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),

@@ -1,10 +1,3 @@
-import {
-  coverageOf,
-  FRESH_LIQUIDITY_CONFIDENCE,
-  liquidityConfidence,
-  marketAgeDays,
-  STALE_AFTER_DAYS,
-} from "./supply.js";
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import type { UnlockStore } from "../store/unlocks-snapshot.js";
 import { RECIPIENT_CATEGORIES, type RecipientCategory, type TokenRecord } from "../store/unlocks-types.js";
@@ -19,6 +12,13 @@ import {
 import { MODEL_VERSION, SCORE_KIND } from "./risk-model.js";
 import { type ScoredCore, scoreCore } from "./scoring.js";
 import { type RiskItem, UnlockLookupError } from "./service-types.js";
+import {
+  coverageOf,
+  FRESH_LIQUIDITY_CONFIDENCE,
+  liquidityConfidence,
+  marketAgeDays,
+  STALE_AFTER_DAYS,
+} from "./supply.js";
 
 /**
  * Every event of the store as a row of numbers (day, type, category, amounts, score), about 60 bytes per event.

@@ -2,7 +2,6 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatDay, parseDay } from "../store/unlocks-dates.js";
 import { type DailySeries, seriesAt, toDailySeries } from "../store/unlocks-snapshot.js";
-import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
 import type {
   PriceSeries,
   RecipientCategory,
@@ -10,6 +9,7 @@ import type {
   TokenRecord,
   UnlockSnapshot,
 } from "../store/unlocks-types.js";
+import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
 
 /** One file of ../shared/data/unlock-history-6mv (see its README). */
 export interface SixMvFile {

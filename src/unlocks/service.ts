@@ -16,13 +16,13 @@ import {
   NoReactionsError,
   type RiskItem,
   UnlockLookupError,
-  type UpcomingResponse,
   type UnlockService,
+  type UpcomingResponse,
 } from "./service-types.js";
 import { summaryIn, upcomingIn } from "./window.js";
 
-export * from "./service-types.js";
 export { MAX_REACTIONS } from "./backtest-basis.js";
+export * from "./service-types.js";
 
 /**
  * The unlock service: every event is expanded and scored once into a compact index of numbers (event-index);

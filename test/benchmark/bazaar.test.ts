@@ -3,11 +3,11 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { repoRoot } from "../../src/store/catalog.js";
-import { buildMarketSnapshot } from "../../src/benchmark/market-build.js";
-import { compactItem, recordingFromListing } from "../../src/benchmark/recording.js";
 import { readRecordings } from "../../scripts/market-files.js";
 import { bazaarItemToEntry, fetchBazaarListing, resourceKey } from "../../src/benchmark/bazaar.js";
+import { buildMarketSnapshot } from "../../src/benchmark/market-build.js";
+import { compactItem, recordingFromListing } from "../../src/benchmark/recording.js";
+import { repoRoot } from "../../src/store/catalog.js";
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), "test", "fixtures", "benchmark", "bazaar-items.json"), "utf8"),

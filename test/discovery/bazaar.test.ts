@@ -9,10 +9,10 @@ import { Compile } from "typebox/compile";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildExamples } from "../../scripts/discovery-examples.js";
-import { EXAMPLES } from "../../src/discovery/examples.generated.js";
 import { headline } from "../../src/discovery/bazaar.js";
-import { ERROR_MAX } from "../../src/payments/challenge.js";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
+import { EXAMPLES } from "../../src/discovery/examples.generated.js";
+import { ERROR_MAX } from "../../src/payments/challenge.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 
 /** The contract's bounds (DESIGN.md): PAYMENT-REQUIRED and all of a 402's headers fit a 4 KiB proxy buffer. */

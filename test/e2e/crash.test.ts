@@ -17,8 +17,10 @@ import { b64 } from "../helpers/proofs.js";
  * kill -9 mid-settlement. 12 payers pay at once; the facilitator (the devnet's, behind a proxy the test controls)
  * settles every one on chain, and the proxy holds the 12 replies. With all 12 charged and none answered, the server
  * process is SIGKILLed. Restarted on the same ledger (same chain, same facilitator), each buyer retries once with the
- * same proof — half with the Idempotency-Key they first sent, half without — and must get its response on that first
- * retry, with no second settlement; the ledger must hold exactly one settled receipt per on-chain transfer.
+ * same proof and the Idempotency-Key they first sent (half of them), or with a fresh proof (the other half, who sent no
+ * key: the proof alone is public on chain once settled, so only a new signature of the payer proves it is the payer) —
+ * and must get its response on that first retry, with no second settlement; the ledger must hold exactly one settled
+ * receipt per on-chain transfer.
  */
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const PAYERS = 12;
@@ -126,7 +128,16 @@ describe("crash safety: kill -9 mid-settlement", () => {
         ).authorization.nonce.toLowerCase();
         const headers: Record<string, string> = { "PAYMENT-SIGNATURE": b64(payload) };
         if (i % 2 === 0) headers["Idempotency-Key"] = `crash-order-${i}`;
-        return { path, headers, nonce, days: 10 + i };
+        // Without a key, the buyer's client signs a fresh proof for its next try, as x402 clients do.
+        const retryHeaders =
+          i % 2 === 0
+            ? headers
+            : {
+                "PAYMENT-SIGNATURE": b64(
+                  await buyerClient(buyer.privateKey, 1_000_000n).createPaymentPayload(required),
+                ),
+              };
+        return { path, headers, retryHeaders, nonce, days: 10 + i };
       }),
     );
     const before = await devnet.balanceOf(devnet.payTo);
@@ -149,7 +160,7 @@ describe("crash safety: kill -9 mid-settlement", () => {
     const second = await startChild({});
     const retries = await Promise.all(
       payers.map(async (p) => {
-        const r = await fetch(`${second.url}${p.path}`, { headers: p.headers });
+        const r = await fetch(`${second.url}${p.path}`, { headers: p.retryHeaders });
         const header = r.headers.get("payment-response");
         const body = r.status === 200 ? ((await r.json()) as { days: number }) : await r.text();
         return {

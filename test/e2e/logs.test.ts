@@ -96,7 +96,9 @@ describe("secrets never reach a log", () => {
     expect(await call({ "payment-signature": v2, ...key })).toBe(200);
     expect(await call({ "payment-signature": v2, ...key })).toBe(200); // replay
     expect(await call({ "x-payment": signedV1() })).toBe(200);
-    expect(await call({ "payment-signature": v2 })).toBe(200); // delivered again without a key (at least once)
+    // The proof alone is public once settled: without the key it paid with, it buys nothing again.
+    expect(await call({ "payment-signature": v2 })).toBe(402);
+    secrets.push({ label: "Idempotency-Key", value: key["idempotency-key"] });
 
     fac.verify = "invalid";
     expect(await call({ "payment-signature": signedV2() })).toBe(402);

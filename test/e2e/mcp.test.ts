@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { x402Client } from "@x402/core/client";
 import type { PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { withX402Client } from "agents/x402";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -147,7 +148,15 @@ describe("the official MCP SDK client pays for each of the five tools on the dev
     // Kept for the replay below: a proof the test signs itself, for the cheapest tool.
     const required = (await mcp.callTool({ name: "unlocks_upcoming", arguments: { days: 7 } }))
       .structuredContent as PaymentRequired;
-    const payment = await b.x402.createPaymentPayload(required);
+    const signed = await b.x402.createPaymentPayload(required);
+    // What an integrator is told to do: its own payment-identifier id, the secret that alone recovers the result.
+    const payment = {
+      ...signed,
+      extensions: appendPaymentIdentifierToExtensions(
+        structuredClone(required.extensions ?? {}),
+        generatePaymentId(),
+      ),
+    };
     const result = await mcp.callTool({
       name: "unlocks_upcoming",
       arguments: { days: 7 },
@@ -168,14 +177,17 @@ describe("the official MCP SDK client pays for each of the five tools on the dev
     expect(again.isError).toBeFalsy();
     expect(again.structuredContent).toEqual(lastPaid.result.structuredContent);
     expect(settlementOf(again)).toEqual(settlementOf(lastPaid.result));
-    // For another request the proof is spent: a PaymentRequired that says so, and still nothing moves.
-    const other = await mcp.callTool({
-      name: lastPaid.name,
-      arguments: { days: 8 },
-      _meta: { "x402/payment": lastPaid.payment },
-    });
-    expect(other.isError).toBe(true);
-    expect((other.structuredContent as PaymentRequired).error).toMatch(/payment_already_used/);
+    // Its authorization and signature alone (public on chain) buy nothing, for this request or another.
+    const { extensions: _id, ...bare } = lastPaid.payment as Record<string, unknown>;
+    for (const days of [7, 8]) {
+      const other = await mcp.callTool({
+        name: lastPaid.name,
+        arguments: { days },
+        _meta: { "x402/payment": bare },
+      });
+      expect(other.isError).toBe(true);
+      expect((other.structuredContent as PaymentRequired).error).toMatch(/payment_already_used/);
+    }
     expect(await balances(b.address)).toEqual(before);
   });
 
@@ -197,15 +209,20 @@ describe("Cloudflare agents' x402 client (withX402Client) pays for each of the f
   let cf: Client;
   let paid: ReturnType<typeof withX402Client>;
   /** Every `_meta["x402/payment"]` the client sent, as it went over the wire. */
-  const sent: { name: string; args: unknown; payment: unknown }[] = [];
+  const sent: { name: string; args: unknown; payment: unknown; retryKey?: unknown }[] = [];
 
   beforeAll(async () => {
     const recording: typeof fetch = async (input, init) => {
       const msg = typeof init?.body === "string" ? JSON.parse(init.body) : undefined;
       const payment = msg?.params?._meta?.["x402/payment"];
-      if (msg?.method === "tools/call" && payment !== undefined)
-        sent.push({ name: msg.params.name, args: msg.params.arguments, payment });
-      return fetch(input, init);
+      const res = await fetch(input, init);
+      if (msg?.method === "tools/call" && payment !== undefined) {
+        // The retry key the answer issued (this client sends no payment-identifier id): kept for the replay.
+        const answer = (await res.clone().json()) as { result?: { _meta?: Record<string, unknown> } };
+        const retryKey = answer.result?._meta?.["pressure402/idempotency-key"];
+        sent.push({ name: msg.params.name, args: msg.params.arguments, payment, retryKey });
+      }
+      return res;
     };
     cf = new Client({ name: "pressure402-e2e-agents", version: "1.0.0" });
     await cf.connect(new StreamableHTTPClientTransport(new URL(srv.url("/mcp")), { fetch: recording }));
@@ -248,12 +265,26 @@ describe("Cloudflare agents' x402 client (withX402Client) pays for each of the f
     const before = await balances(payer);
     const last = sent.at(-1)!;
     // Through the same client: a call that already carries a payment goes out as it is.
+    expect(typeof last.retryKey).toBe("string");
     const replay = () =>
       paid.callTool(null, {
         name: last.name,
         arguments: last.args as Record<string, unknown>,
-        _meta: { "x402/payment": last.payment },
+        _meta: { "x402/payment": last.payment, "pressure402/idempotency-key": last.retryKey },
       }) as Promise<ToolResult>;
+    // Without the retry key its result carried, the payment (public on chain) gets nothing. Sent with a plain MCP
+    // client: the paying one would answer the PaymentRequired with a new payment of its own.
+    const plain = new Client({ name: "pressure402-e2e-plain", version: "1.0.0" });
+    await plain.connect(new StreamableHTTPClientTransport(new URL(srv.url("/mcp"))));
+    const bare = (await plain
+      .callTool({
+        name: last.name,
+        arguments: last.args as Record<string, unknown>,
+        _meta: { "x402/payment": last.payment },
+      })
+      .finally(() => plain.close())) as ToolResult;
+    expect(bare.isError).toBe(true);
+    expect((bare.structuredContent as PaymentRequired).error).toMatch(/payment_already_used/);
     const first = await replay();
     const again = await replay();
     expect(first.isError).toBeFalsy();

@@ -7,8 +7,8 @@ import { type ServerProcess, startServerProcess } from "../../scripts/server-pro
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
 import type { LedgerPort } from "../../src/payments/ledger-port.js";
 import { openPostgresLedger } from "../../src/store/ledger-postgres.js";
-import { b64 } from "../helpers/proofs.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
+import { b64 } from "../helpers/proofs.js";
 
 /*
  * Several instances, one ledger: server processes on one PostgreSQL (embedded, started here), one devnet chain, and
@@ -195,7 +195,11 @@ describe("two instances on one PostgreSQL ledger", () => {
 
     // Delivered at least once, by either instance: the retry at the other one replays the same settlement.
     const other = paid?.instance === "a" ? b : a;
-    const replay = await fetch(`${other.url}${UNLOCKS}`, { headers: { "PAYMENT-SIGNATURE": signature } });
+    // With the retry key the paying answer issued: the proof alone is public on chain once settled.
+    const retryKey = paid?.res.headers.get("idempotency-key") as string;
+    const replay = await fetch(`${other.url}${UNLOCKS}`, {
+      headers: { "PAYMENT-SIGNATURE": signature, "Idempotency-Key": retryKey },
+    });
     expect(replay.status).toBe(200);
     expect(txOf(replay)).toBe(tx);
     expect(facilitator.settleCalls - calls0).toBe(1);
@@ -255,12 +259,17 @@ describe("two instances on one PostgreSQL ledger", () => {
     throw new Error(`not seen: ${what}`);
   }
 
-  /** Sends a proof to `s`, settles it on chain and swallows the reply: `s` is mid-settlement; returns the receipt. */
-  async function midSettlement(s: ServerProcess, path: string, signature: string) {
+  /**
+   * Sends a proof (with the buyer's own Idempotency-Key, its secret for a retry) to `s`, settles it on chain and
+   * swallows the reply: `s` is mid-settlement; returns the receipt.
+   */
+  async function midSettlement(s: ServerProcess, path: string, signature: string, secret: string) {
     const settled0 = facilitator.settled.length;
     const ids = new Set((await ledger.receipts()).map((r) => r.id));
     facilitator.swallow = true;
-    const lost = fetch(`${s.url}${path}`, { headers: { "PAYMENT-SIGNATURE": signature } }).then(
+    const lost = fetch(`${s.url}${path}`, {
+      headers: { "PAYMENT-SIGNATURE": signature, "Idempotency-Key": secret },
+    }).then(
       (r) => r.status,
       () => "connection lost" as const,
     );
@@ -279,7 +288,7 @@ describe("two instances on one PostgreSQL ledger", () => {
     const path = "/v1/unlocks/upcoming?days=90";
     const signature = await proof(await requiredFrom(a, path), key);
     const before = await devnet.balanceOf(devnet.payTo);
-    const { tx, receipt, lost } = await midSettlement(a, path, signature);
+    const { tx, receipt, lost } = await midSettlement(a, path, signature, "buyer-4-order");
     expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20_000n); // the buyer has paid
     const deadId = receipt.incarnation as string;
 
@@ -291,7 +300,9 @@ describe("two instances on one PostgreSQL ledger", () => {
       (await ledger.incarnations()).some((x) => x.id === deadId && x.alive === false),
     );
 
-    const retry = await fetch(`${b.url}${path}`, { headers: { "PAYMENT-SIGNATURE": signature } });
+    const retry = await fetch(`${b.url}${path}`, {
+      headers: { "PAYMENT-SIGNATURE": signature, "Idempotency-Key": "buyer-4-order" },
+    });
     expect(retry.status).toBe(200);
     expect(txOf(retry)).toBe(tx);
     expect(((await retry.json()) as { days: number }).days).toBe(90);
@@ -311,7 +322,7 @@ describe("two instances on one PostgreSQL ledger", () => {
     const path = "/v1/unlocks/upcoming?days=60";
     const signature = await proof(await requiredFrom(c, path), key);
     const before = await devnet.balanceOf(devnet.payTo);
-    const { tx, receipt, lost } = await midSettlement(c, path, signature);
+    const { tx, receipt, lost } = await midSettlement(c, path, signature, "buyer-5-retry");
     const deadId = receipt.incarnation as string;
 
     c.child.kill("SIGKILL");
@@ -327,7 +338,7 @@ describe("two instances on one PostgreSQL ledger", () => {
     expect(await ledger.receipt(receipt.id)).toMatchObject({ status: "settled", transaction: tx });
     expect((await ledger.incarnations()).find((x) => x.id === deadId)?.endedAt).not.toBeNull();
 
-    // The buyer comes back later (with an Idempotency-Key this time) and gets the response it paid for.
+    // The buyer comes back later with the Idempotency-Key it paid with and gets the response it paid for.
     const retry = await fetch(`${b.url}${path}`, {
       headers: { "PAYMENT-SIGNATURE": signature, "Idempotency-Key": "buyer-5-retry" },
     });

@@ -287,17 +287,26 @@ describe("refused proofs settle nothing", () => {
     );
   });
 
-  it("a proof already used: the same request gets its response again, another request is asked to pay", async () => {
+  it("a proof already used: the same request with its key gets its response again, anything else is asked to pay", async () => {
     const b = devnet().buyers[5]!;
     const accepted = await required("/v1/unlocks/upcoming", { method: "GET" });
     const payload = await signV2(b.privateKey, "/v1/unlocks/upcoming", accepted);
     const headers = { "PAYMENT-SIGNATURE": b64(payload) };
-    await expectPaid(b.address, PRICES.upcoming.amount, () =>
-      fetch(url("/v1/unlocks/upcoming"), { headers }),
-    );
+    let retryKey = "";
+    await expectPaid(b.address, PRICES.upcoming.amount, async () => {
+      const res = await fetch(url("/v1/unlocks/upcoming"), { headers });
+      retryKey = res.headers.get("idempotency-key") ?? "";
+      return res;
+    });
     const d = devnet();
     const payToBefore = await d.balanceOf(d.payTo);
-    const again = await fetch(url("/v1/unlocks/upcoming"), { headers });
+    // The proof alone (public on chain now) gets nothing; with the retry key the answer issued, the same response.
+    const bare = await fetch(url("/v1/unlocks/upcoming"), { headers });
+    expect(bare.status).toBe(402);
+    expect(await bare.text()).not.toContain("risk_score");
+    const again = await fetch(url("/v1/unlocks/upcoming"), {
+      headers: { ...headers, "Idempotency-Key": retryKey },
+    });
     expect(again.status).toBe(200);
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(await again.text()).toContain("risk_score");

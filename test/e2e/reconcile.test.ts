@@ -88,6 +88,11 @@ describe("recovering a settlement whose outcome was lost", () => {
 
     const lost = await fetch(`${server.address}${path}`, { headers: { "PAYMENT-SIGNATURE": proof } });
     expect(lost.status).toBe(503);
+    // The proof alone is public once on chain: only the retry key this answer issued recovers the payment.
+    const secret = {
+      "PAYMENT-SIGNATURE": proof,
+      "Idempotency-Key": lost.headers.get("idempotency-key") as string,
+    };
     expect(await lost.text()).not.toContain('"unlocks"');
     expect(settledTx).toHaveLength(1);
     expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20000n); // the buyer has paid
@@ -100,7 +105,7 @@ describe("recovering a settlement whose outcome was lost", () => {
     expect(((await other.json()) as { error: string }).error).toMatch(/payment_already_used/);
 
     loseSettleReplies = false;
-    const retry = await fetch(`${server.address}${path}`, { headers: { "PAYMENT-SIGNATURE": proof } });
+    const retry = await fetch(`${server.address}${path}`, { headers: secret });
     expect(retry.status).toBe(200);
     expect(((await retry.json()) as { days: number }).days).toBe(30);
     const settlement = decodePaymentResponseHeader(retry.headers.get("payment-response") as string);
@@ -109,7 +114,7 @@ describe("recovering a settlement whose outcome was lost", () => {
     expect(settledTx).toHaveLength(1); // no second settlement was attempted
 
     // One authorization, one response, delivered at least once: a further retry replays it.
-    const delivered = await fetch(`${server.address}${path}`, { headers: { "PAYMENT-SIGNATURE": proof } });
+    const delivered = await fetch(`${server.address}${path}`, { headers: secret });
     expect(delivered.status).toBe(200);
     expect(delivered.headers.get("idempotent-replayed")).toBe("true");
     expect(delivered.headers.get("payment-response")).toBe(retry.headers.get("payment-response"));

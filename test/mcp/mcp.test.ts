@@ -3,9 +3,11 @@ import { Writable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
+import { FacilitatorFault } from "../../src/payments/facilitator.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
@@ -176,9 +178,17 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     ]);
   });
 
-  it("the same proof and arguments again: the same result and settlement, no second settlement", async () => {
+  it("the same proof (with its payment-identifier) and arguments again: the same result and settlement, no second settlement", async () => {
     const { client, t } = await connect();
-    const proof = v2Proof(await accepted(client, "unlocks_upcoming", { days: 30 }));
+    const pr = paymentRequired(await call(client, "unlocks_upcoming", { days: 30 }));
+    // What an @x402/extensions client does with the advertised extension: it adds its own id to the payload.
+    const proof = {
+      ...v2Proof(pr.accepts[0] as PaymentRequirements),
+      extensions: appendPaymentIdentifierToExtensions(
+        structuredClone(pr.extensions ?? {}),
+        generatePaymentId(),
+      ),
+    };
     const first = await call(client, "unlocks_upcoming", { days: 30 }, proof);
     expect(first.isError).toBeFalsy();
     const again = await call(client, "unlocks_upcoming", { days: 30 }, proof);
@@ -187,9 +197,52 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(again._meta?.["x402/payment-response"]).toEqual(first._meta?.["x402/payment-response"]);
     expect(t.gateway.calls.settle).toBe(1);
     // ... and for other arguments it is spent: a fresh PaymentRequired that says so, nothing settled.
-    const other = paymentRequired(await call(client, "unlocks_upcoming", { days: 60 }, proof));
-    expect(other.error).toMatch(/payment_already_used/);
+    // ... and for other arguments the id's holder is told the id stands for another request, nothing settled.
+    const other = await call(client, "unlocks_upcoming", { days: 60 }, proof);
+    expect(other.isError).toBe(true);
+    expect(other.structuredContent).toMatchObject({
+      status: 409,
+      type: expect.stringMatching(/payment-identifier-reused$/),
+    });
     expect(t.gateway.calls.settle).toBe(1);
+  });
+
+  it("a chain observer's copied, rebuilt and forged proofs get the same PaymentRequired on any arguments, never the result", async () => {
+    const { client, t } = await connect();
+    const bought = { days: 30 };
+    const paid = v2Proof(await accepted(client, "unlocks_upcoming", bought));
+    const first = await call(client, "unlocks_upcoming", bought, paid);
+    expect(first.isError).toBeFalsy();
+    const retryKey = first._meta?.["pressure402/idempotency-key"];
+    expect(typeof retryKey).toBe("string");
+    const { authorization, signature } = paid.payload;
+    const forged = `0x${randomBytes(65).toString("hex")}`;
+    const proofs = {
+      copied: { x402Version: 2, accepted: paid.accepted, payload: { authorization, signature } },
+      rebuilt: {
+        payload: { signature, authorization: { ...authorization } },
+        x402Version: 2,
+        accepted: paid.accepted,
+      },
+      forged: { x402Version: 2, accepted: paid.accepted, payload: { authorization, signature: forged } },
+    };
+    const errors = new Set<string>();
+    for (const proof of Object.values(proofs))
+      for (const args of [bought, { days: 60 }]) {
+        const r = await call(client, "unlocks_upcoming", args, proof);
+        expect(r.isError).toBe(true);
+        errors.add(String(paymentRequired(r).error));
+      }
+    expect([...errors]).toEqual([expect.stringMatching(/^payment_already_used/)]);
+    expect(t.gateway.calls).toMatchObject({ verify: 1, settle: 1 });
+    // The buyer, with the retry key its result carried, gets the same result again.
+    const again = (await client.callTool({
+      name: "unlocks_upcoming",
+      arguments: bought,
+      _meta: { "x402/payment": paid, "pressure402/idempotency-key": retryKey },
+    })) as Result;
+    expect(again.isError).toBeFalsy();
+    expect(again.structuredContent).toEqual(first.structuredContent);
   });
 
   it("a proof as a base64 string (PAYMENT-SIGNATURE's encoding) pays; the object form of it is the same payment", async () => {
@@ -199,7 +252,12 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(first.isError).toBeFalsy();
     expect(first.structuredContent).toMatchObject({ token: "ARB" });
     expect(first._meta?.["x402/payment-response"]).toMatchObject({ success: true });
-    const asObject = await call(client, "token_risk_summary", { token: "ARB" }, proof);
+    const retryKey = first._meta?.["pressure402/idempotency-key"];
+    const asObject = (await client.callTool({
+      name: "token_risk_summary",
+      arguments: { token: "ARB" },
+      _meta: { "x402/payment": proof, "pressure402/idempotency-key": retryKey },
+    })) as Result;
     expect(asObject.structuredContent).toEqual(first.structuredContent);
     expect(asObject._meta?.["x402/payment-response"]).toEqual(first._meta?.["x402/payment-response"]);
     expect(t.gateway.calls.settle).toBe(1);
@@ -253,6 +311,28 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(r.structuredContent).not.toHaveProperty("risk_score");
     expect(r.content).toHaveLength(1);
     expect(JSON.parse((r.content as { text: string }[])[0]?.text ?? "")).toEqual(r.structuredContent);
+    // The failed settlement itself, as over HTTP's PAYMENT-RESPONSE: `success: false` and the reason.
+    expect(r._meta?.["x402/payment-response"]).toMatchObject({
+      success: false,
+      errorReason: "insufficient_funds",
+      transaction: "",
+    });
+  });
+
+  it("a settlement fault: the problem result carries `success: false` and the reason in _meta", async () => {
+    const { client, t } = await connect();
+    t.gateway.settleResult = async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+    };
+    const proof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
+    const r = await call(client, "unlock_risk", RISK_ARGS, proof);
+    expect(r.isError).toBe(true);
+    expect(r.structuredContent).toMatchObject({ status: 503 });
+    expect(r._meta?.["x402/payment-response"]).toMatchObject({
+      success: false,
+      errorReason: "facilitator_timeout",
+    });
+    expect(typeof r._meta?.["pressure402/idempotency-key"]).toBe("string");
   });
 
   it("a proof the verifier refuses: PaymentRequired with the reason, nothing settled", async () => {
@@ -401,8 +481,15 @@ describe("logs", () => {
     const first = await call(client, "unlocks_upcoming", { days: 30 });
     const proof = v2Proof(paymentRequired(first).accepts[0] as PaymentRequirements);
     proof.payload.signature = `0x${randomBytes(65).toString("hex")}`;
-    expect((await call(client, "unlocks_upcoming", { days: 30 }, proof)).isError).toBeFalsy();
-    expect((await call(client, "unlocks_upcoming", { days: 30 }, proof)).isError).toBeFalsy();
+    const paid = await call(client, "unlocks_upcoming", { days: 30 }, proof);
+    expect(paid.isError).toBeFalsy();
+    const retryKey = String(paid._meta?.["pressure402/idempotency-key"]);
+    const replayed = (await client.callTool({
+      name: "unlocks_upcoming",
+      arguments: { days: 30 },
+      _meta: { "x402/payment": proof, "pressure402/idempotency-key": retryKey },
+    })) as Result;
+    expect(replayed.isError).toBeFalsy();
     gateway.settleResult = async () => {
       throw new Error("boom");
     };
@@ -411,7 +498,12 @@ describe("logs", () => {
     expect((await call(client, "unlocks_upcoming", { days: 30 }, other)).isError).toBe(true);
     const log = lines.join("");
     expect(log).toContain('"url":"/v1/unlocks/upcoming?days=30"'); // the dispatched calls are logged
-    for (const secret of [proof.payload.signature.slice(2), other.payload.signature.slice(2), b64(proof)])
+    for (const secret of [
+      proof.payload.signature.slice(2),
+      other.payload.signature.slice(2),
+      b64(proof),
+      retryKey,
+    ])
       expect(log).not.toContain(secret);
   });
 });

@@ -8,8 +8,8 @@ import {
 } from "@x402/extensions/bazaar";
 import { describe, expect, it } from "vitest";
 import { headline } from "../../src/discovery/bazaar.js";
-import { problem } from "../../src/http/problem.js";
 import { discoverable } from "../../src/discovery/catalog.js";
+import { problem } from "../../src/http/problem.js";
 import { ascii } from "../../src/mcp/discovery.js";
 import { type Dispatched, NO_PAYMENT, toolResult } from "../../src/mcp/results.js";
 import { httpCall, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "../../src/mcp/tools.js";

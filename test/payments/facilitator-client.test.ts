@@ -10,13 +10,13 @@ import {
   VerifyError,
 } from "@x402/core/types";
 import { afterEach, describe, expect, it } from "vitest";
+import { classify } from "../../src/payments/facilitator.js";
 import {
   createFacilitatorHttpClient,
   FacilitatorUnreachableError,
   parseSettleResponse,
   parseVerifyResponse,
 } from "../../src/payments/facilitator-client.js";
-import { classify } from "../../src/payments/facilitator.js";
 
 const requirements = {
   scheme: "exact",

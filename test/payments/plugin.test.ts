@@ -263,8 +263,11 @@ describe("paid calls", () => {
       status: "pending",
       transaction: `0x${"cd".repeat(32)}`,
     });
-    // Delivered at least once: the same proof and request get the same answer, never a second settlement.
-    const again = await post("/both", { "payment-signature": proof });
+    // Delivered at least once: the same proof, request and retry key get the same answer, never a second settlement.
+    const again = await post("/both", {
+      "payment-signature": proof,
+      "idempotency-key": res.headers["idempotency-key"] as string,
+    });
     expect(again.statusCode).toBe(200);
     expect(again.body).toBe(res.body);
     expect(again.headers["payment-response"]).toBe(res.headers["payment-response"]);
@@ -291,15 +294,24 @@ describe("paid calls", () => {
     expect(res.body).not.toContain("paid");
     expect((await ledger.receipts())[0]?.status).toBe("unknown");
     gateway.settleResult = fakeGateway().settleResult;
-    const retry = await post("/both", { "payment-signature": proof });
+    const retry = await post("/both", {
+      "payment-signature": proof,
+      "idempotency-key": res.headers["idempotency-key"] as string,
+    });
     expect(retry.statusCode).toBe(200);
   });
 
-  it("a proof that paid: the same request gets the same response again (no key); another request must pay", async () => {
+  it("a proof that paid: the same request with the issued retry key gets the same response again; nothing else does", async () => {
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     const first = await post("/both", { "payment-signature": proof });
     expect(first.statusCode).toBe(200);
-    const again = await post("/both", { "payment-signature": proof });
+    const issued = first.headers["idempotency-key"] as string;
+    expect(issued).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    // The proof alone is public once settled: without the key, the same request gets what any other request gets.
+    const bare = await post("/both", { "payment-signature": proof });
+    expect(bare.statusCode).toBe(402);
+    expect(bare.json().error).toMatch(/payment_already_used/);
+    const again = await post("/both", { "payment-signature": proof, "idempotency-key": issued });
     expect(again.statusCode).toBe(200);
     expect(again.body).toBe(first.body);
     expect(again.headers["payment-response"]).toBe(first.headers["payment-response"]);
@@ -316,6 +328,7 @@ describe("paid calls", () => {
     const base = v2Proof(requirementsV2(both, terms));
     const first = await post("/both", { "payment-signature": b64(base) });
     expect(first.statusCode).toBe(200);
+    const key = { "idempotency-key": first.headers["idempotency-key"] as string };
     const reordered = {
       payload: { authorization: { ...base.payload.authorization }, signature: base.payload.signature },
       accepted: base.accepted,
@@ -323,12 +336,12 @@ describe("paid calls", () => {
       resource: { url: "https://elsewhere.example/x" },
       extensions: { anything: { x: 1 } },
     };
-    const again = await post("/both", { "payment-signature": b64(reordered) });
+    const again = await post("/both", { "payment-signature": b64(reordered), ...key });
     expect(again.statusCode).toBe(200);
     expect(again.body).toBe(first.body);
     // Same authorization sent as v1 (X-PAYMENT): still the same payment (network "base" = eip155:8453).
     const v1 = { x402Version: 1, scheme: "exact", network: "base", payload: base.payload };
-    expect((await post("/both", { "x-payment": b64(v1) })).statusCode).toBe(200);
+    expect((await post("/both", { "x-payment": b64(v1), ...key })).statusCode).toBe(200);
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
     expect(await ledger.receipts()).toHaveLength(1);
   });
@@ -411,11 +424,13 @@ describe("issue 19, smaller items", () => {
       throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
     };
     const signed = b64(await signedV2Proof(requirementsV2(both, terms)));
-    expect((await post("/both", { "payment-signature": signed })).statusCode).toBe(503);
+    const first = await post("/both", { "payment-signature": signed });
+    expect(first.statusCode).toBe(503);
+    const key = { "idempotency-key": first.headers["idempotency-key"] as string };
     expect((await ledger.receipts())[0]?.status).toBe("unknown"); // the buyer may have been charged
     // The facilitator's chain is down: it calls the payer's own signature invalid.
     gateway.verifyResult = async () => ({ isValid: false, invalidReason: "invalid_exact_evm_signature" });
-    const retry = await post("/both", { "payment-signature": signed });
+    const retry = await post("/both", { "payment-signature": signed, ...key });
     expect(retry.statusCode).toBe(503);
     expect(retry.headers["payment-required"]).toBeUndefined();
     expect(retry.json().detail).not.toMatch(/nothing was charged/i);
@@ -424,7 +439,7 @@ describe("issue 19, smaller items", () => {
     gateway.verifyResult = async () => {
       throw new FacilitatorFault(503, "facilitator_unreachable", 7, "connect ECONNREFUSED");
     };
-    const again = await post("/both", { "payment-signature": signed });
+    const again = await post("/both", { "payment-signature": signed, ...key });
     expect(again.statusCode).toBe(503);
     expect(again.json().detail).not.toMatch(/nothing was charged/i);
     expect((await ledger.receipts())[0]?.status).toBe("unknown");
@@ -436,7 +451,8 @@ describe("issue 19, smaller items", () => {
     expect(first.statusCode).toBe(200);
     const v2 = decodePaymentResponseHeader(first.headers["payment-response"] as string);
     const v1 = { x402Version: 1, scheme: "exact", network: "base", payload: base.payload };
-    const retry = await post("/both", { "x-payment": b64(v1) });
+    const key = { "idempotency-key": first.headers["idempotency-key"] as string };
+    const retry = await post("/both", { "x-payment": b64(v1), ...key });
     expect(retry.statusCode).toBe(200);
     expect(retry.headers["idempotent-replayed"]).toBe("true");
     expect(retry.headers["payment-response"]).toBeUndefined();
@@ -446,7 +462,7 @@ describe("issue 19, smaller items", () => {
     expect(settlement).toMatchObject({ success: true, network: "base", transaction: v2.transaction });
     expect(retry.body).toBe(first.body);
     // And the other way round: the v2 retry still gets its own header.
-    const back = await post("/both", { "payment-signature": b64(base) });
+    const back = await post("/both", { "payment-signature": b64(base), ...key });
     expect(back.headers["payment-response"]).toBe(first.headers["payment-response"]);
     expect(back.headers["x-payment-response"]).toBeUndefined();
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });

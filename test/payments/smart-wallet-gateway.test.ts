@@ -1,9 +1,17 @@
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
-import { createFacilitatorGateway, SMART_WALLET_REFUSED } from "../../src/payments/facilitator.js";
+import {
+  createFacilitatorGateway,
+  FacilitatorFault,
+  SMART_WALLET_REFUSED,
+} from "../../src/payments/facilitator.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import type { SmartWalletCheck, SmartWalletVerdict } from "../../src/payments/smart-wallet.js";
+import {
+  callFailure,
+  type SmartWalletCheck,
+  type SmartWalletVerdict,
+} from "../../src/payments/smart-wallet.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
 import { v2Proof } from "../helpers/proofs.js";
@@ -97,5 +105,141 @@ describe("the smart-wallet check before the facilitator", () => {
     expect(await s.gateway.verify(proofFrom(OTHER), requirements)).toMatchObject({ isValid: true });
     expect(s.verifies).toEqual([WALLET, OTHER]);
     expect(s.gateway.contracts?.peek(WALLET)).toMatchObject({ inFlight: 0, faults: 0 });
+  });
+});
+
+describe("junk naming a smart wallet that reverts on it (as most real wallets do)", () => {
+  it("never backs that wallet off: its honest payments pass between 4 junk proofs a second", async () => {
+    let now = 0;
+    const honestSig = `0x${"11".repeat(65)}`; // v2Proof's signature: the wallet's own, for this test
+    const client = {
+      verify: async (payload: PaymentPayload): Promise<VerifyResponse> => ({
+        isValid: true,
+        payer: (payload.payload as { authorization: { from: string } }).authorization.from,
+      }),
+      settle: async () => {
+        throw new Error("not used");
+      },
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    } as unknown as FacilitatorClient;
+    // The wallet's isValidSignature reverts on any signature that is not its owner's: the check reads the revert as
+    // the wallet's "not mine" (callFailure), as the real check does.
+    const revert = Object.assign(new Error("Execution reverted with reason: ECDSA: invalid signature."), {
+      cause: { details: "execution reverted" },
+    });
+    const check: SmartWalletCheck = async (exact) =>
+      exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: callFailure(revert) };
+    const gateway = createFacilitatorGateway(
+      client,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
+      () => now,
+    );
+    const junk = () => {
+      const p = proofFrom(WALLET);
+      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
+    };
+    let honestPaid = 0;
+    for (let round = 0; round < 15; round++) {
+      for (let j = 0; j < 4; j++) {
+        // Refused every time (an invalid proof), never served.
+        const refused = await gateway.verify(junk(), requirements).catch((e: unknown) => e);
+        expect((refused as VerifyResponse).isValid === true).toBe(false);
+        if (j < 3) now += 250;
+      }
+      // The wallet's own payment, right after the junk of that second.
+      const verdict = await gateway.verify(proofFrom(WALLET), requirements).catch((e: unknown) => e);
+      if ((verdict as VerifyResponse).isValid === true) honestPaid += 1;
+      now += 250;
+    }
+    process.stdout.write(`smart wallet under 4 junk/s: honest paid ${honestPaid}/15\n`);
+    expect(honestPaid).toBe(15);
+    expect(gateway.contracts?.peek(WALLET)).toMatchObject({ until: 0 });
+  });
+});
+
+describe("a smart wallet's honest parallel calls", () => {
+  it("queue for the one-at-a-time chain check instead of being refused: 8 at once, 8 verified", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let running = 0;
+    let most = 0;
+    let entered!: () => void;
+    const firstIn = new Promise<void>((r) => {
+      entered = r;
+    });
+    const check: SmartWalletCheck = async () => {
+      running += 1;
+      most = Math.max(most, running);
+      entered();
+      await held;
+      running -= 1;
+      return { kind: "valid" };
+    };
+    const client = {
+      verify: async (payload: PaymentPayload): Promise<VerifyResponse> => ({
+        isValid: true,
+        payer: (payload.payload as { authorization: { from: string } }).authorization.from,
+      }),
+      settle: async () => {
+        throw new Error("not used");
+      },
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    } as unknown as FacilitatorClient;
+    const gateway = createFacilitatorGateway(
+      client,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
+      () => 0,
+    );
+    const calls = Array.from({ length: 8 }, () =>
+      gateway.verify(proofFrom(WALLET), requirements).then(
+        (v) => (v.isValid ? "valid" : "invalid"),
+        (e: { status?: number }) => String(e.status),
+      ),
+    );
+    await firstIn; // one check is running, the other seven wait in line
+    release();
+    expect(await Promise.all(calls)).toEqual(Array(8).fill("valid"));
+    expect(most).toBe(1); // still one chain check at a time for that contract
+  });
+});
+
+describe("callFailure: why an isValidSignature call threw", () => {
+  it("a plain revert is the wallet's 'not mine'; out of gas or an RPC refusal is a failure", () => {
+    expect(callFailure(new Error("Execution reverted for an unknown reason."))).toBe("rejected");
+    expect(callFailure({ message: "call failed", cause: { details: "execution reverted: 0x" } })).toBe(
+      "rejected",
+    );
+    expect(callFailure({ message: "call failed", cause: { details: "EVM error OutOfGas" } })).toBe("failed");
+    expect(callFailure(new Error("out of gas"))).toBe("failed");
+    expect(callFailure(new Error("HTTP request failed. Status: 503"))).toBe("failed");
+  });
+});
+
+describe("a smart wallet that is slow at the facilitator (gas-aware: valid under the check's cap, slow beyond it)", () => {
+  it("its verify timeouts never count toward the circuit, whatever the threshold", async () => {
+    const client = {
+      verify: async () => {
+        throw new FacilitatorFault(503, "facilitator_timeout", 1, "verify timed out");
+      },
+      settle: async () => {
+        throw new Error("not used");
+      },
+      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+    } as unknown as FacilitatorClient;
+    let now = 0;
+    const gateway = createFacilitatorGateway(
+      client,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: async () => ({ kind: "valid" }) },
+      () => now,
+    );
+    for (let i = 0; i < 6; i++) {
+      const wallet = `0x51000000000000000000000000000000000000${String(10 + i)}`;
+      await expect(gateway.verify(proofFrom(wallet), requirements)).rejects.toBeDefined();
+      now += 10;
+    }
+    expect(gateway.position()).toBe("closed");
+    expect(gateway.circuit.openedAt).toBeNull();
   });
 });

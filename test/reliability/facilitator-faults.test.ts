@@ -13,6 +13,17 @@ import {
 
 // The real HTTP facilitator client + gateway against a facilitator that misbehaves on purpose, over loopback HTTP.
 // Long enough that a loaded machine never turns a fault answer into a timeout; a hang still always times out.
+
+/** No settlement happened for this answer: no PAYMENT-RESPONSE, or one that says `success: false` and why. */
+function expectNoSettlement(res: Response) {
+  const header = res.headers.get("payment-response");
+  if (header === null) return;
+  const settlement = decodePaymentResponseHeader(header);
+  expect(settlement.success).toBe(false);
+  expect(settlement.errorReason).toBeTruthy();
+  expect(settlement.transaction).toBe("");
+}
+
 const TIMEOUT_MS = 2000;
 const PAYER = "0x000000000000000000000000000000000000b0b0";
 
@@ -36,15 +47,19 @@ async function setup(env: Record<string, string> = {}) {
   return { fac, http };
 }
 
-const pay = (app: HttpApp, proof: string) =>
-  fetch(`${app.url}${UPCOMING_PATH}`, { headers: { "payment-signature": proof } });
+/** `retryKey`: the Idempotency-Key the paying request's answer issued (only it recovers a paid response). */
+const pay = (app: HttpApp, proof: string, retryKey?: string | null) =>
+  fetch(`${app.url}${UPCOMING_PATH}`, {
+    headers: { "payment-signature": proof, ...(retryKey ? { "idempotency-key": retryKey } : {}) },
+  });
+const issuedKey = (res: Response) => res.headers.get("idempotency-key");
 
 /** What a fail-closed answer must look like: 502/503, problem+json, a usable Retry-After, no content, no settlement header. */
 async function expectFailClosed(res: Response): Promise<string> {
   expect([502, 503]).toContain(res.status);
   expect(res.headers.get("content-type")).toMatch(/application\/problem\+json/);
   expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-  expect(res.headers.get("payment-response")).toBeNull();
+  expectNoSettlement(res); // no settlement: at most PAYMENT-RESPONSE `success: false` with its reason
   const body = (await res.json()) as { type: string; status: number; unlocks?: unknown };
   expect(body.status).toBe(res.status);
   expect(body.unlocks).toBeUndefined();
@@ -127,16 +142,18 @@ describe("settle faults withhold the response and never bill twice", () => {
       const res = await pay(http, proof);
       expect(await expectFailClosed(res)).toBe(slug);
       expect((await http.ledger.receipts()).map((r) => r.status)).toEqual(["unknown"]);
+      const key = issuedKey(res);
+      expect(key).toBeTruthy();
 
       fac.settle = "ok";
-      const retry = await pay(http, proof);
+      const retry = await pay(http, proof, key);
       expect(retry.status).toBe(200);
       expect(fac.transfers.size).toBe(1);
       expect(fac.billedBy(PAYER)).toBe(1);
       const body = await retry.text();
       // Delivered at least once: the same proof and request replay the response, with no facilitator call.
       const callsBefore = { ...fac.calls };
-      const again = await pay(http, proof);
+      const again = await pay(http, proof, key);
       expect(again.status).toBe(200);
       expect(await again.text()).toBe(body);
       expect(fac.calls).toEqual(callsBefore);
@@ -149,18 +166,19 @@ describe("settle faults withhold the response and never bill twice", () => {
     fac.settle = "transfer-then-hang";
     const proof = upcomingProof(http.config);
     const res = await pay(http, proof);
+    const key = issuedKey(res);
     expect(await expectFailClosed(res)).toBe("facilitator-timeout");
     expect(fac.transfers.size).toBe(1); // the buyer's money moved…
     expect((await http.ledger.receipts())[0]?.status).toBe("unknown"); // …and the ledger says the outcome is unknown
 
     fac.settle = "ok";
-    const retry = await pay(http, proof);
+    const retry = await pay(http, proof, key);
     // The chain refuses the used authorisation, so the same proof can neither be charged twice nor unlock content;
     // and the answer is not a fresh 402, which would make a paying client pay a second time.
     expect(retry.status).toBe(409);
     expect(((await retry.json()) as { type: string }).type).toMatch(/settlement-unconfirmed$/);
     expect(retry.headers.get("payment-required")).toBeNull();
-    expect(retry.headers.get("payment-response")).toBeNull();
+    expectNoSettlement(retry); // no settlement: at most PAYMENT-RESPONSE `success: false` with its reason
     expect(fac.transfers.size).toBe(1);
     expect(fac.billedBy(PAYER)).toBe(1);
   });
@@ -170,10 +188,12 @@ describe("settle faults withhold the response and never bill twice", () => {
     http = await startHttpApp(fac.url, { FACILITATOR_TIMEOUT_MS: String(TIMEOUT_MS) }, { chain: fac.chain });
     fac.settle = "transfer-then-hang";
     const proof = upcomingProof(http.config);
-    expect(await expectFailClosed(await pay(http, proof))).toBe("facilitator-timeout");
+    const res = await pay(http, proof);
+    const key = issuedKey(res);
+    expect(await expectFailClosed(res)).toBe("facilitator-timeout");
     fac.settle = "ok";
     const callsBefore = { ...fac.calls };
-    const retry = await pay(http, proof);
+    const retry = await pay(http, proof, key);
     expect(retry.status).toBe(200);
     const [tx] = [...fac.transfers.values()];
     expect(decodePaymentResponseHeader(retry.headers.get("payment-response") as string).transaction).toBe(tx);
@@ -195,7 +215,7 @@ describe("settle faults withhold the response and never bill twice", () => {
     expect(fac.transfers.size).toBe(1);
 
     const callsBefore = { ...fac.calls };
-    const again = await pay(http, proof);
+    const again = await pay(http, proof, issuedKey(res));
     expect(again.status).toBe(200);
     expect(again.headers.get("payment-response")).toBe(res.headers.get("payment-response"));
     expect(fac.calls).toEqual(callsBefore);

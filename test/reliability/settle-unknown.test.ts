@@ -20,6 +20,17 @@ import { b64, v2Proof } from "../helpers/proofs.js";
  * after the answer and after `landGate` opens, which the test holds closed while it checks what the buyer is told.
  * Every wait is that gate or a barrier on the transfer, never a sleep an assertion depends on.
  */
+
+/** No settlement happened for this answer: no PAYMENT-RESPONSE, or one that says `success: false` and why. */
+function expectNoSettlement(res: Response) {
+  const header = res.headers.get("payment-response");
+  if (header === null) return;
+  const settlement = decodePaymentResponseHeader(header);
+  expect(settlement.success).toBe(false);
+  expect(settlement.errorReason).toBeTruthy();
+  expect(settlement.transaction).toBe("");
+}
+
 const stack = useFaultStack();
 const PAYER = "0x000000000000000000000000000000000000b0b0";
 
@@ -49,7 +60,7 @@ function proofFor(app: HttpApp, validBefore?: number) {
 async function expectConfirming(res: Response) {
   expect(res.status).toBe(409);
   expect(res.headers.get("payment-required")).toBeNull();
-  expect(res.headers.get("payment-response")).toBeNull();
+  expectNoSettlement(res); // no settlement: at most PAYMENT-RESPONSE `success: false` with its reason
   expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
   const body = (await res.json()) as { type: string; detail: string; unlocks?: unknown };
   expect(body.type).toMatch(/settlement-unconfirmed$/);
@@ -74,8 +85,11 @@ async function failedOnce() {
   fac.settle = "fail-then-transfer";
   fac.landGate = land.promise;
   const proof = proofFor(http);
-  await expectConfirming(await pay(http, proof.encoded));
-  return { fac, http, land, proof };
+  const first = await pay(http, proof.encoded);
+  // Sent without a key: the answer issues one, and only a retry that sends it back recovers the payment.
+  const key = { "idempotency-key": first.headers.get("idempotency-key") as string };
+  await expectConfirming(first);
+  return { fac, http, land, proof, key };
 }
 
 describe("a settle failure with no transaction is an unknown until the chain proves it", () => {
@@ -86,14 +100,19 @@ describe("a settle failure with no transaction is an unknown until the chain pro
         stack.fac = fac;
         const http = await startHttpApp(fac.url, {}, { chain: fac.chain });
         stack.http = http;
-        const headers: Record<string, string> = key ? { "idempotency-key": key } : {};
+        let headers: Record<string, string> = key ? { "idempotency-key": key } : {};
         const land = gate();
         fac.settle = "fail-then-transfer";
         fac.landAfterMs = landAfterMs;
         fac.landGate = land.promise;
         const proof = proofFor(http);
 
-        await expectConfirming(await pay(http, proof.encoded, headers));
+        const first = await pay(http, proof.encoded, headers);
+        // Without a key of its own, the buyer retries with the one the answer issued.
+        if (key)
+          expect(first.headers.get("idempotency-key")).toBeNull(); // the buyer's own key stands
+        else headers = { "idempotency-key": first.headers.get("idempotency-key") as string };
+        await expectConfirming(first);
         expect((await http.ledger.receipts()).map((r) => r.status)).toEqual(["unknown"]);
         // A retry before the transfer lands: still confirming (the second broadcast is refused like the first).
         await expectConfirming(await pay(http, proof.encoded, headers));
@@ -117,12 +136,12 @@ describe("a settle failure with no transaction is an unknown until the chain pro
       });
 
   it("a retry whose own settle meets nonce_already_used looks the transfer up and delivers it", async () => {
-    const { fac, http, land, proof } = await failedOnce();
+    const { fac, http, land, proof, key } = await failedOnce();
 
     // The retry finds the authorization unused, verifies, and is held at settle while the first transfer lands.
     const hold = gate();
     fac.settleGate = hold.promise;
-    const retry = pay(http, proof.encoded);
+    const retry = pay(http, proof.encoded, key);
     await fac.untilCalls("settle", 2);
     land.open();
     await fac.untilTransferred(proof.nonce);
@@ -133,7 +152,7 @@ describe("a settle failure with no transaction is an unknown until the chain pro
   });
 
   it("the reconciler alone resolves it: settled from the chain, and the buyer's retry costs no facilitator call", async () => {
-    const { fac, http, land, proof } = await failedOnce();
+    const { fac, http, land, proof, key } = await failedOnce();
     expect(await http.app.payments.reconcileNow()).toEqual({ resolved: 0, remaining: 1 }); // not on chain yet
 
     land.open();
@@ -143,7 +162,7 @@ describe("a settle failure with no transaction is an unknown until the chain pro
       { status: "settled", transaction: fac.transfers.get(proof.nonce) },
     ]);
     fac.resetCounters();
-    await expectDelivered(await pay(http, proof.encoded), fac, proof.nonce);
+    await expectDelivered(await pay(http, proof.encoded, key), fac, proof.nonce);
     expect(fac.calls).toEqual({ verify: 0, settle: 0, supported: 0 });
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ExportRow } from "../../src/ops/receipts.js";
 import { type PaidCall, receiptProblems, type Transfer } from "../../scripts/image-check.js";
+import type { ExportRow } from "../../src/ops/receipts.js";
 
 /* The comparison scripts/image.sh relies on: the receipts export against the paid calls and the chain's transfers. */
 const PAY_TO = "0x00000000000000000000000000000000000000AA";

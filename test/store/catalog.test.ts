@@ -1,18 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  CatalogValidationError,
-  catalogFromSnapshot,
-  defaultSnapshotPath,
-  loadCatalog,
-  repoRoot,
-  validateSnapshot,
-} from "../../src/store/catalog.js";
+import { readShippedMarket } from "../../scripts/market-files.js";
 import { resourceKey } from "../../src/benchmark/bazaar.js";
 import { toIsoUtc } from "../../src/benchmark/compiled-catalog.js";
-import type { CatalogSnapshot } from "../../src/store/catalog-schema.js";
-import { readShippedMarket } from "../../scripts/market-files.js";
 import {
   atomicToUsd,
   isTestnet,
@@ -21,6 +12,15 @@ import {
   usdcDecimals,
   usdToAtomic,
 } from "../../src/benchmark/money.js";
+import {
+  CatalogValidationError,
+  catalogFromSnapshot,
+  defaultSnapshotPath,
+  loadCatalog,
+  repoRoot,
+  validateSnapshot,
+} from "../../src/store/catalog.js";
+import type { CatalogSnapshot } from "../../src/store/catalog-schema.js";
 
 const snapshotJson = (): Record<string, unknown> & { endpoints: Record<string, unknown>[] } =>
   JSON.parse(readFileSync(defaultSnapshotPath(), "utf8"));

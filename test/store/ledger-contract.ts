@@ -238,12 +238,68 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       expect(await bind(a.id, 1)).toEqual({ ok: true });
       expect((await ledger.receipt(a.id))?.idempotencyKey).toBe("bound-1");
       expect(await bind(a.id, 1)).toEqual({ ok: true }); // the same binding again (a reclaimed retry)
-      expect(await bind(b.id, 2)).toEqual({ ok: false, reason: "different_payment" });
+      expect(await bind(b.id, 2)).toEqual({ ok: false, reason: "different_payment", secret: "key" });
       expect(await bind(a.id, 1, { requestFingerprint: "rf-2" })).toEqual({
         ok: false,
         reason: "different_request",
+        secret: "key",
       });
       expect(await bind(b.id, 2, { now: at(1000) })).toEqual({ ok: true }); // expired: free again
+    });
+
+    it("binds a payment-identifier id like a key: same id and payment again is fine, another payment conflicts", async () => {
+      const a = await claimed(req(1));
+      const b = await claimed(req(2));
+      const id = "pay_7d5d747be160e280504c099d984bcfe0";
+      const bind = (receiptId: string, n: number, over: { key?: string; paymentId?: string } = {}) =>
+        ledger.bindIdempotencyKey({
+          receiptId,
+          identity: identity(n),
+          ...over,
+          requestFingerprint: "rf-1",
+          ttlMs: 1000,
+          incarnation: "inc-a",
+          now: T0,
+        });
+      expect(await bind(a.id, 1, { paymentId: id })).toEqual({ ok: true });
+      expect(await ledger.receipt(a.id)).toMatchObject({ paymentId: id, idempotencyKey: null });
+      expect(await bind(a.id, 1, { paymentId: id })).toEqual({ ok: true });
+      expect(await bind(b.id, 2, { paymentId: id })).toEqual({
+        ok: false,
+        reason: "different_payment",
+        secret: "payment_id",
+      });
+      // A key and an id together: both are checked before either is written, and both name the receipt.
+      expect(await bind(b.id, 2, { key: "k-2", paymentId: id })).toMatchObject({ ok: false });
+      expect(await ledger.receipt(b.id)).toMatchObject({ paymentId: null, idempotencyKey: null });
+      expect(await bind(b.id, 2, { key: "k-2", paymentId: "pay_0000000000000000000002" })).toEqual({
+        ok: true,
+      });
+      expect(await ledger.receipt(b.id)).toMatchObject({
+        paymentId: "pay_0000000000000000000002",
+        idempotencyKey: "k-2",
+      });
+      // An id and a key with the same text are different secrets.
+      const c = await claimed(req(3));
+      expect(await bind(c.id, 3, { key: id })).toEqual({ ok: true });
+      // Another payer's identical id is another id.
+      const d = await claimed(
+        req(4, { identity: identity(4, { payer: "0x000000000000000000000000000000000000c0c0" }) }),
+      );
+      expect(
+        await ledger.bindIdempotencyKey({
+          receiptId: d.id,
+          identity: identity(4, { payer: "0x000000000000000000000000000000000000c0c0" }),
+          paymentId: id,
+          requestFingerprint: "rf-1",
+          ttlMs: 1000,
+          incarnation: "inc-a",
+          now: T0,
+        }),
+      ).toEqual({ ok: true });
+      // A reclaimed receipt starts with no secret of its own until its new request binds one.
+      await ledger.recordFailure(a.id, { status: "failed", error: "x", now: T0 });
+      expect((await ledger.receipt((await claimed(req(1, { now: at(1) }))).id))?.paymentId).toBeNull();
     });
 
     it("expires idempotency records and stored responses at their time, not before", async () => {

@@ -1,8 +1,8 @@
 import { spawn } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
 import { ConfigError, parseConfig } from "../../src/config.js";
+import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
 import { openConfiguredLedger } from "../../src/store/ledger-factory.js";
 import { migratePostgres, openPostgresLedger } from "../../src/store/ledger-postgres.js";
 import { POSTGRES_MIGRATIONS } from "../../src/store/migrations/postgres.js";

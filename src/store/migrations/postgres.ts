@@ -69,4 +69,10 @@ CREATE TABLE incarnations (
 );
 `,
   },
+  {
+    version: 2,
+    name: "receipts name the payment-identifier id of the paying request",
+    sql: `ALTER TABLE receipts ADD COLUMN payment_id TEXT;
+CREATE INDEX receipts_undelivered ON receipts (payer, request_fingerprint) WHERE response_expires_at IS NULL;`,
+  },
 ];

@@ -7,8 +7,8 @@ import { marketFromSeries } from "../market-snapshot.js";
 import { BINANCE_INSTRUMENT, BINANCE_VENUE, type Depth, fetchDepth, fetchKlines, pairOf } from "./binance.js";
 import { type CgClient, fetchMarkets } from "./coingecko.js";
 import { fetchEmission } from "./defillama.js";
-import { mergeCandles } from "./series-merge.js";
 import type { FetchLike } from "./http.js";
+import { mergeCandles } from "./series-merge.js";
 
 export interface IngestOptions {
   readonly base: UnlockSnapshot;
