@@ -3,7 +3,7 @@
  * (data/unlock-schedules/schedules.json) and the real daily market history (data/market-history/).
  * Nothing is generated: where no real figure exists (depth, circulating supply) it is null.
  *
- * Since issue 17 it also reads data/unlocks-wide/ (complete adapter schedules and Binance perp prices for 154 tokens).
+ * It also reads data/unlocks-wide/ (complete adapter schedules and Binance perp prices for 154 tokens).
  *
  *   npm run snapshot [-- --out <path>]
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 19 item 4's speed target: a flood on each free path keeps honest paid p50 within 2× its idle value. One
+ * The free-path speed target: a flood on each free path keeps honest paid p50 within 2× its idle value. One
  * pressure402 process (serve.ts "pressure402-limited": the default rate limit, clients told apart by X-Forwarded-For)
  * on the instant facilitator. Each round: paid upcoming requests one at a time while idle, then the same while
  * autocannon floods one free path with 32 connections, in two ways: from one IP (what the rate limit is for: most

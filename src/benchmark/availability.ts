@@ -1,4 +1,4 @@
-/** The benchmark route's availability label for the route descriptor (issue 4, point 5). */
+/** The benchmark route's availability label for the route descriptor. */
 
 export type BenchmarkPhase = "provisional" | "full";
 

@@ -1,7 +1,7 @@
 /**
  * The ledger as the payment core sees it: a port with SQLite (src/store/ledger.ts) and PostgreSQL behind it. Every
- * method is asynchronous and is one whole operation (one transaction in the adapter), so the rules of DESIGN.md
- * "Exactly once, at least once" hold whatever the backend and however many instances share it:
+ * method is asynchronous and is one whole operation (one transaction in the adapter), so the rules of "paid exactly
+ * once, delivered at least once" hold whatever the backend and however many instances share it:
  *
  * - a payment's identity is its authorization (network, asset, payer, nonce), unique in the ledger;
  * - an on-chain transaction is credited to one receipt only (unique transaction hash);

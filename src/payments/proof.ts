@@ -24,7 +24,7 @@ export type Proof =
 
 export type DecodeResult = { ok: true; proof: Proof } | { ok: false; detail: string };
 
-/** Standard base64 alphabet with correct padding; the x402 headers use it (DESIGN.md). */
+/** Standard base64 alphabet with correct padding; the x402 headers use it. */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 export const MAX_PROOF_HEADER_LENGTH = 8192;
 

@@ -24,7 +24,7 @@ export const ProblemSchema = Type.Object(
   },
 );
 
-/** Opaque attribution tag (issue 4 point 6): recorded with the paid call, never echoed. */
+/** Opaque attribution tag: recorded with the paid call, never echoed. */
 export const PpRef = Type.String({
   pattern: "^[A-Za-z0-9._:-]{1,128}$",
   maxLength: 128,

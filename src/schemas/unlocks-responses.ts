@@ -75,7 +75,7 @@ const MarketFigures = Type.Object(
   { ...closed, description: "The market figures this item was valued with" },
 );
 
-/** How completely the token's supply is known (issue 17: the wide schedule set). */
+/** How completely the token's supply is known (the complete adapter schedules included). */
 export const SupplyCoverage = Type.Object(
   {
     supply_model: Type.Union([Type.Literal("vesting"), Type.Literal("emission")], {

@@ -106,6 +106,8 @@ export async function migratePostgres(
 export interface PostgresLedgerOptions {
   /** Connections per instance; every port operation holds one for its transaction. */
   maxConnections?: number;
+  /** Where upgrade steps are reported (default: stderr); an operator must see that the schema changed. */
+  log?: (line: string) => void;
 }
 
 /** Connects, applies pending migrations and returns the port. `url` is a `postgres://` connection string. */
@@ -113,13 +115,26 @@ export async function openPostgresLedger(url: string, opts: PostgresLedgerOption
   const pool = new pg.Pool({ connectionString: url, max: opts.maxConnections ?? 10 });
   // An idle connection dropped by the server must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
+  const log = opts.log ?? ((line: string) => process.stderr.write(`pressure402: ${line}\n`));
   try {
-    await migratePostgres(pool);
+    const existed = await hasLedger(pool);
+    const applied = await migratePostgres(pool);
+    if (existed)
+      for (const version of applied) {
+        const m = POSTGRES_MIGRATIONS.find((x) => x.version === version);
+        log(`ledger upgrade: applied PostgreSQL migration ${version} (${m?.name ?? "?"}); every receipt is kept`);
+      }
   } catch (err) {
     await pool.end();
     throw err;
   }
   return postgresLedger(pool, url);
+}
+
+/** Whether this database already held a ledger before this start (so a migration is an upgrade, not a creation). */
+async function hasLedger(pool: pg.Pool): Promise<boolean> {
+  const r = await pool.query<{ t: string | null }>("SELECT to_regclass('ledger_migrations')::text AS t");
+  return r.rows[0]?.t != null;
 }
 
 async function inTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -15,7 +15,7 @@ import { EXAMPLES } from "../../src/discovery/examples.generated.js";
 import { ERROR_MAX } from "../../src/payments/challenge.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 
-/** The contract's bounds (DESIGN.md): PAYMENT-REQUIRED and all of a 402's headers fit a 4 KiB proxy buffer. */
+/** The contract's bounds: PAYMENT-REQUIRED and all of a 402's headers fit a 4 KiB proxy buffer. */
 const PAYMENT_REQUIRED_MAX = 3000;
 const HEADERS_MAX = 3584;
 

@@ -2,7 +2,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { b64, v2Proof } from "./proofs.js";
 
 /**
- * Every kind of junk proof the hostile-buyer review used (issue 9), as PAYMENT-SIGNATURE values: each must be refused
+ * Every kind of junk proof a hostile buyer's review used, as PAYMENT-SIGNATURE values: each must be refused
  * before the facilitator, so none can crash an encoder or count against the circuit breaker.
  */
 export function junkProofs(accepted: PaymentRequirements): [string, string][] {

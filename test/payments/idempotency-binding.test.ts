@@ -9,7 +9,7 @@ import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
 import { b64, signedV2Proof, TEST_BUYER_KEY, v2Proof } from "../helpers/proofs.js";
 
 /*
- * Issue 19, item 5: an Idempotency-Key is bound only once the proof's signature has checked out. The facilitator here
+ * An Idempotency-Key is bound only once the proof's signature has checked out. The facilitator here
  * checks signatures for real (EIP-712 recovery), so a proof that only *names* the victim as its payer is refused by it.
  */
 const VICTIM = privateKeyToAccount(TEST_BUYER_KEY).address;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { validIdempotencyKey } from "../../src/payments/idempotency.js";
 
-describe("Idempotency-Key format (DESIGN.md: 1–255 visible ASCII)", () => {
+describe("Idempotency-Key format (1–255 visible ASCII)", () => {
   it("accepts visible ASCII up to 255 characters and nothing else", () => {
     expect(validIdempotencyKey("a")).toBe(true);
     expect(validIdempotencyKey("order-42_~!")).toBe(true);

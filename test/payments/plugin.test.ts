@@ -418,7 +418,7 @@ describe("paid calls", () => {
   });
 });
 
-describe("issue 19, smaller items", () => {
+describe("a chain outage and a v1 retry of a v2 payment", () => {
   it("with the chain down, a buyer whose earlier settlement is unknown is never told nothing was charged", async () => {
     gateway.settleResult = async () => {
       throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");

@@ -20,7 +20,7 @@ import { useFaultStack } from "../helpers/fault-stack.js";
 import { junkProofs } from "../helpers/junk.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
-// Issue 9's "Done when" list, against the real HTTP app, the real facilitator client and gateway, and a facilitator
+// Paid exactly once, delivered at least once, against the real HTTP app, the real facilitator client and gateway, and a facilitator
 // that models a chain (one transfer per nonce). Every wait is a barrier or a count, never a sleep.
 const stack = useFaultStack();
 

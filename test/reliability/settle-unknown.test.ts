@@ -15,7 +15,7 @@ import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 /*
- * Issue 19, item 1: the facilitator answers /settle `success: false` (transaction_failed, no hash) — what @x402/evm
+ * The facilitator answers /settle `success: false` (transaction_failed, no hash) — what @x402/evm
  * answers when its broadcast call throws — and the transfer lands later. The landing is the fake's: `landAfterMs`
  * after the answer and after `landGate` opens, which the test holds closed while it checks what the buyer is told.
  * Every wait is that gate or a barrier on the transfer, never a sleep an assertion depends on.

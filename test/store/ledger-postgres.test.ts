@@ -64,6 +64,36 @@ describe("postgres ledger", () => {
     }
   });
 
+  it("a ledger of the first shipped schema (migration 1) is upgraded on open and keeps every receipt", async () => {
+    const url = await server.freshSchema();
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      expect(await migratePostgres(pool, POSTGRES_MIGRATIONS.slice(0, 1))).toEqual([1]);
+      // Written as that schema's code wrote it: today's code would apply migration 2 first.
+      await pool.query(
+        `INSERT INTO receipts (id, network, asset, payer, nonce, route, request_fingerprint, x402_version, amount, pay_to,
+          status, "transaction", created_at, updated_at, settled_at)
+         VALUES ('r-old', 'eip155:8453', $1, $2, $3, 'POST /v1/benchmark/endpoint', 'rf', 2, 50000, $4, 'settled', $5,
+          $6, $6, $6)`,
+        [req(7).identity.asset, req(7).identity.payer, nonce(7), req(7).payTo, `0x${"7".repeat(64)}`, T0],
+      );
+    } finally {
+      await pool.end();
+    }
+
+    const lines: string[] = [];
+    const upgraded = await openPostgresLedger(url, { log: (l) => lines.push(l) });
+    try {
+      expect(lines).toEqual([expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /)]);
+      const receipts = await upgraded.receipts();
+      expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
+        ["r-old", "settled", "50000", `0x${"7".repeat(64)}`],
+      ]);
+    } finally {
+      await upgraded.close();
+    }
+  });
+
   it("keeps receipts, responses and keys across a reopen", async () => {
     const url = await server.freshSchema();
     const a = await openPostgresLedger(url);

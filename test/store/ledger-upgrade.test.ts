@@ -106,8 +106,9 @@ describe("upgrading a ledger of every shipped schema", () => {
   }, 60_000);
 
   for (const [name, added] of [
-    ["2-port", ["valid_before", "response_digest"]],
-    ["3-valid-before", ["response_digest"]],
+    ["2-port", ["valid_before", "response_digest", "payment_id"]],
+    ["3-valid-before", ["response_digest", "payment_id"]],
+    ["4-response-digest", ["payment_id"]],
   ] as const) {
     it(`${name}: the missing columns are added and logged, every receipt kept and exported`, async () => {
       const path = join(dir, `${name}.sqlite`);
