@@ -3,6 +3,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import client from "prom-client";
+import { registerFreshnessMetrics } from "../../src/observability/freshness.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 
 /*
@@ -91,6 +93,34 @@ describe("the rules and the dashboard query metrics the service exports", () => 
     );
   });
   afterAll(() => t.close());
+
+  it("the data-refresh series the rules name are exported by a refreshing service", async () => {
+    const registry = new client.Registry();
+    const at = "2026-11-26T10:00:00.000Z";
+    registerFreshnessMetrics(
+      registry,
+      {
+        intervalSeconds: 3600,
+        sources: () => [
+          {
+            source: "binance",
+            last_attempt: at,
+            last_success: at,
+            data_as_of: "2026-11-25",
+            last_error: null,
+            updated: 1,
+            failed: 0,
+            retry_not_before: null,
+          },
+        ],
+        circulating: () => new Map(),
+      },
+      () => new Date("2026-11-26T12:00:00.000Z"),
+    );
+    const text = await registry.metrics();
+    for (const name of DATA_REFRESH) expect(text).toContain(`# TYPE ${name} gauge`);
+    expect(text).toMatch(/pressure402_data_source_age_seconds\{source="binance"\} 7200/);
+  });
 
   it("alerts.yml", () => {
     const used = metricNames(readFileSync(RULES, "utf8"));
