@@ -1,12 +1,8 @@
 import { type TSchema, Type } from "typebox";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../payments/requirements.js";
-import { PRICES } from "../routes/prices.js";
-import { BenchmarkBody } from "../schemas/benchmark.js";
-import { BenchmarkResult } from "../schemas/benchmark-response.js";
+import { PAID_OPERATIONS } from "../routes/paid-operations.js";
 import { PpRef, ProblemSchema } from "../schemas/common.js";
-import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
-import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
 
 export const MCP_PATH = "/mcp";
 
@@ -19,7 +15,7 @@ export interface PaidTool {
   title: string;
   method: "GET" | "POST";
   path: string;
-  /** USDC atomic units, the route's own price (PRICES). */
+  /** USDC atomic units, the operation's own price. */
   amount: string;
   description: string;
   inputSchema: JsonSchema;
@@ -72,73 +68,17 @@ const priced = (amount: string, what: string) =>
   `${what} Price per call: ${formatUsdc(amount)} USD (${amount} USDC atomic units on Base, x402 exact scheme). ` +
   'Call without payment to receive the x402 PaymentRequired (isError result); pay by repeating the call with the signed PaymentPayload in _meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"].';
 
-export const PAID_TOOLS: readonly PaidTool[] = [
-  {
-    name: "unlocks_upcoming",
-    title: "Upcoming token unlocks with modelled risk",
-    method: "GET",
-    path: "/v1/unlocks/upcoming",
-    amount: PRICES.upcoming.amount,
-    description: priced(
-      PRICES.upcoming.amount,
-      "Upcoming token unlock events from today through today + days (UTC), with a modelled sell-pressure risk score, sorted by date.",
-    ),
-    inputSchema: plain(UpcomingQuery) as JsonSchema,
-    outputSchema: output(UpcomingResponse),
-  },
-  {
-    name: "unlock_risk",
-    title: "Score one unlock event",
-    method: "POST",
-    path: "/v1/unlock-risk",
-    amount: PRICES.unlockRisk.amount,
-    description: priced(
-      PRICES.unlockRisk.amount,
-      "Risk score of one unlock event (ids from unlocks_upcoming) with one evidence record per model factor. Unknown token or event: an error result before any payment.",
-    ),
-    inputSchema: withPpRef(UnlockRiskBody),
-    outputSchema: output(RiskItem),
-  },
-  {
-    name: "token_risk_summary",
-    title: "Token unlock risk over a window",
-    method: "POST",
-    path: "/v1/token/risk-summary",
-    amount: PRICES.riskSummary.amount,
-    description: priced(
-      PRICES.riskSummary.amount,
-      "A token's scheduled unlocks from today through today + lookbackDays: count, highest risk, totals by recipient, top events and the next unlock.",
-    ),
-    inputSchema: withPpRef(RiskSummaryBody),
-    outputSchema: output(RiskSummary),
-  },
-  {
-    name: "unlock_backtest",
-    title: "Market reactions after past unlocks",
-    method: "POST",
-    path: "/v1/unlock/backtest",
-    amount: PRICES.backtest.amount,
-    description: priced(
-      PRICES.backtest.amount,
-      "How the market reacted after a token's past unlocks, for one unlock event, over windowDays.",
-    ),
-    inputSchema: withPpRef(BacktestBody),
-    outputSchema: output(BacktestResult),
-  },
-  {
-    name: "benchmark_endpoint",
-    title: "x402 endpoint price benchmark",
-    method: "POST",
-    path: "/v1/benchmark/endpoint",
-    amount: PRICES.benchmark.amount,
-    description: priced(
-      PRICES.benchmark.amount,
-      "Where a third-party x402 endpoint's price sits among comparable paid endpoints, how busy that market is, and how confident the estimate is (provisional, daily cap).",
-    ),
-    inputSchema: withPpRef(BenchmarkBody),
-    outputSchema: output(BenchmarkResult),
-  },
-];
+/** Every paid operation as a tool: a GET's query or a POST's body (plus `pp_ref`) as arguments. */
+export const PAID_TOOLS: readonly PaidTool[] = PAID_OPERATIONS.map((op) => ({
+  name: op.mcp.name,
+  title: op.mcp.title,
+  method: op.method,
+  path: op.path,
+  amount: op.amount,
+  description: priced(op.amount, op.mcp.description),
+  inputSchema: op.method === "GET" ? (plain(op.inputSchema) as JsonSchema) : withPpRef(op.inputSchema),
+  outputSchema: output(op.outputSchema),
+}));
 
 export const toolNamed = (name: string): PaidTool | undefined => PAID_TOOLS.find((t) => t.name === name);
 

@@ -23,8 +23,9 @@ import { authorizationDomainOf, signedByPayer } from "./signature.js";
 /**
  * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
  * the recoveries in between. Plain functions over the ledger port, the facilitator gateway and the chain reader, in
- * the spirit of @x402/core's resource server; src/payments/plugin.ts maps what they decide to HTTP, and tests call
- * them directly. Every answer is a value saying what happened, never a reply written here.
+ * the spirit of @x402/core's resource server; http-request.ts and http-answers.ts map what they decide to HTTP, and
+ * test/payments/core.test.ts calls them directly. Every answer is a value saying what happened, never a reply
+ * written here.
  */
 export interface PaymentCore {
   gateway: FacilitatorGateway;

@@ -6,6 +6,7 @@ import type { LedgerPort as Ledger } from "../payments/ledger-port.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { BenchmarkPaymentHeaders, PaidQuery } from "../schemas/common.js";
+import { OPERATIONS, operationDescription } from "./paid-operations.js";
 import { PRICES, paymentInfo } from "./prices.js";
 import { paid, paidErrorResponses } from "./responses.js";
 
@@ -75,14 +76,12 @@ export const benchmarkRoutes: FastifyPluginAsyncTypebox<BenchmarkRouteOptions> =
   }
 
   app.post(
-    "/v1/benchmark/endpoint",
+    OPERATIONS.benchmark.path,
     {
       schema: {
         tags: ["benchmark"],
-        summary: "x402 market price benchmark for an endpoint URL (provisional)",
-        description:
-          "Price per call: 0.05 USD. Available through capped provisional x402 metadata: at most " +
-          "BENCHMARK_PROVISIONAL_CAP paid calls per UTC day; past the cap, 503 before any payment request.",
+        summary: OPERATIONS.benchmark.summary,
+        description: operationDescription(OPERATIONS.benchmark),
         querystring: PaidQuery,
         headers: BenchmarkPaymentHeaders,
         body: BenchmarkBody,

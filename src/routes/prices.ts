@@ -3,45 +3,26 @@ import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../payments/requirements.js";
+import { OPERATIONS, type OperationKey } from "./paid-operations.js";
 
-/** Per-call prices in USDC atomic units (6 decimals), as the contract lists them. */
-const BASE_PRICES = {
-  upcoming: {
-    route: "GET /v1/unlocks/upcoming",
-    amount: "20000",
-    description: "Upcoming token unlock events with modelled sell-pressure risk",
-    tags: ["unlocks", "token-risk", "crypto"],
-    acceptsV1: true,
-  },
-  unlockRisk: {
-    route: "POST /v1/unlock-risk",
-    amount: "100000",
-    description: "Risk score of one unlock event with its evidence",
-    tags: ["unlocks", "token-risk", "crypto"],
-    acceptsV1: true,
-  },
-  riskSummary: {
-    route: "POST /v1/token/risk-summary",
-    amount: "250000",
-    description: "Token-level unlock risk summary over a window",
-    tags: ["unlocks", "token-risk", "crypto"],
-    acceptsV1: true,
-  },
-  backtest: {
-    route: "POST /v1/unlock/backtest",
-    amount: "500000",
-    description: "Historical post-unlock market reactions for one unlock event",
-    tags: ["unlocks", "backtest", "crypto"],
-    acceptsV1: true,
-  },
-  benchmark: {
-    route: "POST /v1/benchmark/endpoint",
-    amount: "50000",
-    description: "x402 market price benchmark for an endpoint URL",
-    tags: ["x402", "pricing", "benchmark"],
-    acceptsV1: false,
-  },
-} as const satisfies Record<string, PaidRoute>;
+/** The terms the payment core needs of each paid operation (the table of paid operations holds them). */
+const BASE_PRICES = Object.fromEntries(
+  Object.entries(OPERATIONS).map(([key, op]) => [
+    key,
+    {
+      route: op.route,
+      amount: op.amount,
+      description: op.description,
+      tags: op.tags,
+      acceptsV1: op.acceptsV1,
+    },
+  ]),
+) as {
+  [K in OperationKey]: Pick<
+    (typeof OPERATIONS)[K],
+    "route" | "amount" | "description" | "tags" | "acceptsV1"
+  >;
+};
 
 /** Each price with its discovery metadata: the Bazaar extension (v2 402) and the v1 outputSchema. */
 export const PRICES = Object.fromEntries(

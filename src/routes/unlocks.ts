@@ -7,6 +7,7 @@ import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
 import type { UnlockService } from "../unlocks/service.js";
+import { OPERATIONS, operationDescription } from "./paid-operations.js";
 import { PRICES, paymentInfo } from "./prices.js";
 import { notFoundResponse, paid, paidErrorResponses, problem } from "./responses.js";
 
@@ -65,12 +66,12 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
   const servedFromCache = new WeakMap<object, { generation: string; key: string; body: Buffer }>();
 
   app.get(
-    "/v1/unlocks/upcoming",
+    OPERATIONS.upcoming.path,
     {
       schema: {
         tags: [TAG],
-        summary: "Upcoming unlock events with modelled risk",
-        description: "Price per call: 0.02 USD (x402, USDC on Base).",
+        summary: OPERATIONS.upcoming.summary,
+        description: operationDescription(OPERATIONS.upcoming),
         querystring: UpcomingQuery,
         headers: UnlockPaymentHeaders,
         response: { 200: paid(UpcomingResponse), ...paidErrorResponses(PRICES.upcoming) },
@@ -108,12 +109,12 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
   );
 
   app.post(
-    "/v1/unlock-risk",
+    OPERATIONS.unlockRisk.path,
     {
       schema: {
         tags: [TAG],
-        summary: "Score one unlock event, with its evidence",
-        description: "Price per call: 0.10 USD. Unknown token or event: 404, before any payment.",
+        summary: OPERATIONS.unlockRisk.summary,
+        description: operationDescription(OPERATIONS.unlockRisk),
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: UnlockRiskBody,
@@ -130,12 +131,12 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
   );
 
   app.post(
-    "/v1/token/risk-summary",
+    OPERATIONS.riskSummary.path,
     {
       schema: {
         tags: [TAG],
-        summary: "Token-level unlock risk over a window",
-        description: "Price per call: 0.25 USD. Unknown token: 404, before any payment.",
+        summary: OPERATIONS.riskSummary.summary,
+        description: operationDescription(OPERATIONS.riskSummary),
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: RiskSummaryBody,
@@ -155,13 +156,12 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
   );
 
   app.post(
-    "/v1/unlock/backtest",
+    OPERATIONS.backtest.path,
     {
       schema: {
         tags: [TAG],
-        summary: "Historical post-unlock market reactions for one event",
-        description:
-          "Price per call: 0.50 USD. Unknown token or event: 404; no measurable reaction on any basis: 422 — both before any payment.",
+        summary: OPERATIONS.backtest.summary,
+        description: operationDescription(OPERATIONS.backtest),
         querystring: PaidQuery,
         headers: UnlockPaymentHeaders,
         body: BacktestBody,
