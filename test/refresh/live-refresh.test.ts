@@ -78,6 +78,7 @@ beforeAll(async () => {
     BINANCE_FUTURES_BASE_URL: binance.url,
     BYBIT_BASE_URL: down,
     COINGECKO_BASE_URL: `${down}/api/v3`,
+    DEFILLAMA_BASE_URL: down,
   });
   const loaded = loadServedSnapshot(config);
   expect(loaded.seeded).toBe(true);
