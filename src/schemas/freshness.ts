@@ -7,7 +7,7 @@ const NullableNum = (description: string) => Type.Union([Type.Number(), Type.Nul
 /** One data source's refresh state: free on GET /, /ready and /v1/tokens. */
 export const SourceFreshness = Type.Object(
   {
-    source: Type.String({ description: "binance, bybit, derivatives, coingecko or bazaar" }),
+    source: Type.String({ description: "binance, bybit, derivatives, coingecko, defillama or bazaar" }),
     period_seconds: Type.Integer({
       description: "How often it is refreshed (0: not refreshed by this instance)",
     }),
