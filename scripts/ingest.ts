@@ -7,7 +7,7 @@
  * (no fresh generated_at on stale data). Exits 1 naming every source that failed for any item.
  *
  *   npm run ingest -- [--base data/unlocks.snapshot.json] [--out data/unlocks.snapshot.json]
- *                     [--sources binance,bybit,coingecko] [--data-dir var/data]
+ *                     [--sources binance,bybit,coingecko,defillama] [--data-dir var/data]
  *   npm run ingest -- --depth | --schedules defillama [--days 400] [--tokens ARB,OP]   (order-book depth, DefiLlama
  *                     schedules: the older one-shot adapter; exits 1 when anything was kept)
  *   npm run ingest -- --from-6mv data/unlock-history-6mv --out /tmp/6mv.snapshot.json
@@ -109,9 +109,7 @@ export async function ingest(args: string[], io: IngestIo): Promise<number> {
   }
 
   const which = (values.sources as string).split(",").map((s) => s.trim());
-  const unknown = which.filter(
-    (s) => !(SOURCES as readonly string[]).includes(s) || s === "defillama" || s === "bazaar",
-  );
+  const unknown = which.filter((s) => !(SOURCES as readonly string[]).includes(s) || s === "bazaar");
   if (unknown.length > 0) throw new Error(`--sources: unknown or not refreshed here: ${unknown.join(", ")}`);
   const run = await refreshSources(
     base,
@@ -122,6 +120,7 @@ export async function ingest(args: string[], io: IngestIo): Promise<number> {
         bybit: values["bybit-base"] as string,
         coingecko: values["coingecko-base"] as string,
         coingeckoApiKey: env.COINGECKO_API_KEY,
+        defillama: values["defillama-base"] as string,
       },
       fetchImpl,
       coinIds: readCoinIds(),

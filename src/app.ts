@@ -308,6 +308,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     clock,
     unlocksFor: (request) => generationOf(request).service,
     dataVersion: (request) => generationOf(request).version,
+    ...(deps.freshness?.derivatives ? { derivatives: deps.freshness.derivatives.bind(deps.freshness) } : {}),
   });
   await app.register(tokensRoutes, {
     unlocksFor: (request) => generationOf(request).service,

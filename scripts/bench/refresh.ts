@@ -89,6 +89,7 @@ async function main() {
     BINANCE_FUTURES_BASE_URL: binance.url,
     BYBIT_BASE_URL: down,
     COINGECKO_BASE_URL: down,
+    DEFILLAMA_BASE_URL: down,
   });
   const loaded = loadServedSnapshot(config);
   const data = liveUnlockData(config, buildUnlockStore(loaded.snapshot, servedReports(config)), { clock });

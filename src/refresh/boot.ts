@@ -75,6 +75,7 @@ export function configuredRefresher(
       bybit: config.data.bybitBaseUrl,
       coingecko: config.data.coingeckoBaseUrl,
       coingeckoApiKey: config.data.coingeckoApiKey,
+      defillama: config.data.defillamaBaseUrl,
     },
     coinIds: coinIdsOrEmpty(),
     ...(benchmark

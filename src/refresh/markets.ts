@@ -94,7 +94,7 @@ async function extend(
 }
 
 /** Runs `work` over `items`, `n` at a time; stops handing out items once `stop()` says so. */
-async function pool<T>(
+export async function pool<T>(
   items: readonly T[],
   n: number,
   work: (item: T) => Promise<void>,

@@ -71,7 +71,11 @@ export function createRefresher(opts: RefresherOptions): Refresher {
       ...init,
       signal: init?.signal ? AbortSignal.any([init.signal, stopping.signal]) : stopping.signal,
     });
-  const enabled = opts.sources ?? [...REFRESHED_SOURCES, ...(opts.bazaar ? (["bazaar"] as const) : [])];
+  const enabled = opts.sources ?? [
+    ...REFRESHED_SOURCES,
+    ...(opts.bases.defillama ? (["defillama"] as const) : []),
+    ...(opts.bazaar ? (["bazaar"] as const) : []),
+  ];
   let current = opts.initial;
   let state = readState(opts.dataDir);
   let figures = readLiveCirculating(opts.dataDir);
@@ -109,7 +113,7 @@ export function createRefresher(opts: RefresherOptions): Refresher {
           "refreshed unlock snapshot not swapped in; previous kept",
         );
         for (const [i, o] of outcomes.entries())
-          if (o.source === "binance" || o.source === "bybit")
+          if (o.source === "binance" || o.source === "bybit" || o.source === "defillama")
             outcomes[i] = {
               ...o,
               updated: [],

@@ -3,6 +3,7 @@ import type { UnlockSnapshot } from "../store/unlocks-types.js";
 import type { FetchLike } from "../unlocks/ingest/http.js";
 import { type ReportedCirculating, refreshCirculating } from "./circulating.js";
 import { refreshMarkets } from "./markets.js";
+import { refreshSchedules } from "./schedules.js";
 import type { SourceName, SourceOutcome } from "./status.js";
 
 export interface SourceBases {
@@ -10,6 +11,8 @@ export interface SourceBases {
   readonly bybit: string;
   readonly coingecko: string;
   readonly coingeckoApiKey?: string | undefined;
+  /** DefiLlama emissions datasets host; without it vesting schedules are not refreshed. */
+  readonly defillama?: string | undefined;
 }
 
 export interface SourcesDeps {
@@ -31,7 +34,8 @@ export interface SourcesRun {
 
 /**
  * One refresh of the given sources over `current`: what the loop runs each tick and `npm run ingest` runs once. Market
- * candles extend the snapshot (validated before it is returned); reported circulating supply is written to its own
+ * candles extend the snapshot and DefiLlama vesting schedules replace the aggregator's own older ones (each validated
+ * before it is returned); reported circulating supply is written to its own
  * file. A source that fails leaves its data as it was and says so in its outcome.
  */
 export async function refreshSources(
@@ -64,6 +68,27 @@ export async function refreshSources(
           });
       }
     } else outcomes.push(...r.outcomes);
+  }
+  if (which.includes("defillama") && deps.bases.defillama) {
+    // On top of this run's candles, so neither source's news undoes the other's.
+    const r = await refreshSchedules(
+      snapshot ?? current,
+      { fetchImpl: deps.fetchImpl, base: deps.bases.defillama },
+      now,
+    );
+    let outcome = r.outcome;
+    if (r.snapshot) {
+      try {
+        snapshot = validateUnlockSnapshot(r.snapshot, "(refreshed)");
+      } catch {
+        outcome = {
+          ...outcome,
+          updated: [],
+          failed: [...outcome.failed, { item: "snapshot", error: "refreshed snapshot failed validation" }],
+        };
+      }
+    }
+    outcomes.push(outcome);
   }
   let circulating: ReadonlyMap<string, ReportedCirculating> | null = null;
   if (which.includes("coingecko")) {

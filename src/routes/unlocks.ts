@@ -6,6 +6,7 @@ import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
+import type { Derivatives } from "../refresh/derivatives.js";
 import type { UnlockService } from "../unlocks/service.js";
 import { OPERATIONS, operationDescription } from "./paid-operations.js";
 import { PRICES, paymentInfo } from "./prices.js";
@@ -48,6 +49,8 @@ export interface UnlockRoutesOptions {
    * request on arrival, so its pre-payment checks and its answer read the same data. Default: `unlocks`.
    */
   unlocksFor?: (request: FastifyRequest) => UnlockService;
+  /** The refresh's latest funding and open-interest figures per token (evidence only); absent when not refreshed. */
+  derivatives?: () => ReadonlyMap<string, Derivatives>;
 }
 
 // The upcoming list depends only on (data, UTC day, query): its body is serialized (and compressed, per encoding) once
@@ -126,8 +129,18 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
         app.payments.guard(PRICES.unlockRisk),
       ],
     },
-    async (request) =>
-      of(request).score(request.body.token, request.body.unlock_event_id, request.body.includeEvidence),
+    async (request) => {
+      const item = of(request).score(
+        request.body.token,
+        request.body.unlock_event_id,
+        request.body.includeEvidence,
+      );
+      if (!request.body.includeEvidence || !opts.derivatives) return item;
+      const d = opts.derivatives().get(item.token);
+      if (!d) return { ...item, derivatives: null };
+      const { token: _token, ...shown } = d;
+      return { ...item, derivatives: shown };
+    },
   );
 
   app.post(

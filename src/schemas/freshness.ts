@@ -7,7 +7,7 @@ const NullableNum = (description: string) => Type.Union([Type.Number(), Type.Nul
 /** One data source's refresh state: free on GET /, /ready and /v1/tokens. */
 export const SourceFreshness = Type.Object(
   {
-    source: Type.String({ description: "binance, bybit, derivatives, coingecko or bazaar" }),
+    source: Type.String({ description: "binance, bybit, derivatives, coingecko, defillama or bazaar" }),
     period_seconds: Type.Integer({
       description: "How often it is refreshed (0: not refreshed by this instance)",
     }),
@@ -26,6 +26,21 @@ const AsOf = Type.Object(
   {
     as_of: NullableStr("UTC date (or ISO time) of the figure"),
     source: NullableStr("Where it comes from"),
+  },
+  closed,
+);
+
+/** Funding and open interest on a token's perpetual, with as-of: evidence only, never a score input. */
+export const DerivativesEvidence = Type.Object(
+  {
+    symbol: Type.String({ description: "Binance USDⓈ-M perpetual" }),
+    listed_at: NullableStr("The contract's listing time (exchangeInfo onboardDate)"),
+    funding_rate_last: NullableStr("Last settled funding rate per period, as reported"),
+    funding_rate_mean_7d: NullableNum("Mean of the last 21 settled funding rates (about 7 days)"),
+    funding_as_of: NullableStr("Time of the last funding settlement"),
+    open_interest_usd: NullableNum("Open interest, USD value of the last daily figure"),
+    open_interest_as_of: NullableStr("Time of that figure"),
+    source: Type.String(),
   },
   closed,
 );
@@ -78,28 +93,10 @@ export const TokenCoverage = Type.Object(
       },
     ),
     supply: AsOf,
-    derivatives: Type.Union(
-      [
-        Type.Object(
-          {
-            symbol: Type.String({ description: "Binance USDⓈ-M perpetual" }),
-            listed_at: NullableStr("The contract's listing time (exchangeInfo onboardDate)"),
-            funding_rate_last: NullableStr("Last settled funding rate per period, as reported"),
-            funding_rate_mean_7d: NullableNum("Mean of the last 21 settled funding rates (about 7 days)"),
-            funding_as_of: NullableStr("Time of the last funding settlement"),
-            open_interest_usd: NullableNum("Open interest, USD value of the last daily figure"),
-            open_interest_as_of: NullableStr("Time of that figure"),
-            source: Type.String(),
-          },
-          closed,
-        ),
-        Type.Null(),
-      ],
-      {
-        description:
-          "What hedgers see before an unlock: funding and open interest on the token's perpetual, with as-of (evidence only; not a score input); null when not fetched",
-      },
-    ),
+    derivatives: Type.Union([DerivativesEvidence, Type.Null()], {
+      description:
+        "What hedgers see before an unlock: funding and open interest on the token's perpetual, with as-of (evidence only; not a score input); null when not fetched",
+    }),
   },
   closed,
 );

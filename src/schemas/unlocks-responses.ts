@@ -1,4 +1,5 @@
 import { Type } from "typebox";
+import { DerivativesEvidence } from "./freshness.js";
 
 /**
  * Every 200 object is closed: it declares every field the service sends (the serializer drops anything undeclared
@@ -116,7 +117,10 @@ export const SupplyCoverage = Type.Object(
         ),
         Type.Null(),
       ],
-      { description: "The report the circulating figure is anchored on; null unless circulating_rule is reported+schedule" },
+      {
+        description:
+          "The report the circulating figure is anchored on; null unless circulating_rule is reported+schedule",
+      },
     ),
     circulating_rebuilt: NullableNum(
       "What the complete schedule alone has unlocked by then (the rebuilt figure, kept beside the anchored one); null without one",
@@ -160,7 +164,8 @@ export const SupplyCoverage = Type.Object(
       "What the complete schedule models ÷ max supply (below 1: part of max supply is in no schedule); null when either is unknown",
     ),
     schedule_coverage_note: Type.Union([Type.String(), Type.Null()], {
-      description: "How much of max supply no schedule covers, when the schedule covers less than 99 % of it; null otherwise",
+      description:
+        "How much of max supply no schedule covers, when the schedule covers less than 99 % of it; null otherwise",
     }),
   },
   { ...closed, description: "Completeness of the supply schedule behind circulating supply" },
@@ -211,6 +216,12 @@ const riskItemFields = {
   as_of: Str("Snapshot date of the market context"),
   synthetic: Type.Boolean({ description: "true when built from synthetic (generated) market data" }),
   evidence: Type.Optional(Type.Array(EvidenceRecord, { description: "Evidence records, one per factor" })),
+  derivatives: Type.Optional(
+    Type.Union([DerivativesEvidence, Type.Null()], {
+      description:
+        "POST /v1/unlock-risk with includeEvidence only: what hedgers see before the unlock, funding rate and open interest on the token's Binance USDⓈ-M perpetual, each with its as-of and source (the refresh's latest figures; evidence only, not a score input); null when none were fetched",
+    }),
+  ),
 };
 
 export const RiskItem = Type.Object(riskItemFields, { ...closed, description: "Unlock risk item" });

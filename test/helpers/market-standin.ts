@@ -1,7 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseDay } from "../../src/store/unlocks-dates.js";
+import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
 import type { PriceSeries, UnlockSnapshot } from "../../src/store/unlocks-types.js";
+import { marketFromSeries } from "../../src/unlocks/market-snapshot.js";
 
 /**
  * A Binance USDⓈ-M stand-in on 127.0.0.1 serving `GET /fapi/v1/klines` in Binance's documented format
@@ -109,4 +110,29 @@ export async function downUrl(): Promise<string> {
   const port = (s.address() as AddressInfo).port;
   await new Promise<void>((r) => s.close(() => r()));
   return `http://127.0.0.1:${port}`;
+}
+
+/** A series as it was `days` candles earlier: the last `days` prices (and volumes) dropped. */
+export function cut(s: PriceSeries, days: number): PriceSeries {
+  const close = s.close.slice(0, -days);
+  const end = formatDay(parseDay(s.start) + close.length - 1);
+  return {
+    ...s,
+    close,
+    volume_usd: s.volume_usd?.slice(0, -days) ?? null,
+    segments: s.segments?.filter((g) => g.from <= end).map((g) => (g.to > end ? { ...g, to: end } : g)),
+  };
+}
+
+/** The shipped snapshot as if built `days` days earlier: every Binance series held back (Bybit's already ends earlier). */
+export function asIfEarlier(full: UnlockSnapshot, days: number): UnlockSnapshot {
+  return {
+    ...full,
+    benchmark: { ...full.benchmark, prices: cut(full.benchmark.prices, days) },
+    tokens: full.tokens.map((t) => {
+      if (!t.prices || t.market.venue !== "Binance") return t;
+      const prices = cut(t.prices, days);
+      return { ...t, prices, market: marketFromSeries(prices) };
+    }),
+  };
 }

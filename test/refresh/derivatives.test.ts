@@ -4,9 +4,19 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.js";
+import { createBenchmarkService } from "../../src/benchmark/service.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
 import { createRefresher } from "../../src/refresh/refresher.js";
-import { readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
+import { PRICES } from "../../src/routes/prices.js";
+import { loadCatalog } from "../../src/store/catalog.js";
+import { openLedger } from "../../src/store/ledger.js";
+import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
 import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
+import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
+import { fakeGateway } from "../helpers/fake-gateway.js";
+import { b64, v2Proof } from "../helpers/proofs.js";
 
 /**
  * A Binance USDⓈ-M stand-in for the derivatives evidence, in the documented shapes: exchangeInfo
@@ -74,14 +84,17 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
+let refresher: ReturnType<typeof createRefresher>;
+let snapshot: UnlockSnapshot;
+
 describe("funding rate and open interest around unlocks: evidence with source and as-of", () => {
   it("reads them per listed perpetual, skips a contract that is not trading, and keeps a failed token's last figures", async () => {
     const full = readUnlockSnapshot(new URL("../../data/unlocks.snapshot.json", import.meta.url).pathname);
-    const snapshot: UnlockSnapshot = {
+    snapshot = {
       ...full,
       tokens: full.tokens.filter((t) => ["ARB", "APT", "JUP"].includes(t.symbol)),
     };
-    const refresher = createRefresher({
+    refresher = createRefresher({
       dataDir: mkdtempSync(join(tmpdir(), "p402-deriv-")),
       initial: snapshot,
       bases: { binance: base, bybit: base, coingecko: base },
@@ -112,5 +125,64 @@ describe("funding rate and open interest around unlocks: evidence with source an
     expect(refresher.status().find((s) => s.source === "derivatives")?.last_error).toMatch(
       /APT \(HTML page instead of JSON\)/,
     );
+  });
+
+  it("are shown, with source and as-of, in the paid unlock-risk answer's evidence (never a score input)", async () => {
+    const now = new Date("2026-03-19T12:00:00Z");
+    const clock = () => now;
+    const unlocks = createUnlockService(buildUnlockStore(snapshot), clock);
+    const ledger = openLedger(":memory:");
+    const app = await buildApp({
+      config: testConfig(),
+      unlocks,
+      freshness: {
+        intervalSeconds: 3600,
+        sources: () => refresher.status(),
+        circulating: () => refresher.circulating(),
+        derivatives: () => refresher.derivatives(),
+      },
+      benchmark: createBenchmarkService(loadCatalog(), { clock }),
+      ledger,
+      gateway: fakeGateway(),
+      payTo: TEST_PAY_TO,
+      facilitatorLabel: "fake",
+      clock,
+      logger: false,
+    });
+    try {
+      const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+      const risk = async (token: string, includeEvidence: boolean) => {
+        const ev = unlocks.events().find((e) => e.event.symbol === token);
+        expect(ev).toBeDefined();
+        const res = await app.inject({
+          method: "POST",
+          url: "/v1/unlock-risk",
+          headers: { "payment-signature": b64(v2Proof(requirementsV2(PRICES.unlockRisk, terms))) },
+          payload: { token, unlock_event_id: ev?.event.id, includeEvidence },
+        });
+        expect(res.statusCode).toBe(200);
+        return res.json() as { risk_score: number; derivatives?: Record<string, unknown> | null };
+      };
+      const arb = await risk("ARB", true);
+      const { token: _t, ...shown } = refresher.derivatives().get("ARB") as unknown as Record<
+        string,
+        unknown
+      >;
+      expect(arb.derivatives).toEqual(shown);
+      expect(arb.derivatives).toMatchObject({
+        funding_as_of: "2026-03-18T16:00:00.000Z",
+        open_interest_usd: 110000.25,
+        source: expect.stringContaining("openInterestHist"),
+      });
+      // The same score without it: evidence only.
+      const bare = await risk("ARB", false);
+      expect(bare).not.toHaveProperty("derivatives");
+      expect(bare.risk_score).toBe(arb.risk_score);
+      // A token with no figures says so (null), nothing generated.
+      expect((await risk("JUP", true)).derivatives).toBeNull();
+    } finally {
+      await app.close();
+      await ledger.close();
+    }
   });
 });

@@ -12,42 +12,16 @@ import { loadCatalog } from "../../src/store/catalog.js";
 import { openLedger } from "../../src/store/ledger.js";
 import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
-import type { PriceSeries, UnlockSnapshot } from "../../src/store/unlocks-types.js";
-import { marketFromSeries } from "../../src/unlocks/market-snapshot.js";
+import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";
 import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
-import { type BinanceStandIn, binanceStandIn, downUrl } from "../helpers/market-standin.js";
+import { asIfEarlier, type BinanceStandIn, binanceStandIn, downUrl } from "../helpers/market-standin.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 /** The last closed candle in the shipped data (data/market-history primary files end there). */
 const SHIPPED_LAST = "2026-03-18";
 const HELD_BACK = 21;
 const EARLIER_LAST = formatDay(parseDay(SHIPPED_LAST) - HELD_BACK); // 2026-02-25
-
-/** A series as it was `days` candles earlier: the last `days` prices (and volumes) dropped. */
-function cut(s: PriceSeries, days: number): PriceSeries {
-  const close = s.close.slice(0, -days);
-  const end = formatDay(parseDay(s.start) + close.length - 1);
-  return {
-    ...s,
-    close,
-    volume_usd: s.volume_usd?.slice(0, -days) ?? null,
-    segments: s.segments?.filter((g) => g.from <= end).map((g) => (g.to > end ? { ...g, to: end } : g)),
-  };
-}
-
-/** The shipped snapshot as if built `days` days earlier: every Binance series held back (Bybit's already ends earlier). */
-function asIfEarlier(full: UnlockSnapshot, days: number): UnlockSnapshot {
-  return {
-    ...full,
-    benchmark: { ...full.benchmark, prices: cut(full.benchmark.prices, days) },
-    tokens: full.tokens.map((t) => {
-      if (!t.prices || t.market.venue !== "Binance") return t;
-      const prices = cut(t.prices, days);
-      return { ...t, prices, market: marketFromSeries(prices) };
-    }),
-  };
-}
 
 const POISONED = { APT: "jump", STRK: "html", TIA: "empty", ZK: "truncated" } as const;
 
@@ -78,6 +52,7 @@ beforeAll(async () => {
     BINANCE_FUTURES_BASE_URL: binance.url,
     BYBIT_BASE_URL: down,
     COINGECKO_BASE_URL: `${down}/api/v3`,
+    DEFILLAMA_BASE_URL: down,
   });
   const loaded = loadServedSnapshot(config);
   expect(loaded.seeded).toBe(true);

@@ -6,7 +6,7 @@ import type { MarketInfo, SchedulePiece, TokenRecord, UnlockSnapshot } from "../
 import { marketFromSeries } from "../market-snapshot.js";
 import { BINANCE_INSTRUMENT, BINANCE_VENUE, type Depth, fetchDepth, fetchKlines, pairOf } from "./binance.js";
 import { type CgClient, fetchMarkets } from "./coingecko.js";
-import { fetchEmission } from "./defillama.js";
+import { type DlEmission, fetchEmission } from "./defillama.js";
 import type { FetchLike } from "./http.js";
 import { mergeCandles } from "./series-merge.js";
 
@@ -69,6 +69,24 @@ export function scheduleLoss(
   if (before > 0 && after < before * MIN_SCHEDULE_SHARE)
     return `releases ${Math.round(after)} tokens, under two thirds of the previous ${Math.round(before)}`;
   return null;
+}
+
+/**
+ * The token with DefiLlama's schedule in place of its own, or why it must keep its own: no unlock events (an empty or
+ * stripped answer), or a schedule that releases under two thirds of what the previous one did. What the one-shot and
+ * the refresh loop both apply.
+ */
+export function withEmission(t: TokenRecord, em: DlEmission): { token: TokenRecord } | { refused: string } {
+  if (em.pieces.length === 0) return { refused: "returned no unlock events" };
+  const lost = scheduleLoss(t.schedules, em.pieces);
+  if (lost !== null) return { refused: `schedule ${lost}` };
+  return {
+    token: {
+      ...t,
+      schedules: em.pieces,
+      sources: [...new Set([`https://defillama.com/unlocks/${t.defillama_slug}`, ...em.sources])],
+    },
+  };
 }
 
 /**
@@ -139,16 +157,12 @@ export async function runIngest(opts: IngestOptions): Promise<IngestReport> {
     if (opts.schedules === "defillama" && t.defillama_slug) {
       try {
         const em = await fetchEmission(fetchImpl, opts.defillamaBase, t.defillama_slug);
-        const lost = scheduleLoss(t.schedules, em.pieces);
-        if (lost !== null) warnings.push(`${t.symbol}: DefiLlama schedule ${lost}; schedules kept`);
-        else if (em.pieces.length > 0) {
-          t = {
-            ...t,
-            schedules: em.pieces,
-            sources: [...new Set([`https://defillama.com/unlocks/${t.defillama_slug}`, ...em.sources])],
-          };
+        const taken = withEmission(t, em);
+        if ("refused" in taken) warnings.push(`${t.symbol}: DefiLlama ${taken.refused}; schedules kept`);
+        else {
+          t = taken.token;
           schedulesUpdated.push(t.symbol);
-        } else warnings.push(`${t.symbol}: DefiLlama returned no unlock events; schedules kept`);
+        }
       } catch (err) {
         warnings.push(`${t.symbol}: emissions ${(err as Error).message}; schedules kept`);
       }
