@@ -30,7 +30,7 @@ esac
 say() { printf 'image.sh: %s\n' "$*" >&2; }
 WORK=$(mktemp -d)
 RUN_ID=pressure402-image-check-$$
-DEVNET_PID="" APP_PID="" CONTAINER="" VOLUME=""
+DEVNET_PID="" STANDIN_PID="" APP_PID="" CONTAINER="" VOLUME=""
 stop_pid() { # SIGTERM, then wait: the devnet stops anvil and the server settles what is in flight before exiting
   kill "$1" 2>/dev/null || return 0
   wait "$1" 2>/dev/null || true
@@ -40,6 +40,7 @@ cleanup() {
   [[ -n "$VOLUME" ]] && docker volume rm -f "$VOLUME" >/dev/null 2>&1 || true
   [[ -n "$APP_PID" ]] && stop_pid "$APP_PID"
   [[ -n "$DEVNET_PID" ]] && stop_pid "$DEVNET_PID"
+  [[ -n "$STANDIN_PID" ]] && stop_pid "$STANDIN_PID"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -121,16 +122,41 @@ CHAIN_RPC_URL=$(field rpcUrl)
 BASE_URL="http://127.0.0.1:$APP_PORT"
 say "devnet: facilitator $FACILITATOR_URL, chain $CHAIN_RPC_URL, payTo $PAY_TO"
 
+# --- a market-data source on the host: the shipped real candles, and the snapshot as if built 21 days earlier ------
+# The server starts on the earlier snapshot; its refresh must bring the later closes in, with no restart.
+STANDIN_DIR="$WORK/standin"
+mkdir -p "$STANDIN_DIR"
+chmod 755 "$STANDIN_DIR"
+node --import tsx scripts/image-refresh-standin.ts "$STANDIN_DIR" >"$WORK/standin.log" 2>&1 &
+STANDIN_PID=$!
+for _ in $(seq 1 120); do
+  grep -q '^STANDIN ' "$WORK/standin.log" && break
+  kill -0 "$STANDIN_PID" 2>/dev/null || { cat "$WORK/standin.log" >&2; say "the market stand-in did not start"; exit 1; }
+  sleep 0.5
+done
+STANDIN_JSON=$(grep -m1 '^STANDIN ' "$WORK/standin.log" | cut -d' ' -f2-) || { say "the market stand-in did not start"; exit 1; }
+standin() { node -e "process.stdout.write(JSON.parse(process.argv[1])[process.argv[2]])" "$STANDIN_JSON" "$1"; }
+EARLIER_LAST=$(standin earlierLast)
+SHIPPED_LAST=$(standin shippedLast)
+chmod 644 "$STANDIN_DIR/earlier.snapshot.json"
+# Every other source is a closed loopback port: the refresh must keep their data and still take the candles.
+DOWN=http://127.0.0.1:9
+SNAPSHOT_IN_APP="$STANDIN_DIR/earlier.snapshot.json"
+[[ $MODE == container ]] && SNAPSHOT_IN_APP=/standin/earlier.snapshot.json
+
 # --- run the image (or the rehearsed runtime tree) in production mode ---------------------------------------------
 APP_ENV=(HOST=127.0.0.1 PORT="$APP_PORT" METRICS_PORT="$METRICS_PORT" PUBLIC_BASE_URL="$BASE_URL"
-  FACILITATOR_URL="$FACILITATOR_URL" PAY_TO="$PAY_TO" CHAIN_RPC_URL="$CHAIN_RPC_URL")
+  FACILITATOR_URL="$FACILITATOR_URL" PAY_TO="$PAY_TO" CHAIN_RPC_URL="$CHAIN_RPC_URL"
+  UNLOCKS_SNAPSHOT="$SNAPSHOT_IN_APP" REFRESH_INTERVAL_SECONDS=3600 BINANCE_FUTURES_BASE_URL="$(standin url)"
+  BYBIT_BASE_URL="$DOWN" COINGECKO_BASE_URL="$DOWN/api/v3" DEFILLAMA_BASE_URL="$DOWN"
+  BAZAAR_DISCOVERY_URL="https://127.0.0.1:9/platform/v2/x402/discovery/resources")
 if [[ $MODE == container ]]; then
   VOLUME=$RUN_ID-ledger
   docker volume create "$VOLUME" >/dev/null
   CONTAINER=$RUN_ID
   RUN_START=$(date +%s%N)
   docker run -d --name "$CONTAINER" --network host --read-only -v "$VOLUME:/var/lib/pressure402" \
-    "${APP_ENV[@]/#/--env=}" "$IMAGE" >/dev/null
+    -v "$STANDIN_DIR:/standin:ro" "${APP_ENV[@]/#/--env=}" "$IMAGE" >/dev/null
   health=""
   while :; do
     health=$(docker inspect --format '{{.State.Health.Status}} {{.State.Running}}' "$CONTAINER")
@@ -168,6 +194,16 @@ if [[ -z "$ready" ]]; then
   say "the server never became ready at $BASE_URL/ready"
   exit 1
 fi
+
+# The refresh ran at start: the served candles moved from the earlier snapshot's last day to the source's.
+refreshed=""
+for _ in $(seq 1 120); do
+  as_of=$(node -e "fetch('$BASE_URL/v1/tokens').then(r=>r.json()).then(b=>{const t=b.tokens.find(x=>x.symbol==='ARB');process.stdout.write(t?.market?.price_as_of??'')},()=>{})")
+  if [[ "$as_of" > "$EARLIER_LAST" ]]; then refreshed=$as_of; break; fi
+  sleep 0.5
+done
+[[ -n "$refreshed" ]] || { say "the server did not pick up the refreshed candles (ARB still priced at ${as_of:-?}, earlier snapshot ends $EARLIER_LAST)"; exit 1; }
+echo "refresh picked up with no restart: ARB priced at $refreshed (started on $EARLIER_LAST; the source has $SHIPPED_LAST)"
 
 node --import tsx scripts/image-check.ts --base-url "$BASE_URL" --metrics-url "http://127.0.0.1:$METRICS_PORT/metrics" \
   --rpc-url "$CHAIN_RPC_URL" --pay-to "$PAY_TO" \
