@@ -174,11 +174,13 @@ describe("an honest smart wallet that reverts on junk, on the devnet", () => {
     const junk: number[] = [];
     const honest: number[] = [];
     for (let call = 0; call < 15; call++) {
+      // One second of the junk stream, the honest call landing inside it (not on a back-off's boundary).
       for (let j = 0; j < 4; j++) {
         junk.push(await send(app, await walletProof(accepted, wallet), ATTACKER_IP));
-        clock.advance(250);
+        clock.advance(j < 3 ? 250 : 125);
       }
       honest.push(await send(app, await walletProof(accepted, wallet, owner), "203.0.113.7"));
+      clock.advance(125);
     }
     const parallel = await Promise.all(
       Array.from({ length: 4 }, async () =>
@@ -247,10 +249,11 @@ describe("a gas-aware smart wallet against a facilitator it makes time out", () 
       }),
     );
     const honest: number[] = [];
+    let notClosed = 0; // honest calls after which the circuit was not closed
     for (let i = 0; i < HONEST; i++) {
       await untilSent(Math.floor((i * ATTACK) / HONEST));
       honest.push(await send(app, await signedUpcomingProof(app.config), `203.0.113.${i + 1}`));
-      expect(app.gateway.position()).toBe("closed");
+      if (app.gateway.position() !== "closed") notClosed += 1;
     }
     await attack;
     const served = honest.filter((s) => s === 200).length;
@@ -259,9 +262,10 @@ describe("a gas-aware smart wallet against a facilitator it makes time out", () 
       0,
     );
     console.info(
-      `gas-aware attack: honest ${served}/${HONEST} served ${JSON.stringify(tally(honest))}; circuit ${app.gateway.position()} (opened at ${app.gateway.circuit.openedAt}); attacker ${attacker.length} requests ${JSON.stringify(tally(attacker))}, ${attackerVerifies} facilitator verifies`,
+      `gas-aware attack: honest ${served}/${HONEST} served ${JSON.stringify(tally(honest))}; circuit ${app.gateway.position()} (not closed after ${notClosed} honest calls; opened at ${app.gateway.circuit.openedAt}); attacker ${attacker.length} requests ${JSON.stringify(tally(attacker))}, ${attackerVerifies} facilitator verifies`,
     );
     expect(served / HONEST).toBeGreaterThanOrEqual(0.95);
+    expect(notClosed).toBe(0);
     expect(app.gateway.position()).toBe("closed");
     expect(app.gateway.circuit.openedAt).toBeNull();
     // Never served, never charged: refused as timed out (503) or held off by the payer back-off (429).
