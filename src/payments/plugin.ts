@@ -327,6 +327,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           idempotencyKey,
           paymentId: paymentId.id,
           ppRef: (request.query as { pp_ref?: string } | undefined)?.pp_ref,
+          client: request.ip,
           now,
           log: request.log,
         });
