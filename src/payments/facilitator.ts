@@ -360,6 +360,14 @@ export function createFacilitatorGateway(
       if (blame !== undefined) contracts.settle(blame, "neutral", now());
       throw error;
     }
+    // A check of this sender's that ran while this one waited may have backed the sender off: no chain call then.
+    const until = blame === undefined ? 0 : (contracts.peek(blame)?.until ?? 0);
+    if (blame !== undefined && until > now()) {
+      contracts.settle(blame, "neutral", now());
+      contracts.settle(payer, "neutral", now());
+      wakeNext(payer);
+      throw new PayerLimited({ retryAfterMs: until - now(), why: "backoff" });
+    }
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
       const verdict = await check(checkable.exact, checkable.domain);
@@ -386,10 +394,8 @@ export function createFacilitatorGateway(
         contracts.settle(blame, outcome, now());
         contracts.settle(payer, outcome === "fault" ? "neutral" : outcome, now());
       }
-      // A back-off of the contract now refuses every waiter (each finds it on waking); otherwise the next one takes
-      // the slot.
-      if (outcome === "fault" && blame === undefined)
-        while (waiting.has(payer.toLowerCase())) wakeNext(payer);
+      // After a back-off every waiter wakes: those it holds off leave without a chain call, the others queue again.
+      if (outcome === "fault") while (waiting.has(payer.toLowerCase())) wakeNext(payer);
       else wakeNext(payer);
     }
   }
