@@ -3,6 +3,7 @@ import { performance } from "node:perf_hooks";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { FastifyBaseLogger } from "fastify";
+import { v1NameOf } from "../chain/networks.js";
 import type { PaymentObserver, PaymentOutcome } from "./events.js";
 import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
 import {
@@ -15,7 +16,6 @@ import {
 import type { Proof } from "./proof.js";
 import type { ChainReader } from "./reconcile.js";
 import { deadIncarnations, resolveFromChain } from "./reconciler.js";
-import { v1NameOf } from "../chain/networks.js";
 import type { PaymentTerms, RoutePrice } from "./requirements.js";
 import { settleFailureKind } from "./settle-failure.js";
 import { authorizationDomainOf, signedByPayer } from "./signature.js";
@@ -100,6 +100,8 @@ export interface Attempt {
   /** The x402 `payment-identifier` id in the proof's extensions (validated), a secret like the key. */
   paymentId: string | undefined;
   ppRef: string | undefined;
+  /** The sender's address (the request's IP): what a smart-wallet check's back-off is keyed by. */
+  client?: string | undefined;
   now: Date;
   log: FastifyBaseLogger;
 }
@@ -469,7 +471,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   const consequence = reclaimed ? BEING_CONFIRMED : NOTHING_CHARGED;
   try {
     const verdict = await timed(core, "verify", () =>
-      core.gateway.verify(proof.payload as PaymentPayload, requirements),
+      core.gateway.verify(proof.payload as PaymentPayload, requirements, { client: a.client }),
     );
     if (!verdict.isValid) {
       await giveBack(core, payment);

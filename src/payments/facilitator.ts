@@ -149,7 +149,12 @@ export const SMART_WALLET_QUEUE = 16;
 export const SMART_WALLET_REFUSED = "invalid_exact_evm_signature";
 
 export interface FacilitatorGateway {
-  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse>;
+  /** `context.client`: who sent the proof (the request's address), what a smart-wallet check's back-off is keyed by. */
+  verify(
+    payload: PaymentPayload,
+    requirements: PaymentRequirements,
+    context?: { client?: string | undefined },
+  ): Promise<VerifyResponse>;
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
   readonly circuit: Readonly<CircuitState>;
   /** Per-payer verification slots and back-off. */
@@ -292,13 +297,14 @@ export function createFacilitatorGateway(
     payload: PaymentPayload,
     requirements: PaymentRequirements,
     call: () => Promise<VerifyResponse>,
+    client: string | undefined,
   ): Promise<VerifyResponse> {
     const payer = payerOf(payload);
     if (payer === undefined) return guarded("verify", call);
     const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
     let proven = eoa;
     if (!proven && opts.smartWallet) {
-      const checked = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet);
+      const checked = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet, client);
       if (checked !== "not_a_contract") {
         if (checked !== "valid") return checked;
         proven = true;
@@ -329,17 +335,39 @@ export function createFacilitatorGateway(
 
   /**
    * The chain's word on a smart-wallet signature, under the contract's own limits: a refusal is answered as an invalid
-   * proof (nothing charged, no facilitator call) and backs that contract off; nobody else is touched.
+   * proof (nothing charged, no facilitator call). A check that ran out of gas or time backs off the sender of that
+   * proof for that contract (`client`, what the attacker controls: the claimed `from` is anyone's to name), or the
+   * contract itself when the sender is unknown; nobody else is touched.
    */
   async function smartWalletVerdict(
     payer: string,
     payload: PaymentPayload,
     requirements: PaymentRequirements,
     check: SmartWalletCheck,
+    client: string | undefined,
   ): Promise<"valid" | "not_a_contract" | VerifyResponse> {
     const checkable = checkableProof(payload, requirements);
     if (!checkable) return "not_a_contract";
-    await contractSlot(payer);
+    const blame = client === undefined ? undefined : `${payer.toLowerCase()}@${client}`;
+    if (blame !== undefined) {
+      // Back-off only (uncapped): the one-at-a-time slot below stays the contract's.
+      const held = contracts.admit(blame, now(), false);
+      if (!held.allowed) throw new PayerLimited(held);
+    }
+    try {
+      await contractSlot(payer);
+    } catch (error) {
+      if (blame !== undefined) contracts.settle(blame, "neutral", now());
+      throw error;
+    }
+    // A check of this sender's that ran while this one waited may have backed the sender off: no chain call then.
+    const until = blame === undefined ? 0 : (contracts.peek(blame)?.until ?? 0);
+    if (blame !== undefined && until > now()) {
+      contracts.settle(blame, "neutral", now());
+      contracts.settle(payer, "neutral", now());
+      wakeNext(payer);
+      throw new PayerLimited({ retryAfterMs: until - now(), why: "backoff" });
+    }
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
       const verdict = await check(checkable.exact, checkable.domain);
@@ -361,8 +389,12 @@ export function createFacilitatorGateway(
         payer: checkable.exact.authorization.from,
       };
     } finally {
-      contracts.settle(payer, outcome, now());
-      // A back-off now refuses every waiter (each finds it on waking); otherwise the next one takes the slot.
+      if (blame === undefined) contracts.settle(payer, outcome, now());
+      else {
+        contracts.settle(blame, outcome, now());
+        contracts.settle(payer, outcome === "fault" ? "neutral" : outcome, now());
+      }
+      // After a back-off every waiter wakes: those it holds off leave without a chain call, the others queue again.
       if (outcome === "fault") while (waiting.has(payer.toLowerCase())) wakeNext(payer);
       else wakeNext(payer);
     }
@@ -376,21 +408,26 @@ export function createFacilitatorGateway(
     probed: (reachable) => {
       if (!reachable) recordFailure(circuit, opts, now());
     },
-    verify: (payload, requirements) =>
-      verifyFor(payload, requirements, async () => {
-        try {
-          return await client.verify(payload, requirements);
-        } catch (error) {
-          if (error instanceof VerifyError)
-            return {
-              isValid: false,
-              invalidReason: error.invalidReason ?? "invalid_payment",
-              invalidMessage: error.invalidMessage,
-              payer: error.payer,
-            };
-          throw error;
-        }
-      }),
+    verify: (payload, requirements, context) =>
+      verifyFor(
+        payload,
+        requirements,
+        async () => {
+          try {
+            return await client.verify(payload, requirements);
+          } catch (error) {
+            if (error instanceof VerifyError)
+              return {
+                isValid: false,
+                invalidReason: error.invalidReason ?? "invalid_payment",
+                invalidMessage: error.invalidMessage,
+                payer: error.payer,
+              };
+            throw error;
+          }
+        },
+        context?.client,
+      ),
     settle: async (payload, requirements) => {
       const payer = payerOf(payload);
       const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";

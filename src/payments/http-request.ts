@@ -28,6 +28,8 @@ export interface PaidRequest {
   resourceUrl: string;
   /** The problem `instance`: the request path. */
   instance: string;
+  /** The sender's address: what an attacker controls, unlike the `from` a proof claims. */
+  client: string;
   log: FastifyBaseLogger;
 }
 
@@ -121,6 +123,7 @@ export async function decideRequest(
       idempotencyKey,
       paymentId: paymentId.id,
       ppRef: (req.query as { pp_ref?: string } | undefined)?.pp_ref,
+      client: req.client,
       now,
       log: req.log,
     });

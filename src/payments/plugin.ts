@@ -144,6 +144,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           body: request.body,
           resourceUrl: resourceUrl(request),
           instance,
+          client: request.ip,
           log: request.log,
         },
         challengeFor(request, route),

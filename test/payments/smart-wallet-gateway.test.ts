@@ -157,6 +157,89 @@ describe("junk naming a smart wallet that reverts on it (as most real wallets do
   });
 });
 
+describe("junk that makes an honest wallet's check run out of gas or time", () => {
+  it("backs off its sender for that wallet, not the wallet: the owner from another address still pays", async () => {
+    const honestSig = `0x${"11".repeat(65)}`;
+    // E.g. a Safe-style contract signature naming a gas-burning "signer" the wallet calls before checking it is an
+    // owner: the check fails for the junk's sake, while the owner's own signatures stay cheap and valid.
+    const check: SmartWalletCheck = async (exact) =>
+      exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: "failed" };
+    const gateway = createFacilitatorGateway(
+      {
+        verify: async (): Promise<VerifyResponse> => ({ isValid: true, payer: WALLET }),
+        settle: async () => {
+          throw new Error("not used");
+        },
+        getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+      } as unknown as FacilitatorClient,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
+      () => 0,
+    );
+    const junk = () => {
+      const p = proofFrom(WALLET);
+      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
+    };
+    const attacker = { client: "198.51.100.66" };
+    const owner = { client: "203.0.113.7" };
+    expect(await gateway.verify(junk(), requirements, attacker)).toMatchObject({ isValid: false });
+    // The attacker is held off that wallet at once, without another chain call...
+    await expect(gateway.verify(junk(), requirements, attacker)).rejects.toMatchObject({ status: 429 });
+    // ...while the owner's payments from its own address go through, again and again.
+    for (let i = 0; i < 3; i++)
+      expect(await gateway.verify(proofFrom(WALLET), requirements, owner)).toMatchObject({ isValid: true });
+    expect(gateway.contracts?.peek(WALLET)).toMatchObject({ inFlight: 0, until: 0 });
+    expect(gateway.contracts?.peek(`${WALLET}@${attacker.client}`)?.until).toBeGreaterThan(0);
+    // Without a known sender (a caller that does not say), the contract itself is backed off, as before.
+    expect(await gateway.verify(junk(), requirements)).toMatchObject({ isValid: false });
+    await expect(gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({ status: 429 });
+  });
+});
+
+describe("a sender backed off while its other checks of that wallet wait in line", () => {
+  it("its waiting checks leave without a chain call; another sender's waiting check runs", async () => {
+    const honestSig = `0x${"11".repeat(65)}`;
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const checked: string[] = [];
+    const check: SmartWalletCheck = async (exact) => {
+      checked.push(exact.signature);
+      if (checked.length === 1) await held;
+      return exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: "out_of_budget" };
+    };
+    const gateway = createFacilitatorGateway(
+      {
+        verify: async (): Promise<VerifyResponse> => ({ isValid: true, payer: WALLET }),
+        settle: async () => {
+          throw new Error("not used");
+        },
+        getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
+      } as unknown as FacilitatorClient,
+      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
+      () => 0,
+    );
+    const junk = () => {
+      const p = proofFrom(WALLET);
+      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
+    };
+    const attacker = { client: "198.51.100.66" };
+    const outcome = (p: Promise<VerifyResponse>) =>
+      p.then(
+        (v) => (v.isValid ? "valid" : "invalid"),
+        (e: { status?: number }) => String(e.status),
+      );
+    const first = outcome(gateway.verify(junk(), requirements, attacker));
+    const queued = [1, 2, 3].map(() => outcome(gateway.verify(junk(), requirements, attacker)));
+    const owner = outcome(gateway.verify(proofFrom(WALLET), requirements, { client: "203.0.113.7" }));
+    release();
+    expect(await first).toBe("invalid");
+    expect(await Promise.all(queued)).toEqual(["429", "429", "429"]);
+    expect(await owner).toBe("valid");
+    expect(checked).toEqual([`0x${"ee".repeat(65)}`, honestSig]);
+  });
+});
+
 describe("a smart wallet's honest parallel calls", () => {
   it("queue for the one-at-a-time chain check instead of being refused: 8 at once, 8 verified", async () => {
     let release!: () => void;
