@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { binanceStandIn, downUrl } from "../../test/helpers/market-standin.js";
+import { asIfEarlier, binanceStandIn, downUrl } from "../../test/helpers/market-standin.js";
 import { testConfig } from "../../test/helpers/app.js";
 import { fakeGateway } from "../../test/helpers/fake-gateway.js";
 import { buildApp } from "../../src/app.js";
@@ -29,8 +29,6 @@ import { openLedger } from "../../src/store/ledger.js";
 import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
 import { dataPath } from "../../src/store/paths.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
-import type { PriceSeries, UnlockSnapshot } from "../../src/store/unlocks-types.js";
-import { marketFromSeries } from "../../src/unlocks/market-snapshot.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -44,29 +42,6 @@ const REFRESH_PERIOD_MS = Math.min(Math.max(Number(args.period) || 1000, 100), 6
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const mb = (n: number) => Math.round(n / 1024 / 1024);
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
-
-function cut(s: PriceSeries, days: number): PriceSeries {
-  const close = s.close.slice(0, -days);
-  const end = formatDay(parseDay(s.start) + close.length - 1);
-  return {
-    ...s,
-    close,
-    volume_usd: s.volume_usd?.slice(0, -days) ?? null,
-    segments: s.segments?.filter((g) => g.from <= end).map((g) => (g.to > end ? { ...g, to: end } : g)),
-  };
-}
-
-function asIfEarlier(full: UnlockSnapshot, days: number): UnlockSnapshot {
-  return {
-    ...full,
-    benchmark: { ...full.benchmark, prices: cut(full.benchmark.prices, days) },
-    tokens: full.tokens.map((t) => {
-      if (!t.prices || t.market.venue !== "Binance") return t;
-      const prices = cut(t.prices, days);
-      return { ...t, prices, market: marketFromSeries(prices) };
-    }),
-  };
-}
 
 async function main() {
   const full = readUnlockSnapshot(dataPath("unlocks.snapshot.json"));

@@ -505,22 +505,24 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   }
   // Every payment that may settle has a secret bound before it does: the buyer's, or one issued here.
   const issuedKey = a.idempotencyKey === undefined && a.paymentId === undefined ? newRetryKey() : undefined;
+  const bindSecret = (id: string, of: PaymentIdentity) =>
+    core.ledger.bindIdempotencyKey({
+      receiptId: id,
+      identity: of,
+      key: a.idempotencyKey ?? issuedKey,
+      paymentId: a.paymentId,
+      requestFingerprint: a.requestFingerprint,
+      ttlMs: core.idempotencyTtlMs,
+      incarnation: core.incarnation,
+      now,
+    });
   if (!reclaimed) {
     const owed = await owedTo(core, a);
     if (owed) {
       // The payer already paid for this very request and never got it (a lost answer, a crash): this fresh proof,
       // which only the payer can sign, recovers that payment and is itself given back unused.
       await giveBack(core, payment);
-      const rebound = await core.ledger.bindIdempotencyKey({
-        receiptId: owed.id,
-        identity: owed.identity,
-        key: a.idempotencyKey ?? issuedKey,
-        paymentId: a.paymentId,
-        requestFingerprint: a.requestFingerprint,
-        ttlMs: core.idempotencyTtlMs,
-        incarnation: core.incarnation,
-        now,
-      });
+      const rebound = await bindSecret(owed.id, owed.identity);
       if (!rebound.ok) return secretReused(rebound.secret, rebound.reason);
       a.log.info({ receipt: owed.id }, "a fresh proof recovers an undelivered payment");
       return {
@@ -529,16 +531,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       };
     }
   }
-  const bound = await core.ledger.bindIdempotencyKey({
-    receiptId,
-    identity,
-    key: a.idempotencyKey ?? issuedKey,
-    paymentId: a.paymentId,
-    requestFingerprint: a.requestFingerprint,
-    ttlMs: core.idempotencyTtlMs,
-    incarnation: core.incarnation,
-    now,
-  });
+  const bound = await bindSecret(receiptId, identity);
   if (!bound.ok) {
     await giveBack(core, payment);
     return secretReused(bound.secret, bound.reason);

@@ -8,22 +8,11 @@ import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
 import { readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
 import type { PriceSeries, UnlockSnapshot } from "../../src/store/unlocks-types.js";
 import { marketFromSeries } from "../../src/unlocks/market-snapshot.js";
-import { type BinanceStandIn, binanceStandIn, downUrl } from "../helpers/market-standin.js";
+import { type BinanceStandIn, binanceStandIn, cut, downUrl } from "../helpers/market-standin.js";
 
 const root = new URL("../../", import.meta.url).pathname;
 const SHIPPED_LAST = "2026-03-18";
 const HELD_BACK = 10;
-
-const cut = (s: PriceSeries, days: number): PriceSeries => {
-  const close = s.close.slice(0, -days);
-  const end = formatDay(parseDay(s.start) + close.length - 1);
-  return {
-    ...s,
-    close,
-    volume_usd: s.volume_usd?.slice(0, -days) ?? null,
-    segments: s.segments?.filter((g) => g.from <= end).map((g) => (g.to > end ? { ...g, to: end } : g)),
-  };
-};
 
 let full: UnlockSnapshot;
 let dir: string;
