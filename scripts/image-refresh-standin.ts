@@ -29,7 +29,8 @@ const lastOf = (s: typeof full) => {
   return formatDay(parseDay(p.start) + p.close.length - 2);
 };
 const shippedLast = lastOf(full);
-const standIn = await binanceStandIn(full, shippedLast);
+// The container runs on the real clock, long past these days: only closed candles are served.
+const standIn = await binanceStandIn(full, shippedLast, { openCandle: false });
 console.log(
   `STANDIN ${JSON.stringify({ url: standIn.url, snapshot, earlierLast: lastOf(earlier), shippedLast })}`,
 );

@@ -199,7 +199,7 @@ fi
 refreshed=""
 for _ in $(seq 1 120); do
   as_of=$(node -e "fetch('$BASE_URL/v1/tokens').then(r=>r.json()).then(b=>{const t=b.tokens.find(x=>x.symbol==='ARB');process.stdout.write(t?.market?.price_as_of??'')},()=>{})")
-  if [[ "$as_of" > "$EARLIER_LAST" ]]; then refreshed=$as_of; break; fi
+  if [[ "$as_of" == "$SHIPPED_LAST" ]]; then refreshed=$as_of; break; fi
   sleep 0.5
 done
 [[ -n "$refreshed" ]] || { say "the server did not pick up the refreshed candles (ARB still priced at ${as_of:-?}, earlier snapshot ends $EARLIER_LAST)"; exit 1; }

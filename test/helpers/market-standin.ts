@@ -37,7 +37,12 @@ function candle(series: PriceSeries, day: number): { close: number; volume: numb
   return { close: c, volume: series.volume_usd?.[i] ?? 0 };
 }
 
-export async function binanceStandIn(full: UnlockSnapshot, through: string): Promise<BinanceStandIn> {
+export async function binanceStandIn(
+  full: UnlockSnapshot,
+  through: string,
+  /** Serve the day after `through` as the still-open candle (a clock past that day would take it as closed). */
+  { openCandle = true }: { openCandle?: boolean } = {},
+): Promise<BinanceStandIn> {
   const bySymbol = new Map<string, PriceSeries>();
   for (const t of full.tokens) if (t.prices) bySymbol.set(`${t.symbol.toUpperCase()}USDT`, t.prices);
   bySymbol.set(`${full.benchmark.symbol}USDT`, full.benchmark.prices);
@@ -81,7 +86,8 @@ export async function binanceStandIn(full: UnlockSnapshot, through: string): Pro
     const limit = Math.min(1500, Number(url.searchParams.get("limit") ?? 500));
     const rows: unknown[] = [];
     // The newest `limit` candles including the open one (the day after `through`), oldest first.
-    for (let d = last + 1 - limit + 1; d <= last + 1; d++) {
+    const newest = openCandle ? last + 1 : last;
+    for (let d = newest - limit + 1; d <= newest; d++) {
       const c = d <= last ? candle(series, d) : candle(series, last);
       if (!c) continue;
       let close = c.close;
