@@ -7,12 +7,7 @@ import {
 } from "../store/unlocks-snapshot.js";
 import type { TokenRecord } from "../store/unlocks-types.js";
 import { ADV_DAYS } from "./market-snapshot.js";
-import {
-  CIRCULATING_UNKNOWN_NO_SCHEDULE,
-  CURATED_DATE_TOLERANCE_DAYS,
-  circulatingMethodOf,
-  unlockedBefore,
-} from "./supply.js";
+import type { CirculatingFigure } from "./supply.js";
 
 /** The market figures an event is scored against, each with where and when it was observed. */
 export interface MarketContext {
@@ -68,65 +63,14 @@ function segmentAt(series: DailySeries, day: number): { venue: string; instrumen
   return seg ? { venue: seg.venue, instrument: seg.instrument } : null;
 }
 
-type CirculatingFigures = Pick<
-  MarketContext,
-  | "circulatingBefore"
-  | "circulatingObservedAt"
-  | "circulatingSource"
-  | "circulatingMethod"
-  | "circulatingLowerBound"
->;
-
-/**
- * Point-in-time circulating supply: a reported series when one is shipped, else what the token's complete schedule
- * (every allocation the adapter models) has unlocked before the day. A curated schedule alone lists only the locked
- * allocations, so without a complete schedule the figure is unknown (null), never estimated from the vesting pieces.
- */
-export function circulatingFor(
-  token: TokenRecord,
-  series: DailySeries | undefined,
-  day: number,
-): CirculatingFigures {
-  const real = series?.circulating ? seriesAt(series.circulating, series.startDay, day - 1) : null;
-  if (real !== null && real > 0)
-    return {
-      circulatingBefore: real,
-      circulatingObservedAt: formatDay(day - 1),
-      circulatingSource: series?.source ?? token.supply.source,
-      circulatingMethod: "reported circulating supply the day before the unlock",
-      circulatingLowerBound: false,
-    };
-  const sched = token.supply_schedule;
-  if (!sched)
-    return {
-      circulatingBefore: null,
-      circulatingObservedAt: formatDay(day),
-      circulatingSource: "none",
-      circulatingMethod: CIRCULATING_UNKNOWN_NO_SCHEDULE,
-      circulatingLowerBound: null,
-    };
-  // Curated events and the adapter's pieces date the same release up to ±2 days apart (TIA's 2024-10-31 cliff is
-  // 2024-10-30 19:48 UTC in the adapter): for curated tokens the two days before the event are left out, so the
-  // event is never counted in its own denominator. Wide tokens' events are those very pieces: no lag.
-  const lag = token.schedule_set === "wide" ? 0 : CURATED_DATE_TOLERANCE_DAYS;
-  const unlocked = unlockedBefore(sched.pieces, day - lag);
-  if (!(unlocked > 0))
-    return {
-      circulatingBefore: null,
-      circulatingObservedAt: formatDay(day),
-      circulatingSource: sched.source,
-      circulatingMethod: "unknown: the complete schedule releases nothing before this day (before the TGE)",
-      circulatingLowerBound: null,
-    };
+/** The market context's circulating fields, from the one figure the event is scored against. */
+function circulatingFields(c: CirculatingFigure) {
   return {
-    circulatingBefore: unlocked,
-    circulatingObservedAt: formatDay(day),
-    circulatingSource: sched.source,
-    circulatingMethod:
-      lag === 0
-        ? circulatingMethodOf(sched)
-        : `${circulatingMethodOf(sched)}. Counted to ${formatDay(day - lag - 1)}: the adapter dates releases up to ±${lag} days from the curated schedule, so the ${lag} days before are left out`,
-    circulatingLowerBound: !sched.complete,
+    circulatingBefore: c.value,
+    circulatingObservedAt: c.observedAt,
+    circulatingSource: c.source,
+    circulatingMethod: c.method,
+    circulatingLowerBound: c.lowerBound,
   };
 }
 
@@ -136,11 +80,16 @@ export function circulatingFor(
  * before it. An event outside it (future, or before the token traded) uses the snapshot's latest
  * figures, which say how old they are.
  */
-export function marketContextFor(store: UnlockStore, token: TokenRecord, day: number): MarketContext {
+export function marketContextFor(
+  store: UnlockStore,
+  token: TokenRecord,
+  day: number,
+  circulating: CirculatingFigure,
+): MarketContext {
   const series = store.pricesBySymbol.get(token.symbol.toLowerCase());
   const assumptions: string[] = [];
   const histPrice = series ? seriesAt(series.close, series.startDay, day) : null;
-  const circ = circulatingFor(token, series, day);
+  const circ = circulatingFields(circulating);
   if (circ.circulatingBefore === null)
     assumptions.push(
       "nothing is scheduled to circulate before this unlock: % of circulating is unknown and size is scored on % of max supply",

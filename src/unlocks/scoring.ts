@@ -96,21 +96,9 @@ export function eventCirculating(store: UnlockStore, token: TokenRecord, day: nu
   return circulatingAt(token, store.reports.get(token.symbol.toLowerCase()), day, lag);
 }
 
-/** The market context with its circulating figures replaced by the anchored ones. */
-function withCirculating(ctx: MarketContext, c: CirculatingFigure): MarketContext {
-  return {
-    ...ctx,
-    circulatingBefore: c.value,
-    circulatingObservedAt: c.observedAt,
-    circulatingSource: c.source,
-    circulatingMethod: c.method,
-    circulatingLowerBound: c.lowerBound,
-  };
-}
-
 export function scoreCore(store: UnlockStore, token: TokenRecord, event: UnlockEvent): ScoredCore {
   const circulating = eventCirculating(store, token, event.day);
-  const ctx = withCirculating(marketContextFor(store, token, event.day), circulating);
+  const ctx = marketContextFor(store, token, event.day, circulating);
   const amountUsd = event.amount * ctx.priceUsd;
   const pctCirculating = ctx.circulatingBefore === null ? null : (event.amount / ctx.circulatingBefore) * 100;
   const pctMaxSupply =

@@ -44,12 +44,12 @@ export const RESERVE_RULE =
 /** How far apart the adapter and the curated set may date one release (data/unlocks-wide/README.md, trap 3). */
 export const CURATED_DATE_TOLERANCE_DAYS = 2;
 
-export const CIRCULATING_UNKNOWN_NO_SCHEDULE =
+const CIRCULATING_UNKNOWN_NO_SCHEDULE =
   "unknown: no complete schedule for this token (its curated schedule lists only the locked allocations, so what it " +
   "has released is not the circulating supply); size is scored on % of max supply";
 
 /** How a point-in-time figure from the complete schedule was obtained, and whether it is a lower bound. */
-export function circulatingMethodOf(s: SupplySchedule): string {
+function circulatingMethodOf(s: SupplySchedule): string {
   const base = CIRCULATING_RULE;
   if (s.complete) return base;
   const missing = s.unevaluated_sections.map((u) => u.name).join(", ");
