@@ -107,15 +107,20 @@ else
 fi
 
 # --- a devnet on the host (node itself, not npx: its process is the one to stop) ----------------------------------
+# The JSON a helper process prints after TAG once it is up (LOG its output, PID the process, WHAT its name).
+announced() { # LOG PID TAG WHAT
+  for _ in $(seq 1 240); do
+    grep -q "^$3 " "$1" && break
+    kill -0 "$2" 2>/dev/null || { cat "$1" >&2; say "the $4 did not start"; exit 1; }
+    sleep 0.5
+  done
+  grep -m1 "^$3 " "$1" | cut -d' ' -f2- || { say "the $4 did not start in 120 s"; exit 1; }
+}
+json_field() { node -e "process.stdout.write(JSON.parse(process.argv[1])[process.argv[2]])" "$1" "$2"; }
 node --import tsx scripts/devnet.ts >"$WORK/devnet.log" 2>&1 &
 DEVNET_PID=$!
-for _ in $(seq 1 240); do
-  grep -q '^DEVNET ' "$WORK/devnet.log" && break
-  kill -0 "$DEVNET_PID" 2>/dev/null || { cat "$WORK/devnet.log" >&2; say "the devnet did not start"; exit 1; }
-  sleep 0.5
-done
-DEVNET_JSON=$(grep -m1 '^DEVNET ' "$WORK/devnet.log" | cut -d' ' -f2-) || { say "the devnet did not start in 120 s"; exit 1; }
-field() { node -e "process.stdout.write(JSON.parse(process.argv[1])[process.argv[2]])" "$DEVNET_JSON" "$1"; }
+DEVNET_JSON=$(announced "$WORK/devnet.log" "$DEVNET_PID" DEVNET devnet) || exit 1
+field() { json_field "$DEVNET_JSON" "$1"; }
 FACILITATOR_URL=$(field facilitatorUrl)
 PAY_TO=$(field payTo)
 CHAIN_RPC_URL=$(field rpcUrl)
@@ -129,13 +134,8 @@ mkdir -p "$STANDIN_DIR"
 chmod 755 "$STANDIN_DIR"
 node --import tsx scripts/image-refresh-standin.ts "$STANDIN_DIR" >"$WORK/standin.log" 2>&1 &
 STANDIN_PID=$!
-for _ in $(seq 1 120); do
-  grep -q '^STANDIN ' "$WORK/standin.log" && break
-  kill -0 "$STANDIN_PID" 2>/dev/null || { cat "$WORK/standin.log" >&2; say "the market stand-in did not start"; exit 1; }
-  sleep 0.5
-done
-STANDIN_JSON=$(grep -m1 '^STANDIN ' "$WORK/standin.log" | cut -d' ' -f2-) || { say "the market stand-in did not start"; exit 1; }
-standin() { node -e "process.stdout.write(JSON.parse(process.argv[1])[process.argv[2]])" "$STANDIN_JSON" "$1"; }
+STANDIN_JSON=$(announced "$WORK/standin.log" "$STANDIN_PID" STANDIN "market stand-in") || exit 1
+standin() { json_field "$STANDIN_JSON" "$1"; }
 EARLIER_LAST=$(standin earlierLast)
 SHIPPED_LAST=$(standin shippedLast)
 chmod 644 "$STANDIN_DIR/earlier.snapshot.json"
