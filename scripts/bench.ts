@@ -7,7 +7,7 @@
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
  *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 1500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--free-paid 60] [--json out.json] [--only store|http|free] [--cpu-prof DIR]
+ *                    [--free-paid 60] [--json out.json] [--only store|http|free|refresh|mcp] [--cpu-prof DIR]
  *
  * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start);
  * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start);
@@ -16,6 +16,8 @@
  * `--only refresh` just the data refresh (scripts/bench/refresh.ts, its own process): time from a new candle at a
  * Binance stand-in to the answer, one refresh's duration, and RSS over 100 swaps of the unlock data; the full run
  * does it last.
+ * `--only mcp` just the server's CPU per paid call of one operation over HTTP and as its MCP tool
+ * (scripts/bench/mcp.ts).
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
@@ -27,6 +29,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runLoad, runSequential, type LoadResult, spread, type Spread } from "./bench/load.js";
+import { benchMcp, logMcp } from "./bench/mcp.js";
 import { benchFreeFlood, type FreeFloodResult, freeFloodPool, logFreeFlood } from "./bench/free-flood.js";
 import { type BenchProcess, memoryOf, startBenchProcess } from "./bench/processes.js";
 import { paymentHeaders, requirementsOf, signAuthorizations } from "./bench/proofs.js";
@@ -68,13 +71,15 @@ if (
   args.only !== "store" &&
   args.only !== "http" &&
   args.only !== "free" &&
-  args.only !== "refresh"
+  args.only !== "refresh" &&
+  args.only !== "mcp"
 )
   throw new Error(`--only: unknown section ${args.only}`);
 const ONLY_STORE = args.only === "store";
 const ONLY_HTTP = args.only === "http";
 const ONLY_FREE = args.only === "free";
 const ONLY_REFRESH = args.only === "refresh";
+const ONLY_MCP = args.only === "mcp";
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : "unknown");
@@ -290,6 +295,13 @@ async function main(): Promise<void> {
     sampleLoad();
     if (ONLY_REFRESH) {
       Object.assign(report, { refresh: benchRefresh() });
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
+    if (ONLY_MCP) {
+      const mcp = await benchMcp({ calls: 200, rounds: ROUNDS, procs });
+      logMcp(mcp, log);
+      Object.assign(report, { mcp });
       if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
       return;
     }
