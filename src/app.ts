@@ -45,6 +45,8 @@ import { docsRoutes } from "./routes/docs.js";
 import { metaRoutes } from "./routes/meta.js";
 import { tokensRoutes } from "./routes/tokens.js";
 import { unlockRoutes } from "./routes/unlocks.js";
+import { benchmarkHandler } from "./operations/benchmark.js";
+import { unlockHandlers } from "./operations/unlocks.js";
 import { registerFreshnessMetrics } from "./observability/freshness.js";
 import type { FreshnessSource } from "./refresh/freshness.js";
 import type { LiveUnlocks, UnlockGeneration } from "./refresh/live-unlocks.js";
@@ -303,27 +305,33 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     });
   const generationOf = (request: object): UnlockGeneration =>
     pinned.get(request) ?? live?.current() ?? { service: deps.unlocks, version: "static" };
+  // Each paid operation's checks and answer, whether its HTTP route or its MCP tool carries the call.
+  const handlers = {
+    ...unlockHandlers({
+      unlocksFor: (request) => generationOf(request).service,
+      derivatives: deps.freshness?.derivatives?.bind(deps.freshness),
+    }),
+    benchmark: benchmarkHandler({
+      benchmark: deps.benchmark,
+      ledger: deps.ledger,
+      phase: config.benchmark.phase,
+      provisionalCap: config.benchmark.provisionalCap,
+      clock,
+    }),
+  };
   await app.register(unlockRoutes, {
-    unlocks: deps.unlocks,
+    handlers,
     clock,
-    unlocksFor: (request) => generationOf(request).service,
     dataVersion: (request) => generationOf(request).version,
-    ...(deps.freshness?.derivatives ? { derivatives: deps.freshness.derivatives.bind(deps.freshness) } : {}),
   });
   await app.register(tokensRoutes, {
     unlocksFor: (request) => generationOf(request).service,
     freshness: deps.freshness,
     clock,
   });
-  await app.register(benchmarkRoutes, {
-    benchmark: deps.benchmark,
-    ledger: deps.ledger,
-    phase: config.benchmark.phase,
-    provisionalCap: config.benchmark.provisionalCap,
-    clock,
-  });
-  // MCP tools dispatch to the routes above (x402 MCP transport).
-  await app.register(mcp, { version: SERVICE_VERSION, network: config.network });
+  await app.register(benchmarkRoutes, { handler: handlers.benchmark, phase: config.benchmark.phase });
+  // The same operations as MCP tools (x402 MCP transport), on the payment core without an HTTP hop.
+  await app.register(mcp, { version: SERVICE_VERSION, network: config.network, handlers });
 
   // Registered after the payments hook so it runs once settlement is done: a keep-alive socket of a request still in
   // flight at close would otherwise hold app.close() open for keepAliveTimeout (72 s), past the grace period.

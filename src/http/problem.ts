@@ -95,7 +95,7 @@ const PARTS: Record<string, FieldError["in"]> = {
   params: "params",
 };
 
-interface AjvLikeError {
+export interface AjvLikeError {
   instancePath?: string;
   message?: string;
   keyword?: string;
@@ -122,6 +122,17 @@ export function fieldErrors(validation: AjvLikeError[], context: string | undefi
   return dedupe(out);
 }
 
+/** The 400 of a request that fails its schema: every invalid field named, in the part (`context`) it came from. */
+export function validationProblem(
+  validation: AjvLikeError[],
+  context: string | undefined,
+  instance: string,
+): Problem {
+  const errors = fieldErrors(validation, context);
+  const summary = errors.map((e) => `${e.in} ${e.pointer} ${e.detail}`).join("; ");
+  return problem(400, "invalid-request", `The request is invalid: ${summary}`, instance, { errors });
+}
+
 function dedupe(errors: FieldError[]): FieldError[] {
   const seen = new Set<string>();
   return errors.filter((e) => {
@@ -146,14 +157,11 @@ export function registerProblemHandlers(app: FastifyInstance): void {
         error.headers,
       );
     }
-    if (error.validation) {
-      const errors = fieldErrors(error.validation as AjvLikeError[], error.validationContext);
-      const summary = errors.map((e) => `${e.in} ${e.pointer} ${e.detail}`).join("; ");
+    if (error.validation)
       return sendProblem(
         reply,
-        problem(400, "invalid-request", `The request is invalid: ${summary}`, instance, { errors }),
+        validationProblem(error.validation as AjvLikeError[], error.validationContext, instance),
       );
-    }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const slug = (error.code ?? "client-error")

@@ -6,17 +6,20 @@ import {
   ListToolsRequestSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
-import { META_PAYMENT, META_RETRY_KEY, problemResult, type ToolResult, toolResult } from "./results.js";
-import { httpCall, MCP_PATH, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "./tools.js";
+import { callPaidTool, type PaidHandlers, type ToolServer } from "./call.js";
+import { problemResult, type ToolResult } from "./results.js";
+import { MCP_PATH, PAID_TOOLS, priceMeta, toolNamed } from "./tools.js";
 
 export interface McpOptions {
   /** Server version shown to MCP clients (initialize). */
   version: string;
   /** The chain and USDC paid with; Base mainnet when unset. */
   network?: PaymentNetwork;
+  /** Each paid operation's checks and answer: the same the HTTP routes run. */
+  handlers: PaidHandlers;
 }
 
 export { MCP_PATH };
@@ -30,75 +33,18 @@ const instructions = (network: PaymentNetwork) =>
   "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
   "unlock_risk, token_risk_summary or unlock_backtest; benchmark_endpoint prices an x402 endpoint URL.";
 
-/**
- * `_meta["x402/payment"]` as the PAYMENT-SIGNATURE value: a PaymentPayload object is encoded the way HTTP clients
- * encode it (base64 of its JSON); a string is taken as that encoding already (Cloudflare's `withX402Client` sends
- * one). Any JSON value goes through: the payment core decides whether it is a well-formed proof, as for HTTP.
- */
-function proofHeader(proof: unknown): string | undefined {
-  if (typeof proof === "string") return proof;
-  try {
-    return Buffer.from(JSON.stringify(proof)).toString("base64");
-  } catch {
-    return undefined;
-  }
+/** The HTTP status the call's answer stands for: 200, 402 for a PaymentRequired, or the problem's. */
+function statusOf(result: ToolResult): number {
+  if (!result.isError) return 200;
+  const status = result.structuredContent?.status;
+  return typeof status === "number" ? status : 402;
 }
 
-/**
- * Design: every tool call is dispatched through the app's own HTTP route with `app.inject()` — the proof as the
- * PAYMENT-SIGNATURE header, the settlement read back from PAYMENT-RESPONSE. Validation, 404s before payment, prices,
- * the provisional cap, the ledger, exactly-once and at-least-once delivery, rate limiting and fault answers are then
- * the HTTP route's, by construction; this adapter only translates. (The alternative, lifting the payment core out of
- * the Fastify hooks, would change src/payments/plugin.ts while it is being rebuilt.)
- */
-async function callTool(
-  app: FastifyInstance,
-  caller: FastifyRequest,
-  tool: PaidTool,
-  args: Record<string, unknown> | undefined,
-  meta: Record<string, unknown> | undefined,
-): Promise<ToolResult> {
-  const call = httpCall(tool, args);
-  const headers: Record<string, string> = {};
-  // The same Host makes the same 402 `resource` as a direct HTTP call (PUBLIC_BASE_URL overrides both).
-  if (caller.headers.host) headers.host = caller.headers.host;
-  const ua = caller.headers["user-agent"];
-  if (ua) headers["user-agent"] = ua;
-  if (call.body !== undefined) headers["content-type"] = "application/json";
-  const proof = meta?.[META_PAYMENT];
-  if (proof !== undefined) {
-    const encoded = proofHeader(proof);
-    if (encoded === undefined)
-      return problemResult(
-        problem(
-          400,
-          "invalid-payment-header",
-          `_meta["${META_PAYMENT}"] is not a JSON PaymentPayload.`,
-          tool.path,
-        ),
-      );
-    headers["payment-signature"] = encoded;
-    const retryKey = meta?.[META_RETRY_KEY];
-    if (typeof retryKey === "string") headers["idempotency-key"] = retryKey;
-  }
-  const res = await app.inject({
-    method: call.method,
-    url: call.url,
-    headers,
-    ...(call.body !== undefined ? { payload: call.body } : {}),
-    // Rate limits and logs see the MCP caller, not the loopback of inject.
-    remoteAddress: caller.ip,
-  });
-  return toolResult(
-    { statusCode: res.statusCode, headers: res.headers, body: res.body },
-    { tool, url: call.url, paid: proof !== undefined },
-  );
-}
-
-/** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the five paid routes. */
+/** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the paid operations. */
 function mcpServer(
-  app: FastifyInstance,
+  tools: ToolServer,
   caller: FastifyRequest,
+  reply: FastifyReply,
   version: string,
   network: PaymentNetwork,
 ): Server {
@@ -121,7 +67,17 @@ function mcpServer(
     const tool = toolNamed(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
     try {
-      return await callTool(app, caller, tool, request.params.arguments, request.params._meta);
+      const result = await callPaidTool(
+        tools,
+        caller,
+        reply,
+        tool,
+        request.params.arguments,
+        request.params._meta,
+      );
+      // One line per tool call, as the access log has one per HTTP request (the JSON-RPC POST's says only 200).
+      caller.log.info({ tool: tool.name, status: statusOf(result) }, "mcp tool call");
+      return result;
     } catch (err) {
       // Internal failures stay in the log; the client gets a problem without internals.
       caller.log.error({ err, tool: tool.name }, "mcp tool call failed");
@@ -167,10 +123,16 @@ function nonObjectArguments(body: unknown) {
 
 /** `/mcp`: the MCP streamable HTTP transport in stateless mode with JSON responses (no SSE stream, no sessions). */
 const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
+  const tools: ToolServer = {
+    core: app.payments.core,
+    handlers: opts.handlers,
+    hostMakesUrl: app.payments.hostMakesUrl,
+    baseUrl: app.payments.baseUrl,
+  };
   app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
     const invalid = nonObjectArguments(request.body);
     if (invalid) return reply.code(200).type("application/json").send(invalid);
-    const server = mcpServer(app, request, opts.version, opts.network ?? BASE_MAINNET);
+    const server = mcpServer(tools, request, reply, opts.version, opts.network ?? BASE_MAINNET);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

@@ -1,6 +1,9 @@
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
-import type { PaymentRequired, SettleResponse } from "@x402/core/types";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentRequired } from "@x402/core/types";
 import { type Problem, problem } from "../http/problem.js";
+import { boundedError } from "../payments/challenge.js";
+import type { Challenge, HttpAnswer } from "../payments/http-answers.js";
+import { type PaymentTerms, paymentRequiredV2, type RoutePrice } from "../payments/requirements.js";
 import { ascii, mcpBazaar } from "./discovery.js";
 import { MCP_PATH, type PaidTool } from "./tools.js";
 
@@ -30,24 +33,8 @@ export interface ToolResult {
   _meta?: Record<string, unknown>;
 }
 
-/** A tool call as dispatched to its route. */
-export interface Dispatched {
-  tool: PaidTool;
-  /** Path and query of the route request (its 402 `resource.url` ends with them). */
-  url: string;
-  /** Whether the call carried `_meta["x402/payment"]`. */
-  paid: boolean;
-}
-
-/** The HTTP answer a tool call was dispatched to (status, headers, body text). */
-export interface HttpAnswer {
-  statusCode: number;
-  headers: Record<string, string | string[] | number | undefined>;
-  body: string;
-}
-
-const one = (v: HttpAnswer["headers"][string]): string | undefined =>
-  Array.isArray(v) ? v[0] : v === undefined ? undefined : String(v);
+/** The core's answer to a tool call, with the status and body the handler gave where the core kept them. */
+export type ToolAnswer = HttpAnswer & { status: number };
 
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
@@ -67,25 +54,34 @@ const structured = (value: Record<string, unknown>, isError: boolean): ToolResul
   ...(isError ? { isError: true } : {}),
 });
 
-/** An error result carrying a problem (RFC 9457 fields), e.g. a refusal the adapter itself decides. */
-export const problemResult = (p: Problem): ToolResult => structured(p, true);
+/** An error result carrying a problem (RFC 9457 fields), with `retryAfter` when the answer said when to retry. */
+export const problemResult = (p: Problem | Record<string, unknown>, retryAfter?: string): ToolResult => {
+  const seconds = Number(retryAfter);
+  return structured(Number.isFinite(seconds) && seconds > 0 ? { ...p, retryAfter: seconds } : p, true);
+};
 
 /**
- * The route's PaymentRequired as the tool's: the same price, terms and reason, with the MCP endpoint as `resource.url`
- * (same origin and base path as the route's) and the tool's Bazaar extension in place of the route's HTTP one. What the
- * client echoes in its payment (resource, extensions) is ASCII.
+ * A tool's PaymentRequired: its operation's price and terms with the MCP endpoint as `resource.url` (a Bazaar
+ * catalogues an MCP tool by endpoint and tool name) and the tool's Bazaar extension in place of the route's HTTP one.
+ * What the client echoes in its payment (resource, extensions) is ASCII.
  */
-export function toolPaymentRequired(pr: PaymentRequired, call: Dispatched): PaymentRequired {
-  const url = pr.resource.url;
-  const base = url.endsWith(call.url) ? url.slice(0, url.length - call.url.length) : new URL(url).origin;
-  return {
-    ...pr,
-    ...(call.paid ? {} : { error: NO_PAYMENT }),
-    // Echoed by the client in its payment, like the extension: ASCII (see `ascii`).
-    resource: ascii({ ...pr.resource, url: `${base}${MCP_PATH}` }),
-    extensions: { ...pr.extensions, ...mcpBazaar(call.tool) },
-  };
+export function toolPaymentRequired(
+  tool: PaidTool,
+  price: RoutePrice,
+  terms: PaymentTerms,
+  mcpUrl: string,
+  error: string,
+): PaymentRequired {
+  const pr = paymentRequiredV2(price, terms, mcpUrl, boundedError(error));
+  return { ...pr, resource: ascii(pr.resource), extensions: { ...pr.extensions, ...mcpBazaar(tool) } };
 }
+
+/** The 402s of one tool call: a call that carried no payment is told where to put one. */
+export const toolChallenge =
+  (tool: PaidTool, price: RoutePrice, terms: PaymentTerms, baseUrl: string, paid: boolean): Challenge =>
+  (error) => ({
+    required: toolPaymentRequired(tool, price, terms, `${baseUrl}${MCP_PATH}`, paid ? error : NO_PAYMENT),
+  });
 
 /**
  * x402 MCP transport, "Payment Required Signaling": `isError`, the PaymentRequired in `structuredContent` and, as
@@ -96,60 +92,56 @@ export const paymentRequiredResult = (pr: PaymentRequired): ToolResult => ({
   _meta: { [META_ERROR]: pr },
 });
 
-/** A malformed proof's detail names the header the adapter used; the caller sent `_meta["x402/payment"]`. */
-const PROOF_PROBLEM = /\/invalid-payment-header$/;
-const asMeta = (p: Record<string, unknown>): Record<string, unknown> =>
-  typeof p.type === "string" && PROOF_PROBLEM.test(p.type) && typeof p.detail === "string"
-    ? { ...p, detail: p.detail.replace(/^PAYMENT-SIGNATURE\b/, `_meta["${META_PAYMENT}"]`) }
-    : p;
+const headerOf = (a: HttpAnswer, name: string): string | undefined =>
+  a.headers.find(([n]) => n.toLowerCase() === name)?.[1];
+
+const text = (body: unknown): string =>
+  typeof body === "string" ? body : Buffer.isBuffer(body) ? body.toString("utf8") : JSON.stringify(body);
 
 /**
- * The tool result of one HTTP answer of a paid route:
- * - 2xx: the body as structured content, the decoded PAYMENT-RESPONSE in `_meta["x402/payment-response"]`;
- * - 402: the PaymentRequired of the PAYMENT-REQUIRED header as the tool's (fresh requirements, the reason in `error`);
- * - any other status: the route's problem+json (with `retryAfter` when the route said when to retry).
+ * The tool result of the core's answer:
+ * - 2xx: the body as structured content, the settlement in `_meta["x402/payment-response"]`;
+ * - 402: the tool's PaymentRequired (fresh requirements, the reason in `error`);
+ * - any other status: the problem (with `retryAfter` when the answer said when to retry).
+ * A failed settlement's `success: false` and the retry key issued to the payment ride in `_meta` of any of them.
  */
-export function toolResult(answer: HttpAnswer, call: Dispatched): ToolResult {
-  const result = routeResult(answer, call);
+export function toolResult(answer: ToolAnswer, tool: PaidTool): ToolResult {
+  const result = resultOf(answer, tool);
   const meta: Record<string, unknown> = {};
-  const issued = one(answer.headers["idempotency-key"]);
+  const issued = headerOf(answer, "idempotency-key");
   if (issued) meta[META_RETRY_KEY] = issued;
-  // A failed settlement's `success: false` and reason, as the x402 MCP transport carries it on an error result.
-  const settlement = one(answer.headers["payment-response"]);
-  if (settlement && (answer.statusCode < 200 || answer.statusCode >= 300))
-    meta[META_PAYMENT_RESPONSE] = decodePaymentResponseHeader(settlement);
+  const settlement = answer.x402?.settlement;
+  if (settlement && (answer.status < 200 || answer.status >= 300)) meta[META_PAYMENT_RESPONSE] = settlement;
   return Object.keys(meta).length ? { ...result, _meta: { ...result._meta, ...meta } } : result;
 }
 
-function routeResult(answer: HttpAnswer, call: Dispatched): ToolResult {
-  const { statusCode, headers } = answer;
-  const instance = call.tool.path;
-  if (statusCode >= 200 && statusCode < 300) {
-    const body = parseObject(answer.body);
-    if (!body)
+function resultOf(answer: ToolAnswer, tool: PaidTool): ToolResult {
+  const instance = tool.path;
+  if (answer.status >= 200 && answer.status < 300) {
+    const body = text(answer.body);
+    const value = parseObject(body);
+    if (!value)
       return problemResult(problem(502, "internal", "The route answered without a JSON object.", instance));
-    const settlementHeader = one(headers["payment-response"]);
-    const settlement: SettleResponse | undefined = settlementHeader
-      ? decodePaymentResponseHeader(settlementHeader)
-      : undefined;
+    // A replay carries the settlement as it was kept with the response (encoded, as HTTP sends it).
+    const kept = headerOf(answer, "payment-response");
+    const settlement = answer.x402?.settlement ?? (kept ? decodePaymentResponseHeader(kept) : undefined);
     const meta: Record<string, unknown> = {};
     if (settlement) meta[META_PAYMENT_RESPONSE] = settlement;
-    if (one(headers["idempotent-replayed"]) === "true") meta["pressure402/replayed"] = true;
+    if (headerOf(answer, "idempotent-replayed") === "true") meta["pressure402/replayed"] = true;
     return {
-      content: [{ type: "text", text: answer.body }],
-      structuredContent: body,
+      content: [{ type: "text", text: body }],
+      structuredContent: value,
       ...(Object.keys(meta).length ? { _meta: meta } : {}),
     };
   }
-  const required = one(headers["payment-required"]);
-  if (statusCode === 402 && required) {
-    return paymentRequiredResult(toolPaymentRequired(decodePaymentRequiredHeader(required), call));
-  }
-  const body = parseObject(answer.body);
-  const p: Record<string, unknown> =
-    body && typeof body.status === "number" && typeof body.type === "string"
-      ? asMeta(body)
-      : problem(statusCode, "internal", "The server failed to answer this request.", instance);
-  const retryAfter = Number(one(headers["retry-after"]));
-  return structured(Number.isFinite(retryAfter) && retryAfter > 0 ? { ...p, retryAfter } : p, true);
+  const required = answer.x402?.required;
+  if (answer.status === 402 && required) return paymentRequiredResult(required);
+  const body = typeof answer.body === "object" && !Buffer.isBuffer(answer.body) ? answer.body : undefined;
+  const p = (body as Record<string, unknown> | undefined) ?? parseObject(text(answer.body));
+  return problemResult(
+    p && typeof p.status === "number" && typeof p.type === "string"
+      ? p
+      : problem(answer.status, "internal", "The server failed to answer this request.", instance),
+    headerOf(answer, "retry-after"),
+  );
 }

@@ -1,7 +1,7 @@
 import { type TSchema, Type } from "typebox";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../payments/requirements.js";
-import { PAID_OPERATIONS } from "../routes/paid-operations.js";
+import { OPERATIONS, type OperationKey } from "../routes/paid-operations.js";
 import { PpRef, ProblemSchema } from "../schemas/common.js";
 
 export const MCP_PATH = "/mcp";
@@ -9,8 +9,10 @@ export const MCP_PATH = "/mcp";
 /** JSON Schema as MCP carries it (`inputSchema`/`outputSchema` of a tool): plain JSON, object at the root. */
 export type JsonSchema = { type: "object"; [key: string]: unknown };
 
-/** One paid HTTP route exposed as an MCP tool. */
+/** One paid operation exposed as an MCP tool. */
 export interface PaidTool {
+  /** The operation's key in the table of paid operations. */
+  key: OperationKey;
   name: string;
   title: string;
   method: "GET" | "POST";
@@ -69,7 +71,8 @@ const priced = (amount: string, what: string) =>
   'Call without payment to receive the x402 PaymentRequired (isError result); pay by repeating the call with the signed PaymentPayload in _meta["x402/payment"]; the settlement comes back in _meta["x402/payment-response"].';
 
 /** Every paid operation as a tool: a GET's query or a POST's body (plus `pp_ref`) as arguments. */
-export const PAID_TOOLS: readonly PaidTool[] = PAID_OPERATIONS.map((op) => ({
+export const PAID_TOOLS: readonly PaidTool[] = Object.entries(OPERATIONS).map(([key, op]) => ({
+  key: key as OperationKey,
   name: op.mcp.name,
   title: op.mcp.title,
   method: op.method,
@@ -102,27 +105,25 @@ export const priceMeta = (
   },
 });
 
-/** Query-string text of one argument: scalars as written, anything else as JSON (the route then refuses it). */
+/** Query-string text of one argument: scalars as written, anything else as JSON (the query schema then refuses it). */
 const text = (v: unknown): string =>
   typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : JSON.stringify(v);
 
 /**
- * The HTTP request a tool call stands for. The route validates it, so a bad argument gets the route's own 400 with the
- * field named (in `query` for a GET's arguments and `pp_ref`, `body` otherwise).
+ * The parts of the operation's request a tool call stands for, as its HTTP route receives them before validation: a
+ * GET's arguments are its query, as text (so they are coerced and checked exactly as a query string is); a POST's are
+ * its JSON body, except `pp_ref`, which the route takes in its query.
  */
-export function httpCall(
+export function toolInput(
   tool: PaidTool,
   args: Record<string, unknown> | undefined,
-): { method: "GET" | "POST"; url: string; body?: string } {
+): { query: Record<string, string>; body?: Record<string, unknown> } {
   const all = args ?? {};
-  const query = new URLSearchParams();
   if (tool.method === "GET") {
-    for (const [k, v] of Object.entries(all)) if (v !== undefined) query.set(k, text(v));
-    const qs = query.toString();
-    return { method: "GET", url: qs ? `${tool.path}?${qs}` : tool.path };
+    const query: Record<string, string> = {};
+    for (const [k, v] of Object.entries(all)) if (v !== undefined) query[k] = text(v);
+    return { query };
   }
   const { pp_ref, ...body } = all;
-  if (pp_ref !== undefined) query.set("pp_ref", text(pp_ref));
-  const qs = query.toString();
-  return { method: "POST", url: qs ? `${tool.path}?${qs}` : tool.path, body: JSON.stringify(body) };
+  return { query: pp_ref === undefined ? {} : { pp_ref: text(pp_ref) }, body };
 }

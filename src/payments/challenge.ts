@@ -1,4 +1,5 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
+import type { PaymentRequired } from "@x402/core/types";
 import type { PaymentRequiredV1 } from "@x402/core/types/v1";
 import {
   type PaymentTerms,
@@ -9,7 +10,9 @@ import {
 } from "./requirements.js";
 
 export interface Challenge {
-  /** PAYMENT-REQUIRED: base64 of the v2 PaymentRequired. */
+  /** The v2 PaymentRequired. */
+  required: PaymentRequired;
+  /** PAYMENT-REQUIRED: base64 of `required`. */
   header: string;
   /**
    * The JSON body: the v1 PaymentRequired on v1-capable routes; elsewhere a v1 body whose only entry's scheme is the
@@ -57,8 +60,10 @@ export function challengeCache(
         ? paymentRequiredV1(route, terms, resourceUrl, v1Error ?? error)
         : paymentRequiredV2Only(route, terms, resourceUrl, error),
     );
+    const required = paymentRequiredV2(route, terms, resourceUrl, error);
     const built: Challenge = {
-      header: encodePaymentRequiredHeader(paymentRequiredV2(route, terms, resourceUrl, error)),
+      required,
+      header: encodePaymentRequiredHeader(required),
       body,
       bytes: Buffer.from(JSON.stringify(body)),
     };

@@ -150,24 +150,35 @@ export interface HandlerResponse {
   body: string;
 }
 
+/** A settlement as the transports answer it: the x402 SettleResponse and its header for the proof's version. */
+export interface Settled {
+  header: [string, string];
+  settlement: SettleResponse;
+}
+
+const settled = (version: 1 | 2, settlement: SettleResponse): Settled => ({
+  header: settlementHeader(version, settlement),
+  settlement,
+});
+
 export type Completion =
-  /** Paid: send the handler's response with this settlement header. */
-  | { kind: "delivered"; header: [string, string] }
+  /** Paid: send the handler's response with this settlement. */
+  | ({ kind: "delivered" } & Settled)
   /** The handler failed: its answer goes out as it is, nothing was settled. */
   | { kind: "unpaid" }
   /** The claim lapsed and another request took the payment over: it settles, not this one. */
   | { kind: "taken_over" }
   /**
-   * A settlement that failed, with its `success: false` settlement header (the x402 HTTP transport's
-   * PAYMENT-RESPONSE on failure, naming the reason).
+   * A settlement that failed, with its `success: false` settlement (the x402 HTTP transport's PAYMENT-RESPONSE on
+   * failure, naming the reason).
    */
-  | { kind: "unconfirmed"; header?: [string, string] }
-  | { kind: "payment_required"; error: string; header?: [string, string] }
-  | { kind: "fault"; fault: FacilitatorFault; consequence: string; header?: [string, string] };
+  | ({ kind: "unconfirmed" } & Partial<Settled>)
+  | ({ kind: "payment_required"; error: string } & Partial<Settled>)
+  | ({ kind: "fault"; fault: FacilitatorFault; consequence: string } & Partial<Settled>);
 
-/** The settlement header of a failed settlement: `success: false`, the reason, no transaction. */
-const failureHeader = (p: Payment, errorReason: string): [string, string] =>
-  settlementHeader(p.proof.version, {
+/** The settlement of a failed settlement: `success: false`, the reason, no transaction. */
+const failed = (p: Payment, errorReason: string): Settled =>
+  settled(p.proof.version, {
     success: false,
     errorReason,
     transaction: "",
@@ -563,7 +574,7 @@ async function deliverPaid(
   response: HandlerResponse,
 ): Promise<Completion> {
   const transaction = paid.transaction as string;
-  const header = settlementHeader(p.proof.version, {
+  const answer = settled(p.proof.version, {
     success: true,
     transaction,
     network: p.requirements.network,
@@ -573,7 +584,7 @@ async function deliverPaid(
   try {
     await core.ledger.storeResponse(
       p.receiptId,
-      storedResponse(response, header),
+      storedResponse(response, answer.header),
       new Date(now.getTime() + core.retentionMs),
       now,
     );
@@ -583,7 +594,7 @@ async function deliverPaid(
   }
   logSettled(p, transaction, "settled");
   report(core, p, "settled");
-  return { kind: "delivered", header };
+  return { kind: "delivered", ...answer };
 }
 
 /**
@@ -626,7 +637,7 @@ export async function completePayment(
       kind: "fault",
       fault: new FacilitatorFault(503, "ledger_unavailable", 5, String(err)),
       consequence: NOT_CONFIRMED,
-      header: failureHeader(p, "ledger_unavailable"),
+      ...failed(p, "ledger_unavailable"),
     };
   }
 }
@@ -657,7 +668,7 @@ async function settleAndRecord(
       error instanceof FacilitatorFault
         ? error
         : new FacilitatorFault(502, "facilitator_error", 5, String(error));
-    return { kind: "fault", fault, consequence: NOT_CONFIRMED, header: failureHeader(p, fault.reason) };
+    return { kind: "fault", fault, consequence: NOT_CONFIRMED, ...failed(p, fault.reason) };
   }
 
   const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
@@ -665,12 +676,12 @@ async function settleAndRecord(
 
   // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
   const status = pending ? "pending" : "settled";
-  const header = settlementHeader(p.proof.version, result);
+  const answer = settled(p.proof.version, result);
   const record = {
     status,
     transaction: result.transaction,
     response: {
-      value: storedResponse(response, header),
+      value: storedResponse(response, answer.header),
       expiresAt: new Date(started.getTime() + core.retentionMs),
     },
     now: core.clock(),
@@ -690,7 +701,7 @@ async function settleAndRecord(
     );
     logSettled(p, result.transaction, status);
     report(core, p, status);
-    return { kind: "delivered", header };
+    return { kind: "delivered", ...answer };
   }
   if (!rec.ok) {
     // The facilitator named a transaction that already paid for another receipt: not a payment for this one.
@@ -704,12 +715,12 @@ async function settleAndRecord(
       kind: "fault",
       fault: new FacilitatorFault(502, "facilitator_bad_response", 5, rec.reason),
       consequence: "Nothing was delivered; retry later.",
-      header: failureHeader(p, rec.reason),
+      ...failed(p, rec.reason),
     };
   }
   logSettled(p, result.transaction, status);
   report(core, p, status);
-  return { kind: "delivered", header };
+  return { kind: "delivered", ...answer };
 }
 
 /** A settle answer `success: false`: a refusal before anything was sent, or an unknown only the chain settles. */
@@ -729,7 +740,7 @@ async function settleFailed(
     return {
       kind: "payment_required",
       error: `settlement_failed: ${reason}`,
-      header: failureHeader(p, reason),
+      ...failed(p, reason),
     };
   }
   await mustWrite(
@@ -750,10 +761,10 @@ async function settleFailed(
     return {
       kind: "payment_required",
       error: `settlement_failed: ${reason}`,
-      header: failureHeader(p, reason),
+      ...failed(p, reason),
     };
   }
   // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
   report(core, p, "unknown");
-  return { kind: "unconfirmed", header: failureHeader(p, reason) };
+  return { kind: "unconfirmed", ...failed(p, reason) };
 }

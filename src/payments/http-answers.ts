@@ -1,3 +1,4 @@
+import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { PROBLEM_CONTENT_TYPE, type Problem, problem } from "../http/problem.js";
 import type { Admission, Completion, Refusal } from "./core.js";
 import type { FacilitatorFault } from "./facilitator.js";
@@ -12,10 +13,21 @@ export interface HttpAnswer {
   status?: number;
   headers: Array<[string, string]>;
   body?: unknown;
+  /**
+   * The x402 objects behind the encoded headers, for a transport that carries them as they are (MCP): the
+   * PaymentRequired of a 402 and the settlement of a paid or failed settlement.
+   */
+  x402?: { required?: PaymentRequired; settlement?: SettleResponse };
 }
 
-/** The 402 of a route for one request: PAYMENT-REQUIRED and the JSON body bytes (see challenge.ts). */
-export type Challenge = (error: string, v1Error?: string) => { header: string; bytes: Buffer };
+/**
+ * The 402 of a route for one request: the v2 PaymentRequired and, over HTTP, its PAYMENT-REQUIRED header and JSON body
+ * bytes (see challenge.ts).
+ */
+export type Challenge = (
+  error: string,
+  v1Error?: string,
+) => { required: PaymentRequired; header?: string; bytes?: Buffer };
 
 const FAULT_DETAIL: Record<string, string> = {
   facilitator_timeout: "The payment facilitator did not answer in time.",
@@ -40,11 +52,12 @@ export function paymentRequiredAnswer(challenge: Challenge, error: string, v1Err
   return {
     status: 402,
     headers: [
-      ["PAYMENT-REQUIRED", c.header],
+      ...(c.header === undefined ? [] : [["PAYMENT-REQUIRED", c.header] as [string, string]]),
       ["Cache-Control", "no-store"],
       ["content-type", "application/json"],
     ],
     body: c.bytes,
+    x402: { required: c.required },
   };
 }
 
@@ -139,11 +152,19 @@ export function completionAnswer(
   const headers: Array<[string, string]> = [];
   if (issuedKey !== undefined) headers.push(["Idempotency-Key", issuedKey]);
   // A failed settlement still answers PAYMENT-RESPONSE (`success: false` and the reason), as x402 clients expect.
+  const settlement = "settlement" in c ? c.settlement : undefined;
   if (c.kind !== "delivered" && "header" in c && c.header) headers.push(c.header);
-  const with_ = (a: HttpAnswer): HttpAnswer => ({ ...a, headers: [...headers, ...a.headers] });
+  const with_ = (a: HttpAnswer): HttpAnswer => ({
+    ...a,
+    headers: [...headers, ...a.headers],
+    ...(settlement ? { x402: { ...a.x402, settlement } } : {}),
+  });
   switch (c.kind) {
     case "delivered":
-      return { headers: [...headers, c.header, ["Cache-Control", "private, no-store"]] };
+      return {
+        headers: [...headers, c.header, ["Cache-Control", "private, no-store"]],
+        x402: { settlement: c.settlement },
+      };
     case "unpaid":
       return { headers };
     case "taken_over":

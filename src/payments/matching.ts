@@ -44,7 +44,7 @@ function mismatchV2(accepted: PaymentRequirements, ours: PaymentRequirements): s
  */
 export function requirementsFor(
   proof: Proof,
-  header: HeaderChoice & { kind: "pay" },
+  header: { name: typeof HEADER_V2 | typeof HEADER_V1 },
   route: RoutePrice,
   terms: PaymentTerms,
   resourceUrl: string,

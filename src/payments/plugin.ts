@@ -7,7 +7,8 @@ import { completePayment, type PaidRoute, type Payment, type PaymentCore } from 
 import { noopObserver, type PaymentObserver } from "./events.js";
 import type { FacilitatorGateway } from "./facilitator.js";
 import { type Challenge, completionAnswer, type HttpAnswer, problemAnswer } from "./http-answers.js";
-import { bodyText, decideRequest, logFault, validHost, withoutPpRef } from "./http-request.js";
+import { decideCall, logFault } from "./decide.js";
+import { bodyText, offerOf, validHost, withoutPpRef } from "./http-request.js";
 import type { LedgerPort } from "./ledger-port.js";
 import { createMaintenance } from "./maintenance.js";
 import type { ChainReader } from "./reconcile.js";
@@ -54,6 +55,12 @@ declare module "fastify" {
   interface FastifyInstance {
     payments: {
       guard(route: PaidRoute): preHandlerAsyncHookHandler;
+      /** The payment core itself, for a transport that is not an HTTP route (MCP tools). */
+      readonly core: PaymentCore;
+      /** Whether a Host makes the 402's resource URL (always, with PUBLIC_BASE_URL set). */
+      hostMakesUrl(request: FastifyRequest, path: string): boolean;
+      /** The origin and base path of every 402 resource: PUBLIC_BASE_URL, or the request's own. */
+      baseUrl(request: FastifyRequest): string;
       /** One reconciler pass now (tests, operations). */
       reconcileNow(): Promise<{ resolved: number; remaining: number }>;
       readonly incarnation: string;
@@ -74,9 +81,9 @@ function apply(reply: FastifyReply, a: HttpAnswer): unknown {
 }
 
 /**
- * The payment core (src/payments/core.ts) over HTTP. The decisions and their HTTP answers are made in
- * http-request.ts and http-answers.ts; this plugin only reads the request, copies the answers onto the reply and
- * runs the maintenance loop with the server.
+ * The payment core (src/payments/core.ts) over HTTP. The decisions and their answers are made in decide.ts and
+ * http-answers.ts; this plugin only reads the request, copies the answers onto the reply and runs the maintenance
+ * loop with the server.
  */
 const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) => {
   const { terms } = opts;
@@ -102,14 +109,13 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   };
   const maintenance = createMaintenance(core, app.log);
 
+  const baseUrl = (request: FastifyRequest) => opts.publicBaseUrl ?? `${request.protocol}://${request.host}`;
   // pp_ref is recorded with the paid call, never echoed: the resource URL is the request's without it.
-  const resourceUrl = (request: FastifyRequest) =>
-    `${opts.publicBaseUrl ?? `${request.protocol}://${request.host}`}${withoutPpRef(request.url)}`;
+  const resourceUrl = (request: FastifyRequest) => `${baseUrl(request)}${withoutPpRef(request.url)}`;
   /** Without PUBLIC_BASE_URL the 402's resource comes from Host: one that makes no URL is the caller's error. */
-  const badHost = (request: FastifyRequest): boolean => {
-    if (opts.publicBaseUrl) return false;
-    return !validHost(request.host, resourceUrl(request));
-  };
+  const hostMakesUrl = (request: FastifyRequest, path: string): boolean =>
+    Boolean(opts.publicBaseUrl) || validHost(request.host, `${baseUrl(request)}${path}`);
+  const badHost = (request: FastifyRequest): boolean => !hostMakesUrl(request, withoutPpRef(request.url));
 
   const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
   const challengeFor = (request: FastifyRequest, route: PaidRoute): Challenge => {
@@ -134,12 +140,13 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
             ),
           ),
         );
-      const decision = await decideRequest(
+      const decision = await decideCall(
         core,
         route,
         {
           method: request.method,
-          header: (name) => header(request, name),
+          offer: offerOf((name) => header(request, name), route.acceptsV1),
+          idempotencyKey: header(request, "idempotency-key"),
           query: request.query,
           body: request.body,
           resourceUrl: resourceUrl(request),
@@ -158,7 +165,14 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   }
 
   app.decorateRequest("payment", null);
-  app.decorate("payments", { guard, reconcileNow: maintenance.reconcileNow, incarnation: core.incarnation });
+  app.decorate("payments", {
+    guard,
+    core,
+    hostMakesUrl,
+    baseUrl,
+    reconcileNow: maintenance.reconcileNow,
+    incarnation: core.incarnation,
+  });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
   app.addHook("onSend", async (request, reply, payload) => {

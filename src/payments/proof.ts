@@ -206,8 +206,12 @@ export function validateProof(json: unknown): DecodeResult {
  * Decodes a payment header into a typed payload, or says precisely why it cannot be one. Anything that fails here is a
  * malformed request (400), never a payment attempt: it does not reach the facilitator.
  */
-export function decodeProof(header: "payment-signature" | "x-payment", value: string): DecodeResult {
-  const name = header.toUpperCase();
+export function decodeProof(
+  header: "payment-signature" | "x-payment",
+  value: string,
+  /** How the caller sent it, for the refusal's text (the header's name over HTTP). */
+  name: string = header.toUpperCase(),
+): DecodeResult {
   if (value.length === 0) return { ok: false, detail: `${name} is empty` };
   if (value.length > MAX_PROOF_HEADER_LENGTH)
     return { ok: false, detail: `${name} is longer than ${MAX_PROOF_HEADER_LENGTH} characters` };
@@ -218,6 +222,11 @@ export function decodeProof(header: "payment-signature" | "x-payment", value: st
   } catch {
     return { ok: false, detail: `${name} does not decode to JSON` };
   }
+  return proofObject(json, name);
+}
+
+/** A payment payload a transport carries as a JSON value (MCP's `_meta`), validated as a decoded header is. */
+export function proofObject(json: unknown, name: string): DecodeResult {
   const result = validateProof(json);
   return result.ok
     ? result

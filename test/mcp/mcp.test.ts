@@ -372,32 +372,36 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
   });
 });
 
-describe("the MCP caller is the client of the dispatched route", () => {
-  it("counts the routes it dispatches to against the caller's own rate limit", async () => {
-    // One JSON-RPC POST (1) dispatches to one route (2): with a limit of 1, the route answers 429 only if the
-    // dispatched request is keyed to the caller (203.0.113.7 via the trusted proxy header), not to loopback.
+describe("the MCP caller is the client of its tool calls", () => {
+  it("each tool call counts once against the caller's own rate limit", async () => {
+    // With a limit of 1 per client (203.0.113.7 via the trusted proxy header, not loopback): the first JSON-RPC POST
+    // is one request and gets its tool's answer; the second is that caller's 429; another caller is not affected.
     const { address } = await listen({ RATE_LIMIT_MAX: "1", TRUST_PROXY: "true" });
-    const res = await fetch(`${address}/mcp`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "x-forwarded-for": "203.0.113.7",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name: "unlocks_upcoming", arguments: { days: 30 } },
-      }),
-    });
-    expect(res.status).toBe(200);
-    const { result } = (await res.json()) as { result: Result };
+    const post = (from: string) =>
+      fetch(`${address}/mcp`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "x-forwarded-for": from,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "unlocks_upcoming", arguments: { days: 30 } },
+        }),
+      });
+    const first = await post("203.0.113.7");
+    expect(first.status).toBe(200);
+    const { result } = (await first.json()) as { result: Result };
     expect(result.isError).toBe(true);
-    expect(result.structuredContent).toMatchObject({
-      status: 429,
-      type: expect.stringMatching(/rate-limited/),
-    });
+    expect(result.structuredContent).toMatchObject({ x402Version: 2 });
+    const second = await post("203.0.113.7");
+    expect(second.status).toBe(429);
+    expect(await second.json()).toMatchObject({ status: 429, type: expect.stringMatching(/rate-limited/) });
+    const other = await post("203.0.113.8");
+    expect(other.status).toBe(200);
   });
 
   it("lets a browser MCP client through CORS (the protocol-version header is allowed)", async () => {
@@ -497,7 +501,8 @@ describe("logs", () => {
     other.payload.signature = `0x${randomBytes(65).toString("hex")}`;
     expect((await call(client, "unlocks_upcoming", { days: 30 }, other)).isError).toBe(true);
     const log = lines.join("");
-    expect(log).toContain('"url":"/v1/unlocks/upcoming?days=30"'); // the dispatched calls are logged
+    expect(log).toContain('"tool":"unlocks_upcoming","status":200'); // each tool call is logged with its outcome
+    expect(log).toContain('"tool":"unlocks_upcoming","status":402');
     for (const secret of [
       proof.payload.signature.slice(2),
       other.payload.signature.slice(2),

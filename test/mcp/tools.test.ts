@@ -11,8 +11,8 @@ import { headline } from "../../src/discovery/bazaar.js";
 import { discoverable } from "../../src/discovery/catalog.js";
 import { problem } from "../../src/http/problem.js";
 import { ascii } from "../../src/mcp/discovery.js";
-import { type Dispatched, NO_PAYMENT, toolResult } from "../../src/mcp/results.js";
-import { httpCall, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "../../src/mcp/tools.js";
+import { NO_PAYMENT, type ToolAnswer, toolChallenge, toolResult } from "../../src/mcp/results.js";
+import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";
 import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
 import { NETWORK, paymentRequiredV2, USDC_BASE } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
@@ -24,60 +24,50 @@ const tool = (name: string) => {
   return t;
 };
 
-/** A call of `name` dispatched to its route's path (plus `query`), with or without a proof. */
-const dispatched = (name: string, query = "", paid = false): Dispatched => ({
-  tool: tool(name),
-  url: `${tool(name).path}${query}`,
-  paid,
+/** A core answer (HTTP-shaped) with its status, as a tool call gets it. */
+const answer = (
+  status: number,
+  headers: Record<string, string>,
+  body: unknown,
+  x402?: ToolAnswer["x402"],
+) => ({
+  status,
+  headers: Object.entries(headers),
+  body,
+  ...(x402 ? { x402 } : {}),
 });
 
-/** What a route answers when unpaid: 402 with its PaymentRequired in PAYMENT-REQUIRED (a v1-shaped body). */
-function route402(
+/** A tool's 402 for a call (paid or not) at an origin and base path. */
+function tool402(
   t: PaidTool,
-  resourceUrl: string,
+  base: string,
+  paid: boolean,
   error = "payment required: send an x402 proof in PAYMENT-SIGNATURE",
 ) {
   const price = Object.values(PRICES).find((p) => p.route === `${t.method} ${t.path}`)!;
-  const pr = paymentRequiredV2(price, terms, resourceUrl, error);
-  return {
-    pr,
-    answer: {
-      statusCode: 402,
-      headers: { "payment-required": encodePaymentRequiredHeader(pr) },
-      body: '{"x402Version":1,"accepts":[]}',
-    },
-  };
+  const pr = paymentRequiredV2(price, terms, `${base}${t.path}`, error);
+  const required = toolChallenge(t, price, terms, base, paid)(error).required;
+  return { pr, answer: answer(402, {}, undefined, { required }) };
 }
 
 const terms = { payTo: "0x00000000000000000000000000000000000000aa" as const, maxTimeoutSeconds: 300 };
 
-describe("httpCall: the HTTP request a tool call stands for", () => {
+describe("toolInput: the route request a tool call stands for", () => {
   it("a GET tool's arguments become its query, as text", () => {
-    expect(httpCall(tool("unlocks_upcoming"), { days: 30, minRisk: 50, pp_ref: "a.b" })).toEqual({
-      method: "GET",
-      url: "/v1/unlocks/upcoming?days=30&minRisk=50&pp_ref=a.b",
+    expect(toolInput(tool("unlocks_upcoming"), { days: 30, minRisk: 50, pp_ref: "a.b" })).toEqual({
+      query: { days: "30", minRisk: "50", pp_ref: "a.b" },
     });
-    expect(httpCall(tool("unlocks_upcoming"), undefined)).toEqual({
-      method: "GET",
-      url: "/v1/unlocks/upcoming",
-    });
-    // Not scalars: sent as JSON text, for the route to refuse with its own 400.
-    expect(httpCall(tool("unlocks_upcoming"), { days: [1, 2] }).url).toBe(
-      "/v1/unlocks/upcoming?days=%5B1%2C2%5D",
-    );
+    expect(toolInput(tool("unlocks_upcoming"), undefined)).toEqual({ query: {} });
+    // Not scalars: sent as JSON text, for the route's query schema to refuse with its own 400.
+    expect(toolInput(tool("unlocks_upcoming"), { days: [1, 2] }).query.days).toBe("[1,2]");
   });
 
   it("a POST tool's arguments are its JSON body, except pp_ref, which the route takes in its query", () => {
-    expect(httpCall(tool("unlock_risk"), { token: "ARB", unlock_event_id: "e", pp_ref: "x" })).toEqual({
-      method: "POST",
-      url: "/v1/unlock-risk?pp_ref=x",
-      body: JSON.stringify({ token: "ARB", unlock_event_id: "e" }),
+    expect(toolInput(tool("unlock_risk"), { token: "ARB", unlock_event_id: "e", pp_ref: "x" })).toEqual({
+      query: { pp_ref: "x" },
+      body: { token: "ARB", unlock_event_id: "e" },
     });
-    expect(httpCall(tool("benchmark_endpoint"), undefined)).toEqual({
-      method: "POST",
-      url: "/v1/benchmark/endpoint",
-      body: "{}",
-    });
+    expect(toolInput(tool("benchmark_endpoint"), undefined)).toEqual({ query: {}, body: {} });
   });
 
   it("one tool per priced route, each at the route's price", () => {
@@ -95,8 +85,8 @@ describe("httpCall: the HTTP request a tool call stands for", () => {
   });
 });
 
-describe("toolResult: the tool result of an HTTP answer", () => {
-  it("200: the body as structured content and text, the decoded settlement in _meta", () => {
+describe("toolResult: the tool result of the core's answer", () => {
+  it("200: the body as structured content and text, the settlement in _meta", () => {
     const settlement = {
       success: true,
       transaction: `0x${"ab".repeat(32)}`,
@@ -105,26 +95,25 @@ describe("toolResult: the tool result of an HTTP answer", () => {
     };
     const body = JSON.stringify({ token: "ARB", risk_score: 61 });
     const r = toolResult(
-      {
-        statusCode: 200,
-        headers: {
-          "payment-response": encodePaymentResponseHeader(settlement),
-          "idempotent-replayed": "true",
-        },
-        body,
-      },
-      dispatched("unlock_risk"),
+      answer(200, { "Idempotent-Replayed": "true" }, body, { settlement }),
+      tool("unlock_risk"),
     );
     expect(r).toEqual({
       content: [{ type: "text", text: body }],
       structuredContent: { token: "ARB", risk_score: 61 },
       _meta: { "x402/payment-response": settlement, "pressure402/replayed": true },
     });
+    // A replay: the settlement as it was kept with the response (PAYMENT-RESPONSE), decoded once.
+    const replay = toolResult(
+      answer(200, { "PAYMENT-RESPONSE": encodePaymentResponseHeader(settlement) }, body),
+      tool("unlock_risk"),
+    );
+    expect(replay._meta).toEqual({ "x402/payment-response": settlement });
   });
 
-  it("402: the route's PaymentRequired as the tool's, in structuredContent, content[0].text and _meta['x402/error']", () => {
-    const { pr, answer } = route402(tool("unlock_backtest"), "http://x/v1/unlock/backtest");
-    const r = toolResult(answer, dispatched("unlock_backtest"));
+  it("402: the operation's PaymentRequired as the tool's, in structuredContent, content[0].text and _meta['x402/error']", () => {
+    const { pr, answer: a } = tool402(tool("unlock_backtest"), "http://x", false);
+    const r = toolResult(a, tool("unlock_backtest"));
     expect(r.isError).toBe(true);
     const got = r.structuredContent as unknown as PaymentRequired;
     // The same price, terms and description; the MCP endpoint as the resource; the MCP reason.
@@ -135,49 +124,41 @@ describe("toolResult: the tool result of an HTTP answer", () => {
     expect(r._meta).toEqual({ "x402/error": got });
   });
 
-  it("402: the resource keeps the route's origin and base path; a paid call keeps the route's reason", () => {
-    const url = "https://api.example.com/p402/v1/unlocks/upcoming?days=30";
-    const { answer } = route402(tool("unlocks_upcoming"), url, "payment_already_used: another request");
-    const r = toolResult(answer, dispatched("unlocks_upcoming", "?days=30", true));
+  it("402: the resource keeps the route's origin and base path; a paid call keeps the core's reason", () => {
+    const base = "https://api.example.com/p402";
+    const { answer: a } = tool402(
+      tool("unlocks_upcoming"),
+      base,
+      true,
+      "payment_already_used: another request",
+    );
+    const r = toolResult(a, tool("unlocks_upcoming"));
     const got = r.structuredContent as unknown as PaymentRequired;
     expect(got.resource.url).toBe("https://api.example.com/p402/mcp");
     expect(got.error).toBe("payment_already_used: another request");
   });
 
-  it("a malformed proof's 400 names _meta['x402/payment'], not the header the adapter used", () => {
-    const p = problem(
-      400,
-      "invalid-payment-header",
-      "PAYMENT-SIGNATURE is not standard base64",
-      "/v1/unlocks/upcoming",
-    );
-    const r = toolResult(
-      { statusCode: 400, headers: {}, body: JSON.stringify(p) },
-      dispatched("unlocks_upcoming", "", true),
-    );
-    expect(r.structuredContent).toEqual({ ...p, detail: '_meta["x402/payment"] is not standard base64' });
+  it("a malformed proof's 400 names _meta['x402/payment'], not a header", () => {
+    const decoded = decodeProof("payment-signature", "not base64!", '_meta["x402/payment"]');
+    expect(decoded).toEqual({ ok: false, detail: '_meta["x402/payment"] is not standard base64' });
   });
 
-  it("other statuses: the route's problem, with retryAfter when the route gave one", () => {
+  it("other statuses: the problem, with retryAfter when the answer gave one", () => {
     const p = {
       type: "https://pressure402.dev/problems/payment-in-progress",
       title: "Conflict",
       status: 409,
     };
-    const r = toolResult(
-      { statusCode: 409, headers: { "retry-after": "1" }, body: JSON.stringify(p) },
-      dispatched("unlock_risk"),
-    );
+    const r = toolResult(answer(409, { "Retry-After": "1" }, JSON.stringify(p)), tool("unlock_risk"));
     expect(r).toMatchObject({ isError: true, structuredContent: { ...p, retryAfter: 1 } });
     expect(JSON.parse(r.content[0]!.text)).toEqual(r.structuredContent);
   });
 
   it("an answer that is not what the route promises becomes a generic problem, never its text", () => {
-    const call = dispatched("unlock_risk");
-    const odd = toolResult({ statusCode: 500, headers: {}, body: "Error: /srv/app/x.ts:12 boom" }, call);
+    const odd = toolResult(answer(500, {}, "Error: /srv/app/x.ts:12 boom"), tool("unlock_risk"));
     expect(odd.structuredContent).toMatchObject({ status: 500, instance: "/v1/unlock-risk" });
     expect(JSON.stringify(odd)).not.toContain("boom");
-    const notObject = toolResult({ statusCode: 200, headers: {}, body: "[1]" }, call);
+    const notObject = toolResult(answer(200, {}, "[1]"), tool("unlock_risk"));
     expect(notObject.isError).toBe(true);
   });
 });
@@ -186,8 +167,8 @@ describe("each tool's Bazaar extension (x402 bazaar spec, MCP tools)", () => {
   for (const t of PAID_TOOLS) {
     it(`${t.name}: input.type "mcp" with toolName and the tool's own input schema, valid and catalogued`, () => {
       const origin = "https://api.example.com";
-      const { answer } = route402(t, `${origin}${t.path}`);
-      const pr = toolResult(answer, dispatched(t.name)).structuredContent as unknown as PaymentRequired;
+      const { answer: a } = tool402(t, origin, false);
+      const pr = toolResult(a, t).structuredContent as unknown as PaymentRequired;
       const bazaar = pr.extensions?.bazaar as DiscoveryExtension;
       expect(bazaar.info.input).toMatchObject({
         type: "mcp",

@@ -1,10 +1,11 @@
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import Fastify from "fastify";
+import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compressBody } from "../../src/http/encoding.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
+import { unlockHandlers } from "../../src/operations/unlocks.js";
 import { unlockRoutes } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";
 import type { UnlockService, UpcomingResponse } from "../../src/unlocks/service.js";
@@ -101,8 +102,12 @@ async function routeWithCountingService() {
     guard: () => async () => {},
     reconcileNow: async () => ({ resolved: 0, remaining: 0 }),
     incarnation: "test",
+  } as unknown as FastifyInstance["payments"]);
+  await app.register(unlockRoutes, {
+    handlers: unlockHandlers({ unlocksFor: () => unlocks }),
+    clock: () => state.now,
+    dataVersion: () => state.version,
   });
-  await app.register(unlockRoutes, { unlocks, clock: () => state.now, dataVersion: () => state.version });
   await app.ready();
   const body = async (qs = "days=30") => {
     const res = await app.inject({ method: "GET", url: `/v1/unlocks/upcoming?${qs}` });
