@@ -9,7 +9,7 @@ import {
   problemAnswer,
 } from "./http-answers.js";
 import { validIdempotencyKey } from "./idempotency.js";
-import { authorizationMismatch, HEADER_V1, HEADER_V2, requirementsFor } from "./matching.js";
+import { authorizationMismatch, type HEADER_V1, type HEADER_V2, requirementsFor } from "./matching.js";
 import { type DecodeResult, paymentIdOf, requestFingerprint } from "./proof.js";
 
 /**
