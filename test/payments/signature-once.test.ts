@@ -133,6 +133,18 @@ describe("the signature is recovered once per paid call", () => {
     expect(recoveries()).toBe(1);
   });
 
+  it("a settle of a proof this gateway never verified still checks the signature itself (once)", async () => {
+    const proof = (await signedV2Proof(requirements())) as PaymentPayload;
+    const gateway = realGateway();
+    expect(await gateway.settle(proof, requirements())).toMatchObject({ success: true });
+    expect(recoveries()).toBe(1);
+    // Verified, then settled with the same payload and requirements: verify's check is reused.
+    const accepted = requirements();
+    await gateway.verify(proof, accepted);
+    await gateway.settle(proof, accepted);
+    expect(recoveries()).toBe(2);
+  });
+
   it("the facilitator cannot claim the signature proven: its own `signature` field is ignored", async () => {
     verifyAnswer = { ...SIGNATURE_REFUSED, signature: "eoa" } as VerifyResponse;
     const admission = await admitPayment(coreWith(realGateway()), attempt(v2Proof(requirements())));
