@@ -5,7 +5,12 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/
 import type { FastifyBaseLogger } from "fastify";
 import { v1NameOf } from "../chain/networks.js";
 import type { PaymentObserver, PaymentOutcome } from "./events.js";
-import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
+import {
+  FacilitatorFault,
+  type FacilitatorGateway,
+  type GatewayVerdict,
+  SETTLEMENT_PENDING,
+} from "./facilitator.js";
 import {
   type LedgerPort,
   normalizeNetwork,
@@ -18,7 +23,6 @@ import type { ChainReader } from "./reconcile.js";
 import { deadIncarnations, resolveFromChain } from "./reconciler.js";
 import type { PaymentTerms, RoutePrice } from "./requirements.js";
 import { settleFailureKind } from "./settle-failure.js";
-import { authorizationDomainOf, signedByPayer } from "./signature.js";
 
 /**
  * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
@@ -389,12 +393,14 @@ async function owedTo(core: PaymentCore, a: Attempt): Promise<Receipt | undefine
   return res.kind === "settled" && res.receipt.transaction ? res.receipt : undefined;
 }
 
-/** Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (chain down). */
-async function payersOwnSignature(p: Payment, reason: string): Promise<boolean> {
-  if (reason !== "invalid_exact_evm_signature") return false;
-  const domain = authorizationDomainOf(p.requirements);
-  return domain !== undefined && (await signedByPayer(p.proof.exact, domain));
-}
+/**
+ * Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (its chain is
+ * down): the gateway recovered it to `from` before asking. Only an EOA's signature is proven without the chain; a
+ * contract wallet's was vouched for by our chain read and the facilitator may still refuse it for reasons of its own,
+ * so it stays the buyer's 402. A gateway that says nothing proved nothing: a 402, never a 503 inviting free retries.
+ */
+const payersOwnSignature = (verdict: GatewayVerdict, reason: string): boolean =>
+  reason === "invalid_exact_evm_signature" && verdict.signature === "eoa";
 
 /**
  * Claim → verify: whether the request may run its handler as a paid call, and if not, what it is answered. The
@@ -488,8 +494,8 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       await giveBack(core, payment);
       const reason = verdict.invalidReason ?? "invalid_payment";
       a.log.info({ reason, detail: verdict.invalidMessage }, "payment proof refused by the facilitator");
-      if (await payersOwnSignature(payment, reason)) {
-        // The payer's own signature, checked here without the chain: the facilitator could not check it.
+      if (payersOwnSignature(verdict, reason)) {
+        // The payer's own signature, proven by the gateway without the chain: the facilitator could not check it.
         report(core, a, "facilitator_error");
         return {
           kind: "fault",

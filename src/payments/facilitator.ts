@@ -85,6 +85,20 @@ export class PayerLimited extends FacilitatorFault {
 }
 
 /**
+ * What the gateway proved of a proof's signature before asking the facilitator: "eoa" — it recovers to the
+ * authorization's `from`; "contract" — the wallet contract at `from` vouched for it on chain (ERC-1271); "unproven" —
+ * neither (a wrong signature, a smart wallet with no chain check configured or refused by it, a proof naming no payer).
+ */
+export type SignatureCheck = "eoa" | "contract" | "unproven";
+
+/**
+ * The facilitator's verdict with the gateway's own word on the proof's signature, so nobody checks it again. The
+ * gateway always sets `signature` itself, never from the facilitator's answer. A gateway that leaves it out (a fake, a
+ * pass-through) proved nothing: read it as "unproven".
+ */
+export type GatewayVerdict = VerifyResponse & { signature?: SignatureCheck };
+
+/**
  * The local signature check, before any facilitator call: "eoa" when the 65-byte signature recovers to the
  * authorization's `from` (ecrecover, well under a millisecond); "unproven" otherwise — a smart-wallet (ERC-1271)
  * signature or a wrong one, which only the chain can tell apart. Only faults met by proven proofs are evidence against
@@ -149,12 +163,15 @@ export const SMART_WALLET_QUEUE = 16;
 export const SMART_WALLET_REFUSED = "invalid_exact_evm_signature";
 
 export interface FacilitatorGateway {
-  /** `context.client`: who sent the proof (the request's address), what a smart-wallet check's back-off is keyed by. */
+  /**
+   * The facilitator's verdict and what the gateway proved of the signature on the way (see GatewayVerdict).
+   * `context.client`: who sent the proof (the request's address), what a smart-wallet check's back-off is keyed by.
+   */
   verify(
     payload: PaymentPayload,
     requirements: PaymentRequirements,
     context?: { client?: string | undefined },
-  ): Promise<VerifyResponse>;
+  ): Promise<GatewayVerdict>;
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse>;
   readonly circuit: Readonly<CircuitState>;
   /** Per-payer verification slots and back-off. */
@@ -267,6 +284,15 @@ export function createFacilitatorGateway(
   const retryAfter = () => Math.max(1, Math.ceil(opts.cooldownMs / 1000));
   /** Faults that were the facilitator failing on a request (timeout, 5xx, malformed answer), not unreachable. */
   const costly = new WeakSet<FacilitatorFault>();
+  /** What verify proved of each proof it saw, so settling that same proof does not recover its signature again. */
+  const checked = new WeakMap<
+    PaymentPayload,
+    { requirements: PaymentRequirements; signature: SignatureCheck }
+  >();
+  const signatureOf = async (payload: PaymentPayload, requirements: PaymentRequirements) => {
+    const seen = checked.get(payload);
+    return seen?.requirements === requirements ? seen.signature : localSignatureCheck(payload, requirements);
+  };
 
   async function guarded<T>(operation: string, call: () => Promise<T>, by: Attribution = "own"): Promise<T> {
     const admission = admit(circuit, opts, now());
@@ -298,18 +324,20 @@ export function createFacilitatorGateway(
     requirements: PaymentRequirements,
     call: () => Promise<VerifyResponse>,
     client: string | undefined,
-  ): Promise<VerifyResponse> {
+  ): Promise<GatewayVerdict> {
     const payer = payerOf(payload);
-    if (payer === undefined) return guarded("verify", call);
-    const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
-    let proven = eoa;
-    if (!proven && opts.smartWallet) {
-      const checked = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet, client);
-      if (checked !== "not_a_contract") {
-        if (checked !== "valid") return checked;
-        proven = true;
+    if (payer === undefined) return { ...(await guarded("verify", call)), signature: "unproven" };
+    let signature: SignatureCheck = await localSignatureCheck(payload, requirements);
+    const eoa = signature === "eoa";
+    if (!eoa && opts.smartWallet) {
+      const onChain = await smartWalletVerdict(payer, payload, requirements, opts.smartWallet, client);
+      if (onChain !== "not_a_contract") {
+        if (onChain !== "valid") return { ...onChain, signature: "unproven" };
+        signature = "contract";
       }
     }
+    checked.set(payload, { requirements, signature });
+    const proven = signature !== "unproven";
     // Only a proof signed by `from` (or vouched for by its wallet contract) speaks for that payer. Anything else is
     // limited under a key of its own, so proofs that merely name a victim cannot take the victim's slots or put the
     // victim in back-off; and a proven payer's parallel calls are not capped (back-off after faults still applies).
@@ -322,7 +350,7 @@ export function createFacilitatorGateway(
       // may still be slow on purpose under the facilitator's own (larger) gas, so its faults stay its own.
       const verdict = await guarded("verify", call, eoa ? { witness: payer } : "payer_only");
       outcome = "answer";
-      return verdict;
+      return { ...verdict, signature };
     } catch (error) {
       // What this proof cost: a timeout, an error or a malformed answer on it. Not the facilitator being unreachable
       // or its circuit open (everyone's), nor a fault of our own process.
@@ -430,7 +458,7 @@ export function createFacilitatorGateway(
       ),
     settle: async (payload, requirements) => {
       const payer = payerOf(payload);
-      const eoa = (await localSignatureCheck(payload, requirements)) === "eoa";
+      const eoa = payer !== undefined && (await signatureOf(payload, requirements)) === "eoa";
       return guarded(
         "settle",
         async () => {

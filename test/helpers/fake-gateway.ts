@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
 import { circuitLabel, closedCircuit } from "../../src/payments/circuit.js";
-import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
+import { type FacilitatorGateway, localSignatureCheck } from "../../src/payments/facilitator.js";
 
 export interface FakeGateway extends FacilitatorGateway {
   calls: { verify: number; settle: number };
@@ -29,9 +29,13 @@ export function fakeGateway(): FakeGateway {
       network: r.network,
       payer: "0x000000000000000000000000000000000000b0b0",
     }),
-    verify: (p, r) => {
+    verify: async (p, r) => {
       g.calls.verify += 1;
-      return g.verifyResult(p, r);
+      const verdict = await g.verifyResult(p, r);
+      // Like the real gateway, it says whether the signature is the payer's own; it checks only when its verdict calls
+      // the signature invalid, the one case the core reads the answer (a valid one here is the facilitator's chain down).
+      if (verdict.isValid || verdict.invalidReason !== "invalid_exact_evm_signature") return verdict;
+      return { ...verdict, signature: await localSignatureCheck(p, r) };
     },
     settle: (p, r) => {
       g.calls.settle += 1;
