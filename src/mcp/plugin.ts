@@ -40,32 +40,40 @@ function statusOf(result: ToolResult): number {
   return typeof status === "number" ? status : 402;
 }
 
-/** One MCP server per request (stateless streamable HTTP): tools/list and tools/call of the paid operations. */
-function mcpServer(
-  tools: ToolServer,
-  caller: FastifyRequest,
-  reply: FastifyReply,
-  version: string,
-  network: PaymentNetwork,
-): Server {
-  const server = new Server(
-    { name: "pressure402", version },
-    { capabilities: { tools: {} }, instructions: instructions(network) },
-  );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: PAID_TOOLS.map((t) => ({
-      name: t.name,
-      title: t.title,
-      description: t.description,
-      inputSchema: t.inputSchema,
-      outputSchema: t.outputSchema,
-      annotations: { title: t.title, readOnlyHint: true, openWorldHint: false },
-      _meta: priceMeta(t, network),
-    })),
+/** The HTTP request a pooled server is answering, while it is checked out. */
+interface Pooled {
+  server: Server;
+  call?: { caller: FastifyRequest; reply: FastifyReply };
+}
+
+/**
+ * An MCP server (tools/list and tools/call of the paid operations), built once and reused: the SDK takes one transport
+ * per connection, and a stateless request is one connection, so a server is checked out for one request at a time and
+ * closed (which detaches its transport) before it is used again.
+ */
+function pooledServer(tools: ToolServer, version: string, network: PaymentNetwork): Pooled {
+  const pooled: Pooled = {
+    server: new Server(
+      { name: "pressure402", version },
+      { capabilities: { tools: {} }, instructions: instructions(network) },
+    ),
+  };
+  const listed = PAID_TOOLS.map((t) => ({
+    name: t.name,
+    title: t.title,
+    description: t.description,
+    inputSchema: t.inputSchema,
+    outputSchema: t.outputSchema,
+    annotations: { title: t.title, readOnlyHint: true, openWorldHint: false },
+    _meta: priceMeta(t, network),
   }));
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  pooled.server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed }));
+  pooled.server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = toolNamed(request.params.name);
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    const call = pooled.call;
+    if (!call) throw new McpError(ErrorCode.InternalError, "No request in progress");
+    const { caller, reply } = call;
     try {
       const result = await callPaidTool(
         tools,
@@ -86,8 +94,11 @@ function mcpServer(
       );
     }
   });
-  return server;
+  return pooled;
 }
+
+/** Idle servers kept for reuse; beyond this many, a server whose request ended is dropped. */
+const POOL_MAX = 64;
 
 /** The body is handed over already parsed, so the headers that describe the raw body or connection stay behind. */
 const NOT_FORWARDED = new Set(["content-length", "transfer-encoding", "connection", "keep-alive"]);
@@ -129,16 +140,18 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
     hostMakesUrl: app.payments.hostMakesUrl,
     baseUrl: app.payments.baseUrl,
   };
+  const idle: Pooled[] = [];
   app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
     const invalid = nonObjectArguments(request.body);
     if (invalid) return reply.code(200).type("application/json").send(invalid);
-    const server = mcpServer(tools, request, reply, opts.version, opts.network ?? BASE_MAINNET);
+    const pooled = idle.pop() ?? pooledServer(tools, opts.version, opts.network ?? BASE_MAINNET);
+    pooled.call = { caller: request, reply };
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
     try {
-      await server.connect(transport);
+      await pooled.server.connect(transport);
       const res = await transport.handleRequest(
         new Request(`http://localhost${MCP_PATH}`, { method: "POST", headers: webHeaders(request) }),
         { parsedBody: request.body },
@@ -150,7 +163,9 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
       const text = await res.text();
       return reply.send(text.length ? text : undefined);
     } finally {
-      await server.close();
+      await pooled.server.close();
+      pooled.call = undefined;
+      if (idle.length < POOL_MAX) idle.push(pooled);
     }
   });
 
