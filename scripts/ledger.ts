@@ -12,7 +12,7 @@ import {
 } from "../src/ops/ledger-ops.js";
 import { usd } from "../src/ops/receipts.js";
 import { PRICES } from "../src/routes/prices.js";
-import { openConfiguredLedger } from "../src/store/ledger-factory.js";
+import { openConfiguredLedger } from "../src/ledger/factory.js";
 
 /*
  * npm run ledger -- backup FILE                          consistent copy of the live SQLite ledger

@@ -9,7 +9,7 @@ import { parseConfig } from "../src/config.js";
 import { createFacilitatorGateway } from "../src/payments/facilitator.js";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { loadCatalog } from "../src/store/catalog.js";
-import { openLedger } from "../src/store/ledger.js";
+import { openLedger } from "../src/ledger/embedded.js";
 import { loadUnlockStore } from "../src/store/unlocks-snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 

@@ -34,7 +34,7 @@ import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
 import type { FacilitatorGateway } from "./payments/facilitator.js";
-import type { LedgerPort } from "./payments/ledger-port.js";
+import type { LedgerPort } from "./ledger/port.js";
 import { registerPaywall } from "./payments/paywall.js";
 import payments from "./payments/plugin.js";
 import type { ChainReader } from "./payments/reconcile.js";

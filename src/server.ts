@@ -16,7 +16,7 @@ import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-
 import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
 import { loadCatalog } from "./store/catalog.js";
-import { openConfiguredLedger } from "./store/ledger-factory.js";
+import { openConfiguredLedger } from "./ledger/factory.js";
 import { createLiveBenchmark } from "./refresh/bazaar.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "./refresh/boot.js";
 import { buildUnlockStore } from "./store/unlocks-snapshot.js";

@@ -25,7 +25,7 @@ import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
 import { loadCatalog } from "../../src/store/catalog.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
 import { dataPath } from "../../src/store/paths.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";

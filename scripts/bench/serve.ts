@@ -24,7 +24,7 @@ import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { parseConfig } from "../../src/config.js";
 import { createFacilitatorClient, createFacilitatorGateway } from "../../src/payments/facilitator.js";
 import { loadCatalog } from "../../src/store/catalog.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 

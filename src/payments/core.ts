@@ -12,7 +12,7 @@ import {
   type PaymentIdentity,
   type Receipt,
   type StoredResponse,
-} from "./ledger-port.js";
+} from "../ledger/port.js";
 import type { Proof } from "./proof.js";
 import type { ChainReader } from "./reconcile.js";
 import { deadIncarnations, resolveFromChain } from "./reconciler.js";

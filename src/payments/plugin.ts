@@ -8,7 +8,7 @@ import { noopObserver, type PaymentObserver } from "./events.js";
 import type { FacilitatorGateway } from "./facilitator.js";
 import { type Challenge, completionAnswer, type HttpAnswer, problemAnswer } from "./http-answers.js";
 import { bodyText, decideRequest, logFault, validHost, withoutPpRef } from "./http-request.js";
-import type { LedgerPort } from "./ledger-port.js";
+import type { LedgerPort } from "../ledger/port.js";
 import { createMaintenance } from "./maintenance.js";
 import type { ChainReader } from "./reconcile.js";
 import type { PaymentTerms } from "./requirements.js";

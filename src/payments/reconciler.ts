@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { PaymentObserver } from "./events.js";
-import type { Incarnation, LedgerPort, Receipt } from "./ledger-port.js";
+import type { Incarnation, LedgerPort, Receipt } from "../ledger/port.js";
 import { ChainLookupDeferred, type ChainReader, type ChainVerdict } from "./reconcile.js";
 
 export type Resolution =

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { availabilityLabel, type BenchmarkPhase } from "../benchmark/availability.js";
 import type { BenchmarkService } from "../benchmark/service.js";
 import { HttpProblem } from "../http/problem.js";
-import type { LedgerPort as Ledger } from "../payments/ledger-port.js";
+import type { LedgerPort as Ledger } from "../ledger/port.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { BenchmarkPaymentHeaders, PaidQuery } from "../schemas/common.js";

@@ -9,7 +9,7 @@ import { parseConfig } from "../../src/config.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
 import { createChainReader } from "../../src/payments/reconcile.js";
 import { start } from "../../src/server.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";
 

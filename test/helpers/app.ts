@@ -4,7 +4,7 @@ import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { type Config, parseConfig } from "../../src/config.js";
 import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
 import { loadCatalog } from "../../src/store/catalog.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { type FakeGateway, fakeGateway } from "./fake-gateway.js";

@@ -11,7 +11,7 @@ import {
   facilitatorTarget,
 } from "../../src/payments/facilitator.js";
 import { loadCatalog } from "../../src/store/catalog.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, testConfig } from "../helpers/app.js";

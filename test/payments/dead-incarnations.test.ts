@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Incarnation } from "../../src/payments/ledger-port.js";
+import type { Incarnation } from "../../src/ledger/port.js";
 import { deadIncarnations } from "../../src/payments/reconciler.js";
 
 describe("deadIncarnations", () => {

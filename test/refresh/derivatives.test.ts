@@ -10,7 +10,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { createRefresher } from "../../src/refresh/refresher.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { loadCatalog } from "../../src/store/catalog.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
 import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";
 import { createUnlockService } from "../../src/unlocks/service.js";

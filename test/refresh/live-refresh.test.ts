@@ -9,7 +9,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { loadCatalog } from "../../src/store/catalog.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
 import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";

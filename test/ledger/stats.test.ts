@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
-import { openPostgresLedger } from "../../src/store/ledger-postgres.js";
-import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
+import type { ClaimRequest, LedgerPort } from "../../src/ledger/port.js";
+import { openPostgresLedger } from "../../src/ledger/postgres.js";
+import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 
 /* The read-only in-flight figures behind the ledger metrics, on both adapters: counts per in-flight state and when the

@@ -1,5 +1,5 @@
 /**
- * The ledger as the payment core sees it: a port with SQLite (src/store/ledger.ts) and PostgreSQL behind it. Every
+ * The ledger as the payment core sees it: a port with SQLite (src/ledger/embedded.ts) and PostgreSQL behind it. Every
  * method is asynchronous and is one whole operation (one transaction in the adapter), so the rules of "paid exactly
  * once, delivered at least once" hold whatever the backend and however many instances share it:
  *

@@ -2,12 +2,12 @@ import { spawn } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config.js";
-import type { ClaimRequest, LedgerPort } from "../../src/payments/ledger-port.js";
-import { openConfiguredLedger } from "../../src/store/ledger-factory.js";
-import { migratePostgres, openPostgresLedger } from "../../src/store/ledger-postgres.js";
-import { POSTGRES_MIGRATIONS } from "../../src/store/migrations/postgres.js";
+import type { ClaimRequest, LedgerPort } from "../../src/ledger/port.js";
+import { openConfiguredLedger } from "../../src/ledger/factory.js";
+import { migratePostgres, openPostgresLedger } from "../../src/ledger/postgres.js";
+import { POSTGRES_MIGRATIONS } from "../../src/ledger/migrations/postgres.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
-import { ledgerContract } from "./ledger-contract.js";
+import { ledgerContract } from "./contract.js";
 
 let server: TestPostgres;
 beforeAll(async () => {
@@ -250,7 +250,7 @@ describe("postgres ledger", () => {
           "--import",
           "tsx",
           "-e",
-          `const { openPostgresLedger } = await import("./src/store/ledger-postgres.ts");
+          `const { openPostgresLedger } = await import("./src/ledger/postgres.ts");
            const l = await openPostgresLedger(process.env.URL);
            await l.startIncarnation("inc-child", new Date());
            process.stdout.write("holding\\n");

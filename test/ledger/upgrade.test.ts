@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { readLegacyReceipts } from "../../src/ops/legacy-receipts.js";
 import { mergeReceipts, readLedgerReceipts } from "../../src/ops/ledger-reader.js";
 import { BILLED_STATUSES, buildReport } from "../../src/ops/receipts.js";
-import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
+import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 
 /*
  * Every SQLite schema the project has shipped (test/fixtures/ledger-schemas, copied from the history of src/store),

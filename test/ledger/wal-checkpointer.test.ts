@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
-import { walCheckpointer } from "../../src/store/wal-checkpointer.js";
+import { openSqliteLedger } from "../../src/ledger/sqlite.js";
+import { walCheckpointer } from "../../src/ledger/wal-checkpointer.js";
 import { settleNew, testClaim } from "../helpers/ledger.js";
 
 const dirs: string[] = [];

@@ -13,7 +13,7 @@ import {
   type PaymentIdentity,
   type Receipt,
   type StoredResponse,
-} from "../payments/ledger-port.js";
+} from "./port.js";
 import {
   bindingRecords,
   existingReceiptAnswer,
@@ -25,7 +25,7 @@ import {
   LIVE_STATUSES_SQL,
   receiptFromRow,
   UNDELIVERED_SQL,
-} from "./ledger-rows.js";
+} from "./rows.js";
 import { noCheckpointer, type WalCheckpointerOptions, walCheckpointer } from "./wal-checkpointer.js";
 import { noFlush, walFlusher } from "./wal-flush.js";
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { walFlusher } from "../../src/store/wal-flush.js";
+import { walFlusher } from "../../src/ledger/wal-flush.js";
 
 const dirs: string[] = [];
 afterEach(() => {

@@ -1,6 +1,6 @@
 import { type Config, ConfigError } from "../config.js";
-import type { LedgerPort } from "../payments/ledger-port.js";
-import { openSqliteLedger } from "./ledger-sqlite.js";
+import type { LedgerPort } from "./port.js";
+import { openSqliteLedger } from "./sqlite.js";
 
 export interface OpenedLedger {
   ledger: LedgerPort;
@@ -18,7 +18,7 @@ export async function openConfiguredLedger(
 ): Promise<OpenedLedger> {
   if (config.ledgerUrl) {
     // Loaded only when configured: a SQLite deployment never loads the pg driver.
-    const { openPostgresLedger } = await import("./ledger-postgres.js");
+    const { openPostgresLedger } = await import("./postgres.js");
     try {
       return { ledger: await openPostgresLedger(config.ledgerUrl), backend: "postgres", shared: true };
     } catch (err) {

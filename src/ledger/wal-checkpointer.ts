@@ -7,7 +7,7 @@ import { Worker } from "node:worker_threads";
  * SQLite's automatic checkpoint runs inside whichever commit crosses its threshold, on the caller's thread: copying the
  * WAL and fsyncing both files there stalls every request for several ms. Here a second connection in a worker runs
  * `wal_checkpoint(PASSIVE)`, which never waits for (nor blocks) the writer; the writer's own automatic checkpoint is
- * left far out as a backstop (see ledger-sqlite.ts), so the WAL stays bounded if the worker lags or fails.
+ * left far out as a backstop (see sqlite.ts), so the WAL stays bounded if the worker lags or fails.
  *
  * The worker is a CommonJS string (`eval`) given the driver's absolute path, so it loads the same way from the
  * TypeScript sources (tsx, ESM), the tsc build and `npm start`'s CommonJS bundle, where there is no worker file

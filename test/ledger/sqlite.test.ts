@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
+import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 import { claimNew, settleNew, testClaim } from "../helpers/ledger.js";
-import { ledgerContract } from "./ledger-contract.js";
+import { ledgerContract } from "./contract.js";
 
 const dirs: string[] = [];
 const tempDb = () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ClaimRequest, LedgerPort, PaymentIdentity } from "../../src/payments/ledger-port.js";
+import type { ClaimRequest, LedgerPort, PaymentIdentity } from "../../src/ledger/port.js";
 
 /**
  * The ledger port's contract, run against every adapter (SQLite here, PostgreSQL where a database is available):

@@ -6,7 +6,7 @@ import {
   type Receipt,
   type ReceiptStatus,
   type StoredResponse,
-} from "../payments/ledger-port.js";
+} from "./port.js";
 
 /**
  * A `receipts` row as a driver hands it back. The columns are the same on every backend; only how a timestamp and the
