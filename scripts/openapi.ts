@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { buildApp } from "../src/app.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
 import { parseConfig } from "../src/config.js";
-import { createFacilitatorGateway } from "../src/payments/facilitator.js";
+import { createFacilitatorGateway } from "../src/payments/gateway.js";
 import { writeFileAtomic } from "../src/store/atomic-write.js";
 import { loadCatalog } from "../src/store/catalog.js";
 import { openLedger } from "../src/ledger/embedded.js";

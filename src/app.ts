@@ -33,11 +33,11 @@ import {
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
-import type { FacilitatorGateway } from "./payments/facilitator.js";
+import type { FacilitatorGateway } from "./payments/gateway.js";
 import type { LedgerPort } from "./ledger/port.js";
 import { registerPaywall } from "./payments/paywall.js";
 import payments from "./payments/plugin.js";
-import type { ChainReader } from "./payments/reconcile.js";
+import type { ChainReader } from "./payments/chain-reader.js";
 import type { ServiceIdentity } from "./payments/requirements.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";

@@ -9,8 +9,8 @@ import {
   createFacilitatorClient,
   createFacilitatorGateway,
   facilitatorTarget,
-} from "./payments/facilitator.js";
-import { type ChainReader, createChainReader } from "./payments/reconcile.js";
+} from "./payments/gateway.js";
+import { type ChainReader, createChainReader } from "./payments/chain-reader.js";
 import { formatUsdc } from "./payments/requirements.js";
 import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
 import { listenProblem, preflight } from "./preflight.js";

@@ -22,7 +22,7 @@ import { Hono } from "hono";
 import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { parseConfig } from "../../src/config.js";
-import { createFacilitatorClient, createFacilitatorGateway } from "../../src/payments/facilitator.js";
+import { createFacilitatorClient, createFacilitatorGateway } from "../../src/payments/gateway.js";
 import { loadCatalog } from "../../src/store/catalog.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";

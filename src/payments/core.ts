@@ -5,7 +5,7 @@ import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/
 import type { FastifyBaseLogger } from "fastify";
 import { v1NameOf } from "../chain/networks.js";
 import type { PaymentObserver, PaymentOutcome } from "./events.js";
-import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./facilitator.js";
+import { FacilitatorFault, type FacilitatorGateway, SETTLEMENT_PENDING } from "./gateway.js";
 import {
   type LedgerPort,
   normalizeNetwork,
@@ -14,8 +14,8 @@ import {
   type StoredResponse,
 } from "../ledger/port.js";
 import type { Proof } from "./proof.js";
-import type { ChainReader } from "./reconcile.js";
-import { deadIncarnations, resolveFromChain } from "./reconciler.js";
+import type { ChainReader } from "./chain-reader.js";
+import { deadIncarnations, resolveFromChain } from "./recovery.js";
 import type { PaymentTerms, RoutePrice } from "./requirements.js";
 import { settleFailureKind } from "./settle-failure.js";
 import { authorizationDomainOf, signedByPayer } from "./signature.js";

@@ -1,6 +1,6 @@
 import { PROBLEM_CONTENT_TYPE, type Problem, problem } from "../http/problem.js";
 import type { Admission, Completion, Refusal } from "./core.js";
-import type { FacilitatorFault } from "./facilitator.js";
+import type { FacilitatorFault } from "./gateway.js";
 import type { StoredResponse } from "../ledger/port.js";
 
 /**

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { type AppDeps, buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { type Config, parseConfig } from "../../src/config.js";
-import type { FacilitatorGateway } from "../../src/payments/facilitator.js";
+import type { FacilitatorGateway } from "../../src/payments/gateway.js";
 import { loadCatalog } from "../../src/store/catalog.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";

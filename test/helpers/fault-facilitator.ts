@@ -10,8 +10,8 @@ import {
   createFacilitatorGateway,
   type FacilitatorGateway,
   facilitatorTarget,
-} from "../../src/payments/facilitator.js";
-import type { ChainReader } from "../../src/payments/reconcile.js";
+} from "../../src/payments/gateway.js";
+import type { ChainReader } from "../../src/payments/chain-reader.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
 import { PRICES } from "../../src/routes/prices.js";

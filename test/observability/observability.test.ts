@@ -9,7 +9,7 @@ import {
   createFacilitatorClient,
   createFacilitatorGateway,
   facilitatorTarget,
-} from "../../src/payments/facilitator.js";
+} from "../../src/payments/gateway.js";
 import { loadCatalog } from "../../src/store/catalog.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Incarnation } from "../../src/ledger/port.js";
-import { deadIncarnations } from "../../src/payments/reconciler.js";
+import { deadIncarnations } from "../../src/payments/recovery.js";
 
 describe("deadIncarnations", () => {
   const now = new Date("2026-11-22T12:00:00.000Z");

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { PaymentObserver } from "./events.js";
 import type { Incarnation, LedgerPort, Receipt } from "../ledger/port.js";
-import { ChainLookupDeferred, type ChainReader, type ChainVerdict } from "./reconcile.js";
+import { ChainLookupDeferred, type ChainReader, type ChainVerdict } from "./chain-reader.js";
 
 export type Resolution =
   | { kind: "settled"; receipt: Receipt }
