@@ -12,15 +12,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { dataPath, repoRoot } from "../src/store/paths.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { dataPath, repoRoot } from "../src/files/paths.js";
 import {
   buildUnlockStore,
   loadUnlockStore,
   toDailySeries,
   validateUnlockSnapshot,
-} from "../src/store/unlocks-snapshot.js";
-import { formatDay } from "../src/store/unlocks-dates.js";
+} from "../src/unlocks/data/snapshot.js";
+import { formatDay } from "../src/unlocks/data/dates.js";
 import {
   BOOT,
   CANDIDATES,

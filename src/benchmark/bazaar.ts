@@ -6,7 +6,7 @@
  * `bazaarItemToEntry`.
  */
 
-import type { CatalogEntry } from "../store/catalog-schema.js";
+import type { CatalogEntry } from "./catalog/schema.js";
 import { categorize, DESCRIPTION_STOPWORDS, submarketOf, words } from "./categories.js";
 import { toIsoUtc } from "./compiled-catalog.js";
 import { atomicToUsd, BASE_MAINNET, isTestnet, toCaip2, usdcDecimals } from "./money.js";

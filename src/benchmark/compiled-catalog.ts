@@ -1,4 +1,4 @@
-import { CATEGORIES, type CatalogEntry, type Category } from "../store/catalog-schema.js";
+import { CATEGORIES, type CatalogEntry, type Category } from "./catalog/schema.js";
 import { submarketOf } from "./categories.js";
 import { usdcDecimals, usdToAtomic } from "./money.js";
 

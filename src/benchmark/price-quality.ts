@@ -1,4 +1,4 @@
-import type { CatalogEntry } from "../store/catalog-schema.js";
+import type { CatalogEntry } from "./catalog/schema.js";
 import { words } from "./categories.js";
 import { BASE_MAINNET, isTestnet } from "./money.js";
 

@@ -4,7 +4,7 @@
  */
 
 import type { BenchmarkResult } from "../schemas/benchmark-response.js";
-import type { Catalog } from "../store/catalog.js";
+import type { Catalog } from "./catalog/snapshot.js";
 import { submarketOf } from "./categories.js";
 import {
   PROBE_MAX_BYTES,

@@ -1,6 +1,6 @@
-import { formatDay } from "../store/unlocks-dates.js";
-import type { DailySeries, UnlockStore } from "../store/unlocks-snapshot.js";
-import type { TokenRecord } from "../store/unlocks-types.js";
+import { formatDay } from "./data/dates.js";
+import type { DailySeries, UnlockStore } from "./data/snapshot.js";
+import type { TokenRecord } from "./data/types.js";
 import { mean, selectNonOverlapping } from "./backtest.js";
 import {
   clusterBootstrap,

@@ -1,7 +1,7 @@
-import { parseDay } from "../store/unlocks-dates.js";
-import type { TokenRecord } from "../store/unlocks-types.js";
+import { parseDay } from "./data/dates.js";
+import type { TokenRecord } from "./data/types.js";
 import { type SixMvFile, piecesFromDaily, tableName } from "./import-6mv.js";
-import type { SupplyPiece } from "../store/unlocks-types.js";
+import type { SupplyPiece } from "./data/types.js";
 import type { CirculatingReport, ReportIndex } from "./circulating-reported.js";
 import { type CirculatingRule, circulatingAt, splitBefore, unlockedBefore } from "./supply.js";
 

@@ -1,14 +1,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import { type DailySeries, seriesAt, toDailySeries } from "../store/unlocks-snapshot.js";
+import { formatDay, parseDay } from "./data/dates.js";
+import { type DailySeries, seriesAt, toDailySeries } from "./data/snapshot.js";
 import type {
   PriceSeries,
   RecipientCategory,
   SchedulePiece,
   TokenRecord,
   UnlockSnapshot,
-} from "../store/unlocks-types.js";
+} from "./data/types.js";
 import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
 
 /** One file of ../shared/data/unlock-history-6mv (see its README). */

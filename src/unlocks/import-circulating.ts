@@ -1,4 +1,4 @@
-import type { TokenRecord } from "../store/unlocks-types.js";
+import type { TokenRecord } from "./data/types.js";
 
 /** One row of a CoinMarketCap monthly snapshot page (the fields kept). */
 export interface CmcRow {

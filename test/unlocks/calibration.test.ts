@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { dataPath } from "../../src/store/paths.js";
-import { formatDay } from "../../src/store/unlocks-dates.js";
+import { dataPath } from "../../src/files/paths.js";
+import { formatDay } from "../../src/unlocks/data/dates.js";
 import {
   buildUnlockStore,
   loadUnlockStore,
   toDailySeries,
   validateUnlockSnapshot,
-} from "../../src/store/unlocks-snapshot.js";
+} from "../../src/unlocks/data/snapshot.js";
 import { holdoutFromDay, shippedSampler, studyStore } from "../../src/unlocks/calibration.js";
 import { load6mv } from "../../src/unlocks/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../../src/unlocks/market-history.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DailySeries } from "../../src/store/unlocks-snapshot.js";
+import type { DailySeries } from "../../src/unlocks/data/snapshot.js";
 import { quintileSpread, spearman } from "../../src/unlocks/calibration.js";
 import { clusterBootstrap, fitMarketModel, mulberry32, studyEvent } from "../../src/unlocks/event-study.js";
 

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { dataPath } from "../../src/store/paths.js";
-import { parseDay } from "../../src/store/unlocks-dates.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { dataPath } from "../../src/files/paths.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { agreementRows, compare6mv, within } from "../../src/unlocks/circulating-check.js";
 import { read6mvDir } from "../../src/unlocks/import-6mv.js";
 import {

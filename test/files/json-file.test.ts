@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseJsonBytes, readJsonFile } from "../../src/store/json-file.js";
-import { dataPath } from "../../src/store/paths.js";
-import { readUnlockSnapshot, SnapshotValidationError } from "../../src/store/unlocks-snapshot.js";
+import { parseJsonBytes, readJsonFile } from "../../src/files/json-file.js";
+import { dataPath } from "../../src/files/paths.js";
+import { readUnlockSnapshot, SnapshotValidationError } from "../../src/unlocks/data/snapshot.js";
 
 /** What the plain path gives: the UTF-8 text, parsed. */
 const plain = (bytes: Buffer): unknown => JSON.parse(bytes.toString("utf8"));

@@ -8,7 +8,7 @@ export function repoRoot(): string {
   for (;;) {
     if (existsSync(join(dir, "package.json"))) return dir;
     const parent = dirname(dir);
-    if (parent === dir) throw new Error("repository root (package.json) not found above src/store");
+    if (parent === dir) throw new Error("repository root (package.json) not found above src/files");
     dir = parent;
   }
 }

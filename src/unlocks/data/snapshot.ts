@@ -1,11 +1,11 @@
 import { Compile } from "typebox/compile";
-import { EMPTY_REPORTS, loadReportedCirculating, type ReportIndex } from "../unlocks/circulating-reported.js";
-import { readJsonFile } from "./json-file.js";
-import { dataPath } from "./paths.js";
-import { parseDay } from "./unlocks-dates.js";
-import { type PriceSeries, type SeriesSegment, type TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
+import { EMPTY_REPORTS, loadReportedCirculating, type ReportIndex } from "../circulating-reported.js";
+import { readJsonFile } from "../../files/json-file.js";
+import { dataPath } from "../../files/paths.js";
+import { parseDay } from "./dates.js";
+import { type PriceSeries, type SeriesSegment, type TokenRecord, UnlockSnapshot } from "./types.js";
 
-export type { TokenRecord, UnlockSnapshot } from "./unlocks-types.js";
+export type { TokenRecord, UnlockSnapshot } from "./types.js";
 
 /**
  * Daily values: element i is day startDay + i. The store's series are Float64Arrays with NaN where the snapshot has

@@ -4,8 +4,8 @@ import {
   loadUnlockStore,
   SnapshotValidationError,
   validateUnlockSnapshot,
-} from "../../src/store/unlocks-snapshot.js";
-import type { UnlockSnapshot } from "../../src/store/unlocks-types.js";
+} from "../../../src/unlocks/data/snapshot.js";
+import type { UnlockSnapshot } from "../../../src/unlocks/data/types.js";
 
 const shipped = loadUnlockStore().snapshot;
 const clone = (): UnlockSnapshot => structuredClone(shipped);

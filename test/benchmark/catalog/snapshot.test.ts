@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { readShippedMarket } from "../../scripts/market-files.js";
-import { resourceKey } from "../../src/benchmark/bazaar.js";
-import { toIsoUtc } from "../../src/benchmark/compiled-catalog.js";
+import { readShippedMarket } from "../../../scripts/market-files.js";
+import { resourceKey } from "../../../src/benchmark/bazaar.js";
+import { toIsoUtc } from "../../../src/benchmark/compiled-catalog.js";
 import {
   atomicToUsd,
   isTestnet,
@@ -11,7 +11,7 @@ import {
   toCaip2,
   usdcDecimals,
   usdToAtomic,
-} from "../../src/benchmark/money.js";
+} from "../../../src/benchmark/money.js";
 import {
   CatalogValidationError,
   catalogFromSnapshot,
@@ -19,8 +19,8 @@ import {
   loadCatalog,
   repoRoot,
   validateSnapshot,
-} from "../../src/store/catalog.js";
-import type { CatalogSnapshot } from "../../src/store/catalog-schema.js";
+} from "../../../src/benchmark/catalog/snapshot.js";
+import type { CatalogSnapshot } from "../../../src/benchmark/catalog/schema.js";
 
 const snapshotJson = (): Record<string, unknown> & { endpoints: Record<string, unknown>[] } =>
   JSON.parse(readFileSync(defaultSnapshotPath(), "utf8"));

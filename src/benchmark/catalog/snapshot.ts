@@ -7,10 +7,10 @@ import {
   CatalogSnapshotSchema,
   type CatalogSource,
   type Category,
-} from "./catalog-schema.js";
-import { dataPath } from "./paths.js";
+} from "./schema.js";
+import { dataPath } from "../../files/paths.js";
 
-export type { CatalogEntry, CatalogSnapshot, CatalogSource, Category } from "./catalog-schema.js";
+export type { CatalogEntry, CatalogSnapshot, CatalogSource, Category } from "./schema.js";
 
 /** The validated, indexed market data the benchmark reads. Immutable after load. */
 export interface Catalog {
@@ -127,4 +127,4 @@ export function loadCatalog(path?: string): Catalog {
   return catalogFromSnapshot(parsed, file);
 }
 
-export { repoRoot } from "./paths.js";
+export { repoRoot } from "../../files/paths.js";

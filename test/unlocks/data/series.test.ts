@@ -4,8 +4,8 @@ import {
   seriesAt,
   toDailySeries,
   toSeriesValues,
-} from "../../src/store/unlocks-snapshot.js";
-import type { PriceSeries } from "../../src/store/unlocks-types.js";
+} from "../../../src/unlocks/data/snapshot.js";
+import type { PriceSeries } from "../../../src/unlocks/data/types.js";
 
 const store = loadUnlockStore();
 const shippedSeries: [string, PriceSeries][] = [

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { buildShippedSnapshot, shippedInputs } from "../../scripts/build-snapshot.js";
-import { dataPath } from "../../src/store/paths.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { buildShippedSnapshot, shippedInputs } from "../../../scripts/build-snapshot.js";
+import { dataPath } from "../../../src/files/paths.js";
+import { loadUnlockStore } from "../../../src/unlocks/data/snapshot.js";
 
 const shipped = loadUnlockStore().snapshot;
 
