@@ -23,7 +23,7 @@ import type {
   TokenRecord,
   UnlockSnapshot,
 } from "../src/unlocks/data/types.js";
-import { type CompiledSchedules, defillamaSlugFrom, scheduleFacts } from "../src/unlocks/import-schedules.js";
+import { type CompiledSchedules, defillamaSlugFrom, scheduleFacts } from "../src/build/import-schedules.js";
 import {
   adapterUrl,
   firstReleaseDay,
@@ -33,7 +33,7 @@ import {
   vestingPiecesOf,
   type WideSchedules,
   type WideToken,
-} from "../src/unlocks/import-wide.js";
+} from "../src/build/import-wide.js";
 import {
   buildBenchmarkSeries,
   buildTokenSeries,

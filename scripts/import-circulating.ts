@@ -13,7 +13,7 @@ import { parseArgs } from "node:util";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { dataPath } from "../src/files/paths.js";
 import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
-import { matchReports, parseCmcCsv } from "../src/unlocks/import-circulating.js";
+import { matchReports, parseCmcCsv } from "../src/build/import-circulating.js";
 
 const { values } = parseArgs({ options: { from: { type: "string" } } });
 if (!values.from) throw new Error("--from <folder> is required");

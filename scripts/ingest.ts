@@ -26,7 +26,7 @@ import { SOURCES, type SourceName } from "../src/refresh/status.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { repoRoot as rootDir } from "../src/files/paths.js";
 import { parseUnlockSnapshot, validateUnlockSnapshot } from "../src/unlocks/data/snapshot.js";
-import { load6mv } from "../src/unlocks/import-6mv.js";
+import { load6mv } from "../src/build/import-6mv.js";
 import { BINANCE_FUTURES_BASE } from "../src/unlocks/ingest/binance.js";
 import { BYBIT_DEFAULT_BASE } from "../src/unlocks/ingest/bybit.js";
 import { COINGECKO_DEFAULT_BASE } from "../src/unlocks/ingest/coingecko.js";

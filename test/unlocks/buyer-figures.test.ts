@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { expandTokenEvents, stepDays } from "../../src/unlocks/events.js";
-import { EMISSION_SECTIONS } from "../../src/unlocks/import-schedules.js";
-import { EMISSION_BY_SOURCE, UNDATED_ADAPTERS } from "../../src/unlocks/import-wide.js";
+import { EMISSION_SECTIONS } from "../../src/build/import-schedules.js";
+import { EMISSION_BY_SOURCE, UNDATED_ADAPTERS } from "../../src/build/import-wide.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { dayOfUnix, formatDay } from "../../src/unlocks/data/dates.js";
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { heldOutHeadline } from "../../scripts/calibrate.js";
 import { repoRoot } from "../../src/files/paths.js";
-import { heldOutPoints, heldOutTallies } from "../../src/unlocks/circulating-check.js";
+import { heldOutPoints, heldOutTallies } from "../../src/build/circulating-check.js";
 import { parseDay } from "../../src/unlocks/data/dates.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import type { TokenRecord } from "../../src/unlocks/data/types.js";
@@ -12,7 +12,7 @@ import {
   loadReportedCirculating,
   ReportRecordError,
 } from "../../src/unlocks/circulating-reported.js";
-import { isSameAsset, matchReports } from "../../src/unlocks/import-circulating.js";
+import { isSameAsset, matchReports } from "../../src/build/import-circulating.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { circulatingAt, reportedVsRebuilt } from "../../src/unlocks/supply.js";
 

@@ -1,7 +1,7 @@
-import { formatDay } from "./data/dates.js";
-import type { DailySeries, UnlockStore } from "./data/snapshot.js";
-import type { TokenRecord } from "./data/types.js";
-import { mean, selectNonOverlapping } from "./backtest.js";
+import { formatDay } from "../unlocks/data/dates.js";
+import type { DailySeries, UnlockStore } from "../unlocks/data/snapshot.js";
+import type { TokenRecord } from "../unlocks/data/types.js";
+import { mean, selectNonOverlapping } from "../unlocks/backtest.js";
 import {
   clusterBootstrap,
   type EventStudy,
@@ -10,9 +10,9 @@ import {
   studyEvent,
   WINDOWS,
   type WindowKey,
-} from "./event-study.js";
-import { type ModelParams, SHIPPED_PARAMS, scoreRisk } from "./risk-model.js";
-import type { ScoredEvent } from "./scoring.js";
+} from "../unlocks/event-study.js";
+import { type ModelParams, SHIPPED_PARAMS, scoreRisk } from "../unlocks/risk-model.js";
+import type { ScoredEvent } from "../unlocks/scoring.js";
 
 /**
  * Releases of one token within this many days are one event (the higher-scored one kept): a release

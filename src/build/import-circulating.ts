@@ -1,4 +1,4 @@
-import type { TokenRecord } from "./data/types.js";
+import type { TokenRecord } from "../unlocks/data/types.js";
 
 /** One row of a CoinMarketCap monthly snapshot page (the fields kept). */
 export interface CmcRow {

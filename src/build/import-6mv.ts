@@ -1,15 +1,15 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { formatDay, parseDay } from "./data/dates.js";
-import { type DailySeries, seriesAt, toDailySeries } from "./data/snapshot.js";
+import { formatDay, parseDay } from "../unlocks/data/dates.js";
+import { type DailySeries, seriesAt, toDailySeries } from "../unlocks/data/snapshot.js";
 import type {
   PriceSeries,
   RecipientCategory,
   SchedulePiece,
   TokenRecord,
   UnlockSnapshot,
-} from "./data/types.js";
-import { buildBenchmarkSeries, readMarketIndex } from "./market-history.js";
+} from "../unlocks/data/types.js";
+import { buildBenchmarkSeries, readMarketIndex } from "../unlocks/market-history.js";
 
 /** One file of ../shared/data/unlock-history-6mv (see its README). */
 export interface SixMvFile {

@@ -1,4 +1,4 @@
-import type { RecipientCategory, SchedulePiece, TokenRecord } from "./data/types.js";
+import type { RecipientCategory, SchedulePiece, TokenRecord } from "../unlocks/data/types.js";
 
 /** One token of ../shared/data/unlock-schedules/schedules.json. */
 export interface CompiledScheduleToken {

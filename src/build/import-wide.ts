@@ -1,11 +1,11 @@
-import { dayOfUnix, formatDay, parseDay } from "./data/dates.js";
+import { dayOfUnix, formatDay, parseDay } from "../unlocks/data/dates.js";
 import type {
   RecipientCategory,
   SchedulePiece,
   SupplyModel,
   SupplyPiece,
   SupplySchedule,
-} from "./data/types.js";
+} from "../unlocks/data/types.js";
 
 /**
  * The wide schedule set (data/unlocks-wide/schedules.json): every allocation DefiLlama's emissions adapters model for

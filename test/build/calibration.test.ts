@@ -7,8 +7,8 @@ import {
   toDailySeries,
   validateUnlockSnapshot,
 } from "../../src/unlocks/data/snapshot.js";
-import { holdoutFromDay, shippedSampler, studyStore } from "../../src/unlocks/calibration.js";
-import { load6mv } from "../../src/unlocks/import-6mv.js";
+import { holdoutFromDay, shippedSampler, studyStore } from "../../src/build/calibration.js";
+import { load6mv } from "../../src/build/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../../src/unlocks/market-history.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 
