@@ -11,7 +11,7 @@ import {
   facilitatorTarget,
 } from "./payments/gateway.js";
 import { type ChainReader, createChainReader } from "./payments/chain-reader.js";
-import { formatUsdc } from "./payments/requirements.js";
+import { formatUsdc } from "./chain/usdc.js";
 import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
 import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";

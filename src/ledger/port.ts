@@ -1,3 +1,5 @@
+import { caip2OfV1 } from "../chain/networks.js";
+
 /**
  * The ledger as the payment core sees it: a port with SQLite (src/ledger/embedded.ts) and PostgreSQL behind it. Every
  * method is asynchronous and is one whole operation (one transaction in the adapter), so the rules of "paid exactly
@@ -220,20 +222,10 @@ export interface LedgerPort {
   close(): Promise<void>;
 }
 
-/** x402 v1 network names → CAIP-2 (v2). Unknown names are kept, lower-cased, so nothing is silently merged. */
-const V1_NETWORKS: Record<string, string> = {
-  base: "eip155:8453",
-  "base-sepolia": "eip155:84532",
-  ethereum: "eip155:1",
-  avalanche: "eip155:43114",
-  "avalanche-fuji": "eip155:43113",
-  polygon: "eip155:137",
-  "polygon-amoy": "eip155:80002",
-};
-
+/** A network as CAIP-2 (v2), x402 v1 names translated; unknown names kept, lower-cased, so nothing is silently merged. */
 export function normalizeNetwork(network: string): string {
   const n = network.trim().toLowerCase();
-  return V1_NETWORKS[n] ?? n;
+  return caip2OfV1(n) ?? n;
 }
 
 /** The one spelling of an identity the ledger stores and compares: CAIP-2 network, lower-case hex. */

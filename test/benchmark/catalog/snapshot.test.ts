@@ -2,10 +2,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readShippedMarket } from "../../../scripts/market-files.js";
+import { atomicToUsd } from "../../../src/chain/usdc.js";
 import { resourceKey } from "../../../src/benchmark/bazaar.js";
 import { toIsoUtc } from "../../../src/benchmark/compiled-catalog.js";
 import {
-  atomicToUsd,
   isTestnet,
   numberToDecimalString,
   toCaip2,
