@@ -4,7 +4,7 @@ import { usdcDecimals, usdToAtomic } from "./money.js";
 
 export const COMPILED_CATALOG_SOURCE_ID = "x402-catalog";
 
-/** One row of ../shared/data/x402-catalog/catalog.json as published (facts only). */
+/** One row of data/x402-catalog/catalog.json (the compiled catalog as published; facts only). */
 interface CompiledRow {
   url: string;
   method: string;

@@ -11,7 +11,7 @@ import type {
 } from "../unlocks/data/types.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../unlocks/market-history.js";
 
-/** One file of ../shared/data/unlock-history-6mv (see its README). */
+/** One file of data/unlock-history-6mv (see its README). */
 export interface SixMvFile {
   coingecko_id: string;
   allocation_class: "private" | "public";

@@ -1,6 +1,6 @@
 import type { RecipientCategory, SchedulePiece, TokenRecord } from "../unlocks/data/types.js";
 
-/** One token of ../shared/data/unlock-schedules/schedules.json. */
+/** One token of data/unlock-schedules/schedules.json. */
 export interface CompiledScheduleToken {
   symbol: string;
   name: string;
