@@ -12,18 +12,18 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { dataPath } from "../src/store/paths.js";
-import { formatDay, parseDay } from "../src/store/unlocks-dates.js";
-import { validateUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { dataPath } from "../src/files/paths.js";
+import { formatDay, parseDay } from "../src/unlocks/data/dates.js";
+import { validateUnlockSnapshot } from "../src/unlocks/data/snapshot.js";
 import type {
   PriceSeries,
   SupplyModel,
   SupplySchedule,
   TokenRecord,
   UnlockSnapshot,
-} from "../src/store/unlocks-types.js";
-import { type CompiledSchedules, defillamaSlugFrom, scheduleFacts } from "../src/unlocks/import-schedules.js";
+} from "../src/unlocks/data/types.js";
+import { type CompiledSchedules, defillamaSlugFrom, scheduleFacts } from "../src/build/import-schedules.js";
 import {
   adapterUrl,
   firstReleaseDay,
@@ -33,7 +33,7 @@ import {
   vestingPiecesOf,
   type WideSchedules,
   type WideToken,
-} from "../src/unlocks/import-wide.js";
+} from "../src/build/import-wide.js";
 import {
   buildBenchmarkSeries,
   buildTokenSeries,

@@ -12,15 +12,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { dataPath, repoRoot } from "../src/store/paths.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { dataPath, repoRoot } from "../src/files/paths.js";
 import {
   buildUnlockStore,
   loadUnlockStore,
   toDailySeries,
   validateUnlockSnapshot,
-} from "../src/store/unlocks-snapshot.js";
-import { formatDay } from "../src/store/unlocks-dates.js";
+} from "../src/unlocks/data/snapshot.js";
+import { formatDay } from "../src/unlocks/data/dates.js";
 import {
   BOOT,
   CANDIDATES,
@@ -52,7 +52,7 @@ import {
   studyStore,
   WINDOWS,
   yearOf,
-} from "../src/unlocks/calibration.js";
+} from "../src/build/calibration.js";
 import {
   agreementRows,
   boundHolds,
@@ -66,10 +66,10 @@ import {
   heldOutTallies,
   type Tally,
   tally,
-} from "../src/unlocks/circulating-check.js";
+} from "../src/build/circulating-check.js";
 import { ANCHORED_RULE, CIRCULATING_RULE, RESERVE_RULE } from "../src/unlocks/supply.js";
 import { ESTIMATION, type Interval } from "../src/unlocks/event-study.js";
-import { load6mv, read6mvDir } from "../src/unlocks/import-6mv.js";
+import { load6mv, read6mvDir } from "../src/build/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../src/unlocks/market-history.js";
 import { MODEL_VERSION } from "../src/unlocks/risk-model.js";
 import { createUnlockService } from "../src/unlocks/service.js";

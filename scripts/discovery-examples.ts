@@ -9,9 +9,9 @@
 import { fileURLToPath } from "node:url";
 import { availabilityLabel } from "../src/benchmark/availability.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { loadCatalog } from "../src/store/catalog.js";
-import { loadUnlockStore } from "../src/store/unlocks-snapshot.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
+import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 
 export const EXAMPLES_PATH = fileURLToPath(

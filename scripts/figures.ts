@@ -1,6 +1,6 @@
 import * as vega from "vega";
 import { compile, type TopLevelSpec } from "vega-lite";
-import type { PathBand } from "../src/unlocks/calibration.js";
+import type { PathBand } from "../src/build/calibration.js";
 
 /**
  * Average CAR path with its interval band, one colour per group, rendered headless to SVG by

@@ -8,8 +8,8 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { formatDay, parseDay } from "../src/store/unlocks-dates.js";
-import { defaultSnapshotPath, readUnlockSnapshot } from "../src/store/unlocks-snapshot.js";
+import { formatDay, parseDay } from "../src/unlocks/data/dates.js";
+import { defaultSnapshotPath, readUnlockSnapshot } from "../src/unlocks/data/snapshot.js";
 import { asIfEarlier, binanceStandIn } from "../test/helpers/market-standin.js";
 
 const HELD_BACK = 21;

@@ -22,7 +22,7 @@ import {
   recordingFromListing,
   serializeRecording,
 } from "../src/benchmark/recording.js";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { bazaarDir, readShippedMarket, writeSnapshot } from "./market-files.js";
 
 const options = {

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { paymentNetwork } from "../src/chain/networks.js";
+import { BASE_MAINNET, paymentNetwork } from "../src/chain/networks.js";
 import { ConfigError, loadDotEnv } from "../src/config.js";
 import { chainClient, scanPayments } from "../src/ops/chain-payments.js";
 import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
@@ -12,7 +12,7 @@ import {
 } from "../src/ops/ledger-ops.js";
 import { usd } from "../src/ops/receipts.js";
 import { PRICES } from "../src/routes/prices.js";
-import { openConfiguredLedger } from "../src/store/ledger-factory.js";
+import { openConfiguredLedger } from "../src/ledger/factory.js";
 
 /*
  * npm run ledger -- backup FILE                          consistent copy of the live SQLite ledger
@@ -91,7 +91,7 @@ if (command === "backup") {
   process.exit(0);
 }
 
-const network = paymentNetwork(values.network ?? env.NETWORK ?? "eip155:8453");
+const network = paymentNetwork(values.network ?? env.NETWORK ?? BASE_MAINNET.caip2);
 if (!network) fail(`--network/NETWORK ${values.network ?? env.NETWORK}: set eip155:8453 or eip155:84532`);
 const rpc = values.rpc ?? env.CHAIN_RPC_URL;
 if (!rpc) fail("no chain RPC: set CHAIN_RPC_URL or pass --rpc URL");

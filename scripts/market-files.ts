@@ -3,9 +3,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { buildMarketSnapshot, COMPILED_NAME } from "../src/benchmark/market-build.js";
 import { parseRecording, type Recording } from "../src/benchmark/recording.js";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/store/catalog.js";
-import type { CatalogSnapshot } from "../src/store/catalog-schema.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/benchmark/catalog/snapshot.js";
+import type { CatalogSnapshot } from "../src/benchmark/catalog/schema.js";
 
 export { COMPILED_NAME };
 

@@ -6,11 +6,11 @@ import { fileURLToPath } from "node:url";
 import { buildApp } from "../src/app.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
 import { parseConfig } from "../src/config.js";
-import { createFacilitatorGateway } from "../src/payments/facilitator.js";
-import { writeFileAtomic } from "../src/store/atomic-write.js";
-import { loadCatalog } from "../src/store/catalog.js";
-import { openLedger } from "../src/store/ledger.js";
-import { loadUnlockStore } from "../src/store/unlocks-snapshot.js";
+import { createFacilitatorGateway } from "../src/payments/gateway.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
+import { openLedger } from "../src/ledger/embedded.js";
+import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 
 export const OPENAPI_PATH = fileURLToPath(new URL("../openapi/openapi.json", import.meta.url));

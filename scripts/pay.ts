@@ -6,7 +6,7 @@ import { x402HTTPClient } from "@x402/core/client";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { parseUnits } from "viem";
 import { paymentNetwork } from "../src/chain/networks.js";
-import { formatUsdc } from "../src/payments/requirements.js";
+import { formatUsdc } from "../src/chain/usdc.js";
 import { buyerClient, DEVNET_BUYER_KEY, decodeSettlement } from "./buyer.js";
 
 const HELP = `Pay one call of a pressure402 (x402) API and print the answer.

@@ -4,7 +4,7 @@ import { ConfigError, loadDotEnv } from "../src/config.js";
 import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
 import { mergeReceipts, readLedgerReceipts } from "../src/ops/ledger-reader.js";
 import { BILLED_STATUSES, buildReport, isDay, toCsv } from "../src/ops/receipts.js";
-import { openConfiguredLedger } from "../src/store/ledger-factory.js";
+import { openConfiguredLedger } from "../src/ledger/factory.js";
 
 /*
  * npm run receipts -- [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--csv] [--ledger PATH] [--no-links]

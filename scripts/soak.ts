@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { devnetKey } from "../src/devnet/constants.js";
-import { openLedger } from "../src/store/ledger.js";
+import { openLedger } from "../src/ledger/embedded.js";
 import { fetchPayingV1, payingFetch } from "./buyer.js";
 import { startServerProcess } from "./server-process.js";
 

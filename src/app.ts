@@ -1,17 +1,12 @@
 import { randomUUID } from "node:crypto";
-import compress from "@fastify/compress";
-import cors from "@fastify/cors";
-import rateLimit from "@fastify/rate-limit";
-import swagger from "@fastify/swagger";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import underPressure from "@fastify/under-pressure";
 import type { SupportedResponse } from "@x402/core/types";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
 import { ownershipProofCache } from "./discovery/documents.js";
-import { describeRoutes, openapiDocument } from "./discovery/openapi.js";
-import { clientErrorProblem, HttpProblem, registerProblemHandlers } from "./http/problem.js";
+import { describeRoutes } from "./discovery/openapi.js";
+import { clientErrorProblem, registerProblemHandlers } from "./http/problem.js";
 import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
 import mcp from "./mcp/plugin.js";
@@ -33,12 +28,17 @@ import {
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
 import type { PaymentObserver } from "./payments/events.js";
-import type { FacilitatorGateway } from "./payments/facilitator.js";
-import type { LedgerPort } from "./payments/ledger-port.js";
+import type { FacilitatorGateway } from "./payments/gateway.js";
+import type { LedgerPort } from "./ledger/port.js";
 import { registerPaywall } from "./payments/paywall.js";
 import payments from "./payments/plugin.js";
-import type { ChainReader } from "./payments/reconcile.js";
+import type { ChainReader } from "./payments/chain-reader.js";
 import type { ServiceIdentity } from "./payments/requirements.js";
+import * as compress from "./plugins/external/compress.js";
+import * as cors from "./plugins/external/cors.js";
+import * as rateLimit from "./plugins/external/rate-limit.js";
+import * as swagger from "./plugins/external/swagger.js";
+import * as underPressure from "./plugins/external/under-pressure.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
@@ -144,72 +144,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   registerSecurityHeaders(app);
   // External plugins first, then the app's own (fastify/demo order).
-  await app.register(cors, {
-    // Any origin may call (no cookies or credentials are used); a request without Origin is not a browser's
-    // cross-origin request, so it gets no Access-Control-* headers (about 200 bytes on every agent's answer).
-    origin: (origin, callback) => callback(null, origin !== undefined),
-    methods: ["GET", "POST", "OPTIONS"],
-    allowedHeaders: [
-      "Content-Type",
-      "PAYMENT-SIGNATURE",
-      "X-PAYMENT",
-      "Idempotency-Key",
-      "Access-Control-Expose-Headers",
-      "Mcp-Protocol-Version", // browser MCP clients (/mcp)
-      "X-Request-Id",
-    ],
-    exposedHeaders: [
-      "PAYMENT-REQUIRED",
-      "PAYMENT-RESPONSE",
-      "X-PAYMENT-RESPONSE",
-      "Retry-After",
-      "Idempotent-Replayed",
-      "Idempotency-Key", // the retry key issued to a payment sent without a secret
-      "RateLimit-Limit",
-      "RateLimit-Remaining",
-      "RateLimit-Reset",
-      "X-Request-Id",
-    ],
-    maxAge: 600,
-  });
-  await app.register(rateLimit, {
-    global: true,
-    max: config.rateLimit.max,
-    timeWindow: config.rateLimit.windowMs,
-    enableDraftSpec: true,
-    // Free routes too: a flood of /ready or / costs like any other. An orchestrator's probes (one per few seconds)
-    // are far below the limit; Prometheus scrapes the metrics listener, which has none.
-    errorResponseBuilder: (_request, context) =>
-      new HttpProblem(
-        429,
-        "rate-limited",
-        `Rate limit of ${context.max} requests per ${context.after} exceeded.`,
-      ),
-  });
+  await app.register(cors.default, cors.autoConfig);
+  await app.register(rateLimit.default, rateLimit.autoConfig(config));
   // After the rate limiter: unknown paths are limited too.
   registerProblemHandlers(app);
-  await app.register(underPressure, {
-    maxEventLoopDelay: config.maxEventLoopDelayMs,
-    retryAfter: 5,
-    exposeStatusRoute: false,
-  });
+  await app.register(underPressure.default, underPressure.autoConfig(config));
   // Before the routes: it attaches itself to each route as it is added. Its hook runs after the payments hook, so
-  // receipts and idempotency records keep the identity body. Bodies under 2 KiB (every 402, problem and small result)
-  // are sent as they are: compressing them costs more than it saves.
-  await app.register(compress, { global: true, threshold: 2048, encodings: ["br", "gzip"] });
-  await app.register(swagger, {
-    // Components are named by their $id ("Problem") instead of def-N.
-    refResolver: {
-      buildLocalReference: (json, _base, _fragment, i) =>
-        typeof json.$id === "string" ? json.$id : `def-${i}`,
-    },
-    openapi: openapiDocument({
-      version: SERVICE_VERSION,
-      publicBaseUrl: config.publicBaseUrl,
-      contact: config.contact,
-      network: config.network,
-    }),
-  });
+  // receipts and idempotency records keep the identity body.
+  await app.register(compress.default, compress.autoConfig);
+  await app.register(swagger.default, swagger.autoConfig(config, SERVICE_VERSION));
 
   describeRoutes(app, config.network);
 

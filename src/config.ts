@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
-import { PAYMENT_NETWORKS, type PaymentNetwork } from "./chain/networks.js";
+import { BASE_MAINNET, BASE_SEPOLIA, PAYMENT_NETWORKS, type PaymentNetwork } from "./chain/networks.js";
 
 /**
  * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
@@ -22,7 +22,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
-  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: "eip155:8453" }),
+  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: BASE_MAINNET.caip2 }),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
   CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
@@ -83,7 +83,7 @@ const FIX: Partial<Record<keyof Env, string>> = {
   FACILITATOR_URL: "set an http(s) URL such as https://x402.org/facilitator, or unset it for the devnet",
   CHAIN_RPC_URL: "set an http(s) JSON-RPC URL such as https://mainnet.base.org",
   PAY_TO: "set a 0x-prefixed address of 40 hex digits",
-  NETWORK: `set eip155:8453 (Base mainnet, real USDC) or eip155:84532 (Base Sepolia, test USDC, for a rehearsal)`,
+  NETWORK: `set ${BASE_MAINNET.caip2} (Base mainnet, real USDC) or ${BASE_SEPOLIA.caip2} (Base Sepolia, test USDC, for a rehearsal)`,
   LEDGER_URL:
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
   CONTACT_EMAIL: "set an email address such as api@example.com",
@@ -347,7 +347,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
   }
 
   const network = PAYMENT_NETWORKS[env.NETWORK] as PaymentNetwork;
-  if (facilitator.kind === "devnet" && network.caip2 !== "eip155:8453")
+  if (facilitator.kind === "devnet" && network.caip2 !== BASE_MAINNET.caip2)
     throw new ConfigError(
       `NETWORK=${env.NETWORK}: the embedded devnet runs as Base mainnet (chain id 8453, USDC at its mainnet address); set FACILITATOR_URL to a facilitator that settles ${network.label} (https://x402.org/facilitator for the public testnet one), or unset NETWORK`,
     );

@@ -3,7 +3,7 @@ import { accessSync, constants, statfsSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, resolve } from "node:path";
 import type { Config } from "./config.js";
-import { dataPath } from "./store/paths.js";
+import { dataPath } from "./files/paths.js";
 
 /**
  * Start-up checks that need the file system or the network, run before anything slow (the devnet takes seconds) so

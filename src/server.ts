@@ -9,17 +9,17 @@ import {
   createFacilitatorClient,
   createFacilitatorGateway,
   facilitatorTarget,
-} from "./payments/facilitator.js";
-import { type ChainReader, createChainReader } from "./payments/reconcile.js";
-import { formatUsdc } from "./payments/requirements.js";
+} from "./payments/gateway.js";
+import { type ChainReader, createChainReader } from "./payments/chain-reader.js";
+import { formatUsdc } from "./chain/usdc.js";
 import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
 import { listenProblem, preflight } from "./preflight.js";
 import { PRICES } from "./routes/prices.js";
-import { loadCatalog } from "./store/catalog.js";
-import { openConfiguredLedger } from "./store/ledger-factory.js";
+import { loadCatalog } from "./benchmark/catalog/snapshot.js";
+import { openConfiguredLedger } from "./ledger/factory.js";
 import { createLiveBenchmark } from "./refresh/bazaar.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "./refresh/boot.js";
-import { buildUnlockStore } from "./store/unlocks-snapshot.js";
+import { buildUnlockStore } from "./unlocks/data/snapshot.js";
 
 /** The first line of an error, for one-line start-up reports (snapshot validation lists can be long). */
 const firstLine = (err: unknown): string =>

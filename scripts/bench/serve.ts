@@ -22,10 +22,10 @@ import { Hono } from "hono";
 import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { parseConfig } from "../../src/config.js";
-import { createFacilitatorClient, createFacilitatorGateway } from "../../src/payments/facilitator.js";
-import { loadCatalog } from "../../src/store/catalog.js";
-import { openLedger } from "../../src/store/ledger.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { createFacilitatorClient, createFacilitatorGateway } from "../../src/payments/gateway.js";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
+import { openLedger } from "../../src/ledger/embedded.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 
 export const BENCH_PAY_TO = "0x00000000000000000000000000000000000000aa" as const;

@@ -5,7 +5,7 @@
  * (about 35× the shipped store at 100k events). Every copy, and the snapshot itself, says it is synthetic.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { defaultSnapshotPath, type UnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
+import { defaultSnapshotPath, type UnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import { expandTokenEvents } from "../../src/unlocks/events.js";
 
 export interface SyntheticStore {

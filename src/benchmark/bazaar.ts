@@ -6,10 +6,12 @@
  * `bazaarItemToEntry`.
  */
 
-import type { CatalogEntry } from "../store/catalog-schema.js";
+import type { CatalogEntry } from "./catalog/schema.js";
 import { categorize, DESCRIPTION_STOPWORDS, submarketOf, words } from "./categories.js";
 import { toIsoUtc } from "./compiled-catalog.js";
-import { atomicToUsd, BASE_MAINNET, isTestnet, toCaip2, usdcDecimals } from "./money.js";
+import { BASE_MAINNET } from "../chain/networks.js";
+import { atomicToUsd } from "../chain/usdc.js";
+import { isTestnet, toCaip2, usdcDecimals } from "./money.js";
 
 export interface BazaarFetchOptions {
   fetchImpl?: typeof fetch;
@@ -169,7 +171,7 @@ function chooseAccept(accepts: readonly RawAccept[], version: 1 | 2 | null): Pri
   const positive = mainnet.filter((p) => BigInt(p.amount) > 0n);
   if (positive.length === 0) return "zero_price";
   const usdc = positive.filter((p) => p.decimals !== null);
-  return usdc.find((p) => p.network === BASE_MAINNET) ?? usdc[0] ?? "asset_not_usdc";
+  return usdc.find((p) => p.network === BASE_MAINNET.caip2) ?? usdc[0] ?? "asset_not_usdc";
 }
 
 /** One listing item → one catalog entry (its Base USDC requirement when offered), or why not. */

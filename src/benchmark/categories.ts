@@ -1,4 +1,4 @@
-import type { Category } from "../store/catalog-schema.js";
+import type { Category } from "./catalog/schema.js";
 
 /**
  * Keyword evidence for each category. Used to infer a category from a URL (host and path words)

@@ -1,10 +1,10 @@
-import { CATEGORIES, type CatalogEntry, type Category } from "../store/catalog-schema.js";
+import { CATEGORIES, type CatalogEntry, type Category } from "./catalog/schema.js";
 import { submarketOf } from "./categories.js";
 import { usdcDecimals, usdToAtomic } from "./money.js";
 
 export const COMPILED_CATALOG_SOURCE_ID = "x402-catalog";
 
-/** One row of ../shared/data/x402-catalog/catalog.json as published (facts only). */
+/** One row of data/x402-catalog/catalog.json (the compiled catalog as published; facts only). */
 interface CompiledRow {
   url: string;
   method: string;

@@ -15,7 +15,9 @@ import type { LookupFunction } from "node:net";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { RawAccept } from "./bazaar.js";
 import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
-import { atomicToUsd, BASE_MAINNET, toCaip2, usdcDecimals } from "./money.js";
+import { BASE_MAINNET } from "../chain/networks.js";
+import { atomicToUsd } from "../chain/usdc.js";
+import { toCaip2, usdcDecimals } from "./money.js";
 
 export const PROBE_TIMEOUT_MS = 3000;
 export const PROBE_MAX_BYTES = 64 * 1024;
@@ -97,7 +99,7 @@ export function pickAccept(
     .filter((a): a is AcceptLike & { atomic: string } => a !== null);
   const baseUsdc = withAmount.find((a) => {
     const net = toCaip2(a.network);
-    return net === BASE_MAINNET && usdcDecimals(net, typeof a.asset === "string" ? a.asset : null) !== null;
+    return net === BASE_MAINNET.caip2 && usdcDecimals(net, typeof a.asset === "string" ? a.asset : null) !== null;
   });
   return baseUsdc ?? withAmount[0] ?? null;
 }

@@ -1,6 +1,7 @@
-import type { CatalogEntry } from "../store/catalog-schema.js";
+import type { CatalogEntry } from "./catalog/schema.js";
 import { words } from "./categories.js";
-import { BASE_MAINNET, isTestnet } from "./money.js";
+import { BASE_MAINNET } from "../chain/networks.js";
+import { isTestnet } from "./money.js";
 
 /** Tags the compiled catalog uses for prices that are not exact advertised per-call amounts. */
 export const APPROXIMATION_TAGS: ReadonlySet<string> = new Set([
@@ -81,7 +82,7 @@ export function priceQuality(entry: CatalogEntry): PriceQuality {
     pw.includes("devnet") ||
     pw.includes("testnet");
   if (testnet) flags.push("testnet");
-  const baseMainnet = entry.network === BASE_MAINNET && !testnet;
+  const baseMainnet = entry.network === BASE_MAINNET.caip2 && !testnet;
   if (!baseMainnet && !testnet)
     flags.push(entry.network === null ? "network unknown" : `not Base mainnet (${entry.network})`);
   return {

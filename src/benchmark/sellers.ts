@@ -4,7 +4,7 @@
  * it routes to (a marketplace host counts once), and one wallet behind several hosts is one seller
  * (subdomains, preview deployments). The service is named after its host with the most listings.
  */
-import type { CatalogEntry } from "../store/catalog-schema.js";
+import type { CatalogEntry } from "./catalog/schema.js";
 
 function hostOf(url: string): string {
   return new URL(url).host.toLowerCase().replace(/^www\./, "");

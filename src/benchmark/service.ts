@@ -4,7 +4,7 @@
  */
 
 import type { BenchmarkResult } from "../schemas/benchmark-response.js";
-import type { Catalog } from "../store/catalog.js";
+import type { Catalog } from "./catalog/snapshot.js";
 import { submarketOf } from "./categories.js";
 import {
   PROBE_MAX_BYTES,
@@ -34,7 +34,8 @@ import {
   poolKey,
   resolveCategory,
 } from "./market-index.js";
-import { BASE_MAINNET, isTestnet, usdToAtomicRounded } from "./money.js";
+import { BASE_MAINNET } from "../chain/networks.js";
+import { isTestnet, usdToAtomicRounded } from "./money.js";
 import { type Refusal, refuseByDns, refuseByUrl } from "./probe-guard.js";
 import {
   confidenceOf,
@@ -254,7 +255,7 @@ function marketReport(
     submarket: sel.submarket,
     scope: sel.scope,
     fallback_reason: sel.fallback_reason,
-    network: BASE_MAINNET,
+    network: BASE_MAINNET.caip2,
     comparable_count: fig.endpoint_count,
     endpoint_count: fig.endpoint_count,
     service_count: fig.service_count,

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Abi, Hex } from "viem";
-import { repoRoot } from "../store/paths.js";
+import { repoRoot } from "../files/paths.js";
 
 export interface CompiledContract {
   abi: Abi;

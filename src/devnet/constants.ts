@@ -1,21 +1,22 @@
 import { type Hex, toHex } from "viem";
 import { mnemonicToAccount } from "viem/accounts";
+import { BASE_MAINNET } from "../chain/networks.js";
 
 /** Base mainnet USDC. The devnet places its test token here so clients see the real address. */
-export const BASE_USDC_ADDRESS = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913" as const;
+export const BASE_USDC_ADDRESS = BASE_MAINNET.usdc.address;
 /** Canonical Multicall3 address, used by the x402 EVM facilitator for failure diagnostics. */
 export const MULTICALL3_ADDRESS = "0xcA11bde05977b3631167028862bE2a173976CA11" as const;
 
-export const DEVNET_CHAIN_ID = 8453 as const;
+export const DEVNET_CHAIN_ID = BASE_MAINNET.chainId;
 /** CAIP-2 network id used by x402 v2 requirements. */
-export const DEVNET_NETWORK_V2 = "eip155:8453" as const;
+export const DEVNET_NETWORK_V2 = BASE_MAINNET.caip2;
 /** x402 v1 network name for chain 8453 (see EVM_NETWORK_CHAIN_ID_MAP in @x402/evm). */
-export const DEVNET_NETWORK_V1 = "base" as const;
+export const DEVNET_NETWORK_V1 = BASE_MAINNET.v1Name;
 
 /** EIP-712 domain of the test token; must equal requirements.extra {name, version}. */
-export const USDC_EIP712_NAME = "USD Coin" as const;
-export const USDC_EIP712_VERSION = "2" as const;
-export const USDC_DECIMALS = 6 as const;
+export const USDC_EIP712_NAME = BASE_MAINNET.usdc.name;
+export const USDC_EIP712_VERSION = BASE_MAINNET.usdc.version;
+export const USDC_DECIMALS = BASE_MAINNET.usdc.decimals;
 
 /** 1,000 USDC in atomic units, minted to each of anvil's test accounts 1..9. */
 export const BUYER_FUNDING_ATOMIC = 1_000_000_000n;

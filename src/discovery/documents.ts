@@ -1,6 +1,6 @@
 import { verifyMessage } from "viem";
 import type { PaidRoute } from "../payments/plugin.js";
-import { formatUsdc } from "../payments/requirements.js";
+import { formatUsdc } from "../chain/usdc.js";
 import { type DiscoverableRoute, DISCOVERABLE } from "./catalog.js";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { agentGuidance, paymentRail } from "./openapi.js";

@@ -1,6 +1,6 @@
 import { type TSchema, Type } from "typebox";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
-import { formatUsdc } from "../payments/requirements.js";
+import { formatUsdc } from "../chain/usdc.js";
 import { OPERATIONS, type OperationKey } from "../routes/paid-operations.js";
 import { PpRef, ProblemSchema } from "../schemas/common.js";
 

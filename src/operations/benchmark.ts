@@ -2,7 +2,7 @@ import type { Static } from "typebox";
 import { availabilityLabel, type BenchmarkPhase } from "../benchmark/availability.js";
 import type { BenchmarkService } from "../benchmark/service.js";
 import { HttpProblem } from "../http/problem.js";
-import type { LedgerPort } from "../payments/ledger-port.js";
+import type { LedgerPort } from "../ledger/port.js";
 import { PRICES } from "../routes/prices.js";
 import type { BenchmarkBody } from "../schemas/benchmark.js";
 import type { PaidHandler } from "./handler.js";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
-import type { LedgerPort, PaymentIdentity, Receipt } from "../payments/ledger-port.js";
+import type { LedgerPort, PaymentIdentity, Receipt } from "../ledger/port.js";
 import type { ChainPayment } from "./chain-payments.js";
 
 /**

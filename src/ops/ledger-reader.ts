@@ -1,4 +1,4 @@
-import type { LedgerPort } from "../payments/ledger-port.js";
+import type { LedgerPort } from "../ledger/port.js";
 import type { LedgerReceipt } from "./receipts.js";
 
 /**

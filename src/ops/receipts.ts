@@ -1,3 +1,6 @@
+import { caip2OfV1, PAYMENT_NETWORKS } from "../chain/networks.js";
+import { usdcFixed } from "../chain/usdc.js";
+
 /**
  * Receipts export for accounting: pure functions from ledger rows to a report (rows with USD amounts, a CAIP-2
  * network, explorer links, pp_ref) and its totals by route and by UTC day. Money stays in atomic units (bigint) until
@@ -24,51 +27,29 @@ export interface LedgerReceipt {
 /** Receipts that moved (settled) or are moving (pending: broadcast, awaiting confirmation) the buyer's money. */
 export const BILLED_STATUSES = ["settled", "pending"] as const;
 
-/** x402 v1 network names → CAIP-2, so v1 and v2 receipts of one chain group together. */
-const V1_NETWORKS: Record<string, string> = {
-  base: "eip155:8453",
-  "base-sepolia": "eip155:84532",
-  ethereum: "eip155:1",
-  polygon: "eip155:137",
-  "polygon-amoy": "eip155:80002",
-  avalanche: "eip155:43114",
-  "avalanche-fuji": "eip155:43113",
-};
-
+/** CAIP-2 id of a receipt's network, so v1 and v2 receipts of one chain group together; unknown names as written. */
 export function caip2(network: string): string {
-  return V1_NETWORKS[network] ?? network;
+  return caip2OfV1(network) ?? network;
 }
 
-const EXPLORERS: Record<string, string> = {
-  "eip155:8453": "https://basescan.org/tx/",
-  "eip155:84532": "https://sepolia.basescan.org/tx/",
-};
+/** The network the service is paid on with this CAIP-2 id, if any. */
+const paidNetwork = (id: string) => (Object.hasOwn(PAYMENT_NETWORKS, id) ? PAYMENT_NETWORKS[id] : undefined);
 
 /** Explorer URL of a transaction, or "" when there is none to link to (no transaction, unknown chain, devnet). */
 export function txUrl(network: string, transaction: string | null, links: boolean): string {
-  const base = EXPLORERS[network];
+  const base = paidNetwork(network)?.explorerTx;
   if (!links || !base || !transaction || !/^0x[0-9a-fA-F]{64}$/.test(transaction)) return "";
   return `${base}${transaction}`;
 }
 
-/** USDC contracts (6 decimals) by CAIP-2 network; an amount in any other asset has no known USD value. */
-const USDC: Record<string, string> = {
-  "eip155:8453": "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913",
-  "eip155:84532": "0x036cbd53842c5426634e7929541ec2318f3dcf7e",
-};
-const USDC_DECIMALS = 6;
-
+/** Whether an amount is in USDC on a network the service is paid on (any other asset has no known USD value). */
 export function isUsdc(network: string, asset: string): boolean {
-  return USDC[network] === asset.toLowerCase();
+  const usdc = paidNetwork(network)?.usdc.address;
+  return usdc !== undefined && usdc.toLowerCase() === asset.toLowerCase();
 }
 
 /** Atomic USDC → a USD decimal string with all six places ("20000" → "0.020000"). */
-export function usd(atomic: bigint): string {
-  const sign = atomic < 0n ? "-" : "";
-  const abs = atomic < 0n ? -atomic : atomic;
-  const unit = 10n ** BigInt(USDC_DECIMALS);
-  return `${sign}${abs / unit}.${(abs % unit).toString().padStart(USDC_DECIMALS, "0")}`;
-}
+export const usd = usdcFixed;
 
 export interface ExportRow {
   receiptId: string;

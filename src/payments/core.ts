@@ -10,17 +10,17 @@ import {
   type FacilitatorGateway,
   type GatewayVerdict,
   SETTLEMENT_PENDING,
-} from "./facilitator.js";
+} from "./gateway.js";
 import {
   type LedgerPort,
   normalizeNetwork,
   type PaymentIdentity,
   type Receipt,
   type StoredResponse,
-} from "./ledger-port.js";
+} from "../ledger/port.js";
 import type { Proof } from "./proof.js";
-import type { ChainReader } from "./reconcile.js";
-import { deadIncarnations, resolveFromChain } from "./reconciler.js";
+import type { ChainReader } from "./chain-reader.js";
+import { deadIncarnations, resolveFromChain } from "./recovery.js";
 import type { PaymentTerms, RoutePrice } from "./requirements.js";
 import { settleFailureKind } from "./settle-failure.js";
 

@@ -3,7 +3,7 @@ import { getAddress, type Hex, hexToBytes, keccak256 } from "viem";
 
 /*
  * Why not viem's recoverAddress: it recovers with @noble/curves in JavaScript, ~2 ms of CPU per signature on this
- * machine, and every paid call's proof is checked locally before the facilitator is asked (src/payments/facilitator.ts).
+ * machine, and every paid call's proof is checked locally before the facilitator is asked (src/payments/gateway.ts).
  * libsecp256k1 through the `secp256k1` package's prebuilt N-API binding does the same in ~60 µs (it falls back to
  * elliptic in JavaScript where no binding loads). The result is the same address; test/payments/ecrecover.test.ts
  * compares both on real signatures.

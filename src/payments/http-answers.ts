@@ -1,8 +1,8 @@
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { PROBLEM_CONTENT_TYPE, type Problem, problem } from "../http/problem.js";
 import type { Admission, Completion, Refusal } from "./core.js";
-import type { FacilitatorFault } from "./facilitator.js";
-import type { StoredResponse } from "./ledger-port.js";
+import type { FacilitatorFault } from "./gateway.js";
+import type { StoredResponse } from "../ledger/port.js";
 
 /**
  * What the transport sends, decided here and only copied by the Fastify plugin: a status (absent: the handler's),

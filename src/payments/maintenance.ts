@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from "fastify";
 import { flushUnwritten, type PaymentCore, releaseDeadIncarnations } from "./core.js";
-import { reconcileOnce } from "./reconciler.js";
+import { reconcileOnce } from "./recovery.js";
 
 export interface Maintenance {
   /** One reconciler pass now (tests, operations): unrecorded writes first, then the unknown receipts. */

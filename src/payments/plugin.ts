@@ -5,13 +5,13 @@ import { problem, problemInstance } from "../http/problem.js";
 import { challengeCache } from "./challenge.js";
 import { completePayment, type PaidRoute, type Payment, type PaymentCore } from "./core.js";
 import { noopObserver, type PaymentObserver } from "./events.js";
-import type { FacilitatorGateway } from "./facilitator.js";
+import type { FacilitatorGateway } from "./gateway.js";
 import { type Challenge, completionAnswer, type HttpAnswer, problemAnswer } from "./http-answers.js";
 import { decideCall, logFault } from "./decide.js";
 import { bodyText, offerOf, validHost, withoutPpRef } from "./http-request.js";
-import type { LedgerPort } from "./ledger-port.js";
+import type { LedgerPort } from "../ledger/port.js";
 import { createMaintenance } from "./maintenance.js";
-import type { ChainReader } from "./reconcile.js";
+import type { ChainReader } from "./chain-reader.js";
 import type { PaymentTerms } from "./requirements.js";
 
 export type { CapRule, PaidRoute } from "./core.js";

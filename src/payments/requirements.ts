@@ -18,11 +18,11 @@ import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 
 /** Base mainnet USDC and its EIP-712 domain: the default network's (NETWORK picks another; see chain/networks.ts). */
-export const NETWORK = BASE_MAINNET.caip2 as "eip155:8453";
-export const NETWORK_V1 = BASE_MAINNET.v1Name as "base";
+export const NETWORK = BASE_MAINNET.caip2;
+export const NETWORK_V1 = BASE_MAINNET.v1Name;
 export const USDC_BASE = BASE_MAINNET.usdc.address;
-export const USDC_DECIMALS = 6;
-export const USDC_DOMAIN = { name: "USD Coin", version: "2" } as const;
+export { USDC_DECIMALS } from "../chain/usdc.js";
+export const USDC_DOMAIN = { name: BASE_MAINNET.usdc.name, version: BASE_MAINNET.usdc.version } as const;
 
 /** The EIP-712 domain fields the exact scheme's requirements carry in `extra`. */
 const domainOf = (network: PaymentNetwork) => ({ name: network.usdc.name, version: network.usdc.version });
@@ -153,10 +153,4 @@ export function paymentRequiredV2Only(
 export const V2_ONLY =
   "this route accepts only x402 v2 payments: decode the PAYMENT-REQUIRED header and retry with PAYMENT-SIGNATURE";
 
-/** "20000" → "0.02": for humans and logs only; money stays in atomic units everywhere else. */
-export function formatUsdc(amount: string | bigint): string {
-  const v = BigInt(amount);
-  const whole = v / 10n ** BigInt(USDC_DECIMALS);
-  const frac = (v % 10n ** BigInt(USDC_DECIMALS)).toString().padStart(USDC_DECIMALS, "0").replace(/0+$/, "");
-  return frac ? `${whole}.${frac}` : `${whole}`;
-}
+export { formatUsdc } from "../chain/usdc.js";

@@ -13,9 +13,9 @@ import {
   type BenchmarkService,
   type BenchmarkServiceOptions,
 } from "../benchmark/service.js";
-import { writeFileAtomic } from "../store/atomic-write.js";
-import { type Catalog, catalogFromSnapshot, validateSnapshot } from "../store/catalog.js";
-import { dataPath } from "../store/paths.js";
+import { writeFileAtomic } from "../files/atomic-write.js";
+import { type Catalog, catalogFromSnapshot, validateSnapshot } from "../benchmark/catalog/snapshot.js";
+import { dataPath } from "../files/paths.js";
 import { describeError } from "./errors.js";
 import type { SourceOutcome } from "./status.js";
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../store/atomic-write.js";
-import { dataPath } from "../store/paths.js";
+import { writeFileAtomic } from "../files/atomic-write.js";
+import { dataPath } from "../files/paths.js";
 import { type CgClient, type CgMarket, fetchMarkets } from "../unlocks/ingest/coingecko.js";
 import { describeError, retryAfterOf } from "./errors.js";
 import type { SourceOutcome } from "./status.js";

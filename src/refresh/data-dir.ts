@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../store/atomic-write.js";
+import { writeFileAtomic } from "../files/atomic-write.js";
 import { emptyStatus, SOURCES, type SourceName, type SourceStatus } from "./status.js";
 
 /** The refreshed unlock snapshot and the per-source state, inside DATA_DIR. */

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../store/atomic-write.js";
-import type { UnlockSnapshot } from "../store/unlocks-types.js";
+import { writeFileAtomic } from "../files/atomic-write.js";
+import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import { fetchExchangeInfo, pairOf } from "../unlocks/ingest/binance.js";
 import { type FetchLike, getJson, joinUrl } from "../unlocks/ingest/http.js";
 import { describeError, retryAfterOf } from "./errors.js";

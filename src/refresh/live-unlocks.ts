@@ -1,6 +1,6 @@
-import { buildUnlockStore } from "../store/unlocks-snapshot.js";
+import { buildUnlockStore } from "../unlocks/data/snapshot.js";
 import { EMPTY_REPORTS, type ReportIndex } from "../unlocks/circulating-reported.js";
-import type { UnlockSnapshot } from "../store/unlocks-types.js";
+import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import { createUnlockService, type UnlockService } from "../unlocks/service.js";
 
 /** One generation of unlock data: the service over it and a label that changes with every swap. */

@@ -1,5 +1,5 @@
-import { dayOf, formatDay, parseDay } from "../store/unlocks-dates.js";
-import type { PriceSeries, TokenRecord, UnlockSnapshot } from "../store/unlocks-types.js";
+import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
+import type { PriceSeries, TokenRecord, UnlockSnapshot } from "../unlocks/data/types.js";
 import {
   BINANCE_INSTRUMENT,
   BINANCE_VENUE,

@@ -1,9 +1,9 @@
 import { join } from "node:path";
-import type { UnlockSnapshot } from "../store/unlocks-types.js";
-import { writeFileAtomic } from "../store/atomic-write.js";
+import type { UnlockSnapshot } from "../unlocks/data/types.js";
+import { writeFileAtomic } from "../files/atomic-write.js";
 import type { FetchLike } from "../unlocks/ingest/http.js";
 import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
-import type { Catalog } from "../store/catalog.js";
+import type { Catalog } from "../benchmark/catalog/snapshot.js";
 import { refreshBazaar } from "./bazaar.js";
 import { type Derivatives, readDerivatives, refreshDerivatives } from "./derivatives.js";
 import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";

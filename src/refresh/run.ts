@@ -1,5 +1,5 @@
-import { validateUnlockSnapshot } from "../store/unlocks-snapshot.js";
-import type { UnlockSnapshot } from "../store/unlocks-types.js";
+import { validateUnlockSnapshot } from "../unlocks/data/snapshot.js";
+import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import type { FetchLike } from "../unlocks/ingest/http.js";
 import { type ReportedCirculating, refreshCirculating } from "./circulating.js";
 import { refreshMarkets } from "./markets.js";

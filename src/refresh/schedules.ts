@@ -1,4 +1,4 @@
-import type { TokenRecord, UnlockSnapshot } from "../store/unlocks-types.js";
+import type { TokenRecord, UnlockSnapshot } from "../unlocks/data/types.js";
 import { fetchEmission } from "../unlocks/ingest/defillama.js";
 import type { FetchLike } from "../unlocks/ingest/http.js";
 import { withEmission } from "../unlocks/ingest/run.js";

@@ -4,7 +4,7 @@ import { withOwnershipProofs } from "../discovery/documents.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
-import { formatUsdc } from "../payments/requirements.js";
+import { formatUsdc } from "../chain/usdc.js";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
 import { SourceFreshness } from "../schemas/freshness.js";
 import { PRICES } from "./prices.js";

@@ -1,6 +1,6 @@
 import type { TObject } from "typebox";
 import { EXAMPLES } from "../discovery/examples.generated.js";
-import { formatUsdc } from "../payments/requirements.js";
+import { formatUsdc } from "../chain/usdc.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";

@@ -2,7 +2,7 @@ import { bazaarExtension, v1OutputSchema } from "../discovery/bazaar.js";
 import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
-import { formatUsdc } from "../payments/requirements.js";
+import { formatUsdc } from "../chain/usdc.js";
 import { OPERATIONS, type OperationKey } from "./paid-operations.js";
 
 /** The terms the payment core needs of each paid operation (the table of paid operations holds them). */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
 import { TokensResponse } from "../schemas/freshness.js";
-import { dayOf, formatDay, parseDay } from "../store/unlocks-dates.js";
+import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
 import type { UnlockService } from "../unlocks/service.js";
 
 export interface TokensRouteOptions {

@@ -1,5 +1,5 @@
 import { type Static, Type } from "typebox";
-import { CATEGORIES } from "../store/catalog-schema.js";
+import { CATEGORIES } from "../benchmark/catalog/schema.js";
 
 /**
  * 200 body of POST /v1/benchmark/endpoint. Every field the benchmark service returns is declared

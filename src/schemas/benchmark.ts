@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { CATEGORIES } from "../store/catalog-schema.js";
+import { CATEGORIES } from "../benchmark/catalog/schema.js";
 
 export const BenchmarkBody = Type.Object(
   {

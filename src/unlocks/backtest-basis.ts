@@ -1,5 +1,5 @@
-import { formatDay } from "../store/unlocks-dates.js";
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
+import { formatDay } from "./data/dates.js";
+import type { UnlockStore } from "./data/snapshot.js";
 import {
   computeReaction,
   type Reaction,

@@ -1,5 +1,5 @@
-import { formatDay } from "../store/unlocks-dates.js";
-import { type DailySeries, seriesAt } from "../store/unlocks-snapshot.js";
+import { formatDay } from "./data/dates.js";
+import { type DailySeries, seriesAt } from "./data/snapshot.js";
 import { fitMarketModel } from "./event-study.js";
 
 export interface Reaction {

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { Type } from "typebox";
 import { Compile } from "typebox/compile";
-import { dataPath } from "../store/paths.js";
-import { parseDay } from "../store/unlocks-dates.js";
+import { dataPath } from "../files/paths.js";
+import { parseDay } from "./data/dates.js";
 
 /** One reported circulating-supply figure: what an aggregator published for the token at the end of `date`. */
 export interface CirculatingReport {

@@ -1,6 +1,6 @@
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
-import { RECIPIENT_CATEGORIES, type RecipientCategory, type TokenRecord } from "../store/unlocks-types.js";
+import { formatDay, parseDay } from "./data/dates.js";
+import type { UnlockStore } from "./data/snapshot.js";
+import { RECIPIENT_CATEGORIES, type RecipientCategory, type TokenRecord } from "./data/types.js";
 import type { ReactionSubject } from "./backtest.js";
 import {
   eventIdBase,

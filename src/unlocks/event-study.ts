@@ -1,4 +1,4 @@
-import { type DailySeries, seriesAt } from "../store/unlocks-snapshot.js";
+import { type DailySeries, seriesAt } from "./data/snapshot.js";
 
 /**
  * Market-model event study on daily 00:00 UTC prices. Day d's return is the move from 00:00 of d to

@@ -1,4 +1,4 @@
-import { addMonths, dayOfUnix, formatDay, monthStart, parseDay } from "../store/unlocks-dates.js";
+import { addMonths, dayOfUnix, formatDay, monthStart, parseDay } from "./data/dates.js";
 import type {
   RecipientCategory,
   SchedulePiece,
@@ -6,8 +6,8 @@ import type {
   SupplyPiece,
   TimingPrecision,
   TokenRecord,
-} from "../store/unlocks-types.js";
-import { RECIPIENT_CATEGORIES } from "../store/unlocks-types.js";
+} from "./data/types.js";
+import { RECIPIENT_CATEGORIES } from "./data/types.js";
 
 export type UnlockType = "cliff" | "step" | "linear";
 

@@ -1,11 +1,11 @@
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
+import { formatDay, parseDay } from "./data/dates.js";
 import {
   type DailySeries,
   type SeriesValues,
   seriesAt,
   type UnlockStore,
-} from "../store/unlocks-snapshot.js";
-import type { TokenRecord } from "../store/unlocks-types.js";
+} from "./data/snapshot.js";
+import type { TokenRecord } from "./data/types.js";
 import { ADV_DAYS } from "./market-snapshot.js";
 import type { CirculatingFigure } from "./supply.js";
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import type { PriceSeries, SeriesSegment } from "../store/unlocks-types.js";
+import { formatDay, parseDay } from "./data/dates.js";
+import type { PriceSeries, SeriesSegment } from "./data/types.js";
 
 /** One row of a data/market-history CSV: the daily candle of UTC day `date`. */
 export interface Candle {

@@ -1,5 +1,5 @@
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import type { MarketInfo, PriceSeries, SupplyInfo } from "../store/unlocks-types.js";
+import { formatDay, parseDay } from "./data/dates.js";
+import type { MarketInfo, PriceSeries, SupplyInfo } from "./data/types.js";
 
 /** Days averaged for the 30-day average daily volume. */
 export const ADV_DAYS = 30;

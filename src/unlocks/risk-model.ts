@@ -1,4 +1,4 @@
-import type { RecipientCategory, SourceType, TimingPrecision } from "../store/unlocks-types.js";
+import type { RecipientCategory, SourceType, TimingPrecision } from "./data/types.js";
 import type { UnlockType } from "./events.js";
 
 /** Bumped whenever a weight, curve or threshold below changes; echoed on every risk item. */

@@ -1,6 +1,6 @@
-import { parseDay } from "../store/unlocks-dates.js";
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
-import type { RecipientCategory, TokenRecord } from "../store/unlocks-types.js";
+import { parseDay } from "./data/dates.js";
+import type { UnlockStore } from "./data/snapshot.js";
+import type { RecipientCategory, TokenRecord } from "./data/types.js";
 import type { UnlockEvent, UnlockType } from "./events.js";
 import { type MarketContext, marketContextFor } from "./market-context.js";
 import {

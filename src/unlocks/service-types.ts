@@ -1,5 +1,5 @@
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
-import type { RecipientCategory } from "../store/unlocks-types.js";
+import type { UnlockStore } from "./data/snapshot.js";
+import type { RecipientCategory } from "./data/types.js";
 import type { Reaction, ReactionSummary } from "./backtest.js";
 import type { RiskLevel } from "./risk-model.js";
 import type { EvidenceRecord, ScoredEvent } from "./scoring.js";

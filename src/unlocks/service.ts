@@ -1,5 +1,5 @@
-import { dayOf } from "../store/unlocks-dates.js";
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
+import { dayOf } from "./data/dates.js";
+import type { UnlockStore } from "./data/snapshot.js";
 import { backtestResult, chooseBasis, refusalReason } from "./backtest-basis.js";
 import {
   buildEventIndex,

@@ -1,5 +1,5 @@
-import { formatDay } from "../store/unlocks-dates.js";
-import type { SupplyPiece, SupplySchedule, TokenRecord } from "../store/unlocks-types.js";
+import { formatDay } from "./data/dates.js";
+import type { SupplyPiece, SupplySchedule, TokenRecord } from "./data/types.js";
 import { type CirculatingReport, latestReportBefore } from "./circulating-reported.js";
 import { releasedBefore } from "./events.js";
 

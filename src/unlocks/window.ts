@@ -1,6 +1,6 @@
-import { formatDay, parseDay } from "../store/unlocks-dates.js";
-import type { UnlockStore } from "../store/unlocks-snapshot.js";
-import type { RecipientCategory } from "../store/unlocks-types.js";
+import { formatDay, parseDay } from "./data/dates.js";
+import type { UnlockStore } from "./data/snapshot.js";
+import type { RecipientCategory } from "./data/types.js";
 import {
   categoryOf,
   type EventIndex,

@@ -14,7 +14,7 @@ import {
   USDC_EIP712_VERSION,
 } from "../../src/devnet/constants.js";
 import { authorizationSigner } from "../../src/payments/signature.js";
-import { parseUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
+import { parseUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import { expandTokenEvents } from "../../src/unlocks/events.js";
 
 const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;

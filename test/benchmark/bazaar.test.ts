@@ -7,7 +7,7 @@ import { readRecordings } from "../../scripts/market-files.js";
 import { bazaarItemToEntry, fetchBazaarListing, resourceKey } from "../../src/benchmark/bazaar.js";
 import { buildMarketSnapshot } from "../../src/benchmark/market-build.js";
 import { compactItem, recordingFromListing } from "../../src/benchmark/recording.js";
-import { repoRoot } from "../../src/store/catalog.js";
+import { repoRoot } from "../../src/benchmark/catalog/snapshot.js";
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), "test", "fixtures", "benchmark", "bazaar-items.json"), "utf8"),

@@ -15,8 +15,8 @@ import {
   catalogFromSnapshot,
   defaultSnapshotPath,
   loadCatalog,
-} from "../../src/store/catalog.js";
-import type { CatalogEntry } from "../../src/store/catalog-schema.js";
+} from "../../src/benchmark/catalog/snapshot.js";
+import type { CatalogEntry } from "../../src/benchmark/catalog/schema.js";
 
 const catalog = loadCatalog();
 const clock = () => new Date("2026-11-23T08:00:00Z");

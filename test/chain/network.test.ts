@@ -5,7 +5,7 @@ import { ConfigError } from "../../src/config.js";
 import { settlementHeader } from "../../src/payments/core.js";
 import { authorizationDomainOf } from "../../src/payments/signature.js";
 import { inlineScripts } from "../../src/payments/paywall.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { appWith, type TestApp, testApp, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 

@@ -6,7 +6,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
 import { PROBLEM_TYPES } from "../../src/discovery/problems.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { appWith, type TestApp, testApp, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 

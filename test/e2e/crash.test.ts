@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buyerClient } from "../../scripts/buyer.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
 import { freePort } from "../../src/devnet/ports.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";
 

@@ -4,7 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { type Browser, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { appWith, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 

@@ -13,7 +13,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PRICES } from "../../src/routes/prices.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { useDevnetServer } from "../helpers/devnet-server.js";
 
 /*

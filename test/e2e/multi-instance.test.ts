@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buyerClient } from "../../scripts/buyer.js";
 import { type ServerProcess, startServerProcess } from "../../scripts/server-process.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
-import type { LedgerPort } from "../../src/payments/ledger-port.js";
-import { openPostgresLedger } from "../../src/store/ledger-postgres.js";
+import type { LedgerPort } from "../../src/ledger/port.js";
+import { openPostgresLedger } from "../../src/ledger/postgres.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { b64 } from "../helpers/proofs.js";
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseDay } from "../../src/store/unlocks-dates.js";
-import type { RecipientCategory, SchedulePiece } from "../../src/store/unlocks-types.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import type { RecipientCategory, SchedulePiece } from "../../src/unlocks/data/types.js";
 
 /**
  * A DefiLlama emissions stand-in on 127.0.0.1: `GET {url}/emissions/{slug}` (the keyless datasets host's path; `url`

@@ -4,7 +4,7 @@ import type {
   Receipt,
   SettlementRecord,
   SettlementResult,
-} from "../../src/payments/ledger-port.js";
+} from "../../src/ledger/port.js";
 
 /** One payer's authorization identity on Base USDC; `nonce` tells the authorizations apart. */
 export const testIdentity = (nonce: string) => ({

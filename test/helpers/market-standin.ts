@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
-import type { PriceSeries, UnlockSnapshot } from "../../src/store/unlocks-types.js";
+import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";
+import type { PriceSeries, UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { marketFromSeries } from "../../src/unlocks/market-snapshot.js";
 
 /**

@@ -1,5 +1,5 @@
-import type { UnlockStore } from "../../src/store/unlocks-snapshot.js";
-import type { SchedulePiece, TokenRecord } from "../../src/store/unlocks-types.js";
+import type { UnlockStore } from "../../src/unlocks/data/snapshot.js";
+import type { SchedulePiece, TokenRecord } from "../../src/unlocks/data/types.js";
 
 /** A schedule piece: a 100-token team cliff on 2027-01-31 from official docs unless `p` says otherwise. */
 export const piece = (p: Partial<SchedulePiece>): SchedulePiece => ({

@@ -7,7 +7,7 @@ import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/ex
 import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
-import { FacilitatorFault } from "../../src/payments/facilitator.js";
+import { FacilitatorFault } from "../../src/payments/gateway.js";
 import { PRICES } from "../../src/routes/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";

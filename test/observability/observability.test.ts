@@ -9,10 +9,10 @@ import {
   createFacilitatorClient,
   createFacilitatorGateway,
   facilitatorTarget,
-} from "../../src/payments/facilitator.js";
-import { loadCatalog } from "../../src/store/catalog.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+} from "../../src/payments/gateway.js";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import {

@@ -17,7 +17,7 @@ import {
   txUrl,
   usd,
 } from "../../src/ops/receipts.js";
-import { openSqliteLedger } from "../../src/store/ledger-sqlite.js";
+import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";

@@ -7,10 +7,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { registerProblemHandlers } from "../../src/http/problem.js";
 import { validatorCompiler } from "../../src/http/validation.js";
 import { ALREADY_USED } from "../../src/payments/core.js";
-import { FacilitatorFault } from "../../src/payments/facilitator.js";
+import { FacilitatorFault } from "../../src/payments/gateway.js";
 import payments, { type PaidRoute } from "../../src/payments/plugin.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 

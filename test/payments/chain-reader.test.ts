@@ -1,6 +1,6 @@
 import type { PublicClient } from "viem";
 import { describe, expect, it } from "vitest";
-import { blocksAround, ChainLookupDeferred, chainReaderFor } from "../../src/payments/reconcile.js";
+import { blocksAround, ChainLookupDeferred, chainReaderFor } from "../../src/payments/chain-reader.js";
 
 const q = {
   asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",

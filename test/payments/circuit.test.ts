@@ -8,7 +8,7 @@ import {
   recordFailure,
   recordSuccess,
 } from "../../src/payments/circuit.js";
-import { createFacilitatorGateway } from "../../src/payments/facilitator.js";
+import { createFacilitatorGateway } from "../../src/payments/gateway.js";
 
 const opts = { failureThreshold: 3, cooldownMs: 1000 };
 

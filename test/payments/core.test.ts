@@ -12,7 +12,7 @@ import {
 import { noopObserver } from "../../src/payments/events.js";
 import { decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 

@@ -10,7 +10,7 @@ import {
   VerifyError,
 } from "@x402/core/types";
 import { afterEach, describe, expect, it } from "vitest";
-import { classify } from "../../src/payments/facilitator.js";
+import { classify } from "../../src/payments/gateway.js";
 import {
   createFacilitatorHttpClient,
   FacilitatorUnreachableError,

@@ -2,7 +2,7 @@ import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it, vi } from "vitest";
-import { createFacilitatorGateway, PayerLimited } from "../../src/payments/facilitator.js";
+import { createFacilitatorGateway, PayerLimited } from "../../src/payments/gateway.js";
 import { createPayerLimits, DEFAULT_PAYER_LIMITS } from "../../src/payments/payer-limits.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";

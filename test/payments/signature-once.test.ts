@@ -5,11 +5,11 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type Attempt, admitPayment, completePayment, type PaymentCore } from "../../src/payments/core.js";
 import { recoverSigner } from "../../src/payments/ecrecover.js";
 import { noopObserver } from "../../src/payments/events.js";
-import { createFacilitatorGateway, type FacilitatorGateway } from "../../src/payments/facilitator.js";
+import { createFacilitatorGateway, type FacilitatorGateway } from "../../src/payments/gateway.js";
 import { decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
-import { type Ledger, openLedger } from "../../src/store/ledger.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
 

@@ -5,7 +5,7 @@ import {
   createFacilitatorGateway,
   FacilitatorFault,
   SMART_WALLET_REFUSED,
-} from "../../src/payments/facilitator.js";
+} from "../../src/payments/gateway.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import {
   callFailure,

@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLiveBenchmark, type LiveBenchmark } from "../../src/refresh/bazaar.js";
 import { createRefresher, type Refresher } from "../../src/refresh/refresher.js";
-import { loadCatalog } from "../../src/store/catalog.js";
-import { readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
+import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 
 /**
  * A CDP Bazaar stand-in on 127.0.0.1: `GET /platform/v2/x402/discovery/resources?type=http&limit=&offset=` answering

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
-import { buildUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { buildUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { testConfig } from "../helpers/app.js";
 
 /**

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ingest } from "../../scripts/ingest.js";
-import { formatDay, parseDay } from "../../src/store/unlocks-dates.js";
-import { readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
-import type { PriceSeries, UnlockSnapshot } from "../../src/store/unlocks-types.js";
+import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";
+import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
+import type { PriceSeries, UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { marketFromSeries } from "../../src/unlocks/market-snapshot.js";
 import { type BinanceStandIn, binanceStandIn, cut, downUrl } from "../helpers/market-standin.js";
 

@@ -6,8 +6,8 @@ import { UNLOCKS_FILE } from "../../src/refresh/data-dir.js";
 import { createLiveUnlocks } from "../../src/refresh/live-unlocks.js";
 import { createRefresher, type Refresher } from "../../src/refresh/refresher.js";
 import { refreshableSchedule } from "../../src/refresh/schedules.js";
-import { buildUnlockStore, readUnlockSnapshot } from "../../src/store/unlocks-snapshot.js";
-import type { SchedulePiece, TokenRecord, UnlockSnapshot } from "../../src/store/unlocks-types.js";
+import { buildUnlockStore, readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
+import type { SchedulePiece, TokenRecord, UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { type DefiLlamaStandIn, defillamaStandIn } from "../helpers/defillama-standin.js";
 

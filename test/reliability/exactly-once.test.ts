@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { PaymentObserver, PaymentOutcome } from "../../src/payments/events.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import {
   type HttpApp,
   signedUpcomingProof,

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { afterEach, describe, expect, it } from "vitest";
-import type { LedgerPort } from "../../src/payments/ledger-port.js";
-import { openLedger } from "../../src/store/ledger.js";
+import type { LedgerPort } from "../../src/ledger/port.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import {
   type FaultFacilitator,
   type HttpApp,

@@ -3,7 +3,7 @@ import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/routes/prices.js";
-import { openPostgresLedger } from "../../src/store/ledger-postgres.js";
+import { openPostgresLedger } from "../../src/ledger/postgres.js";
 import {
   type FaultFacilitator,
   type HttpApp,

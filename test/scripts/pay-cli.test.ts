@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openLedger } from "../../src/store/ledger.js";
+import { openLedger } from "../../src/ledger/embedded.js";
 import { appWith, TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseDay } from "../../src/store/unlocks-dates.js";
-import { buildUnlockStore, loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { buildUnlockStore, loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import {
   buildEventIndex,
   categoryOf,

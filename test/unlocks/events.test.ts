@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseDay } from "../../src/store/unlocks-dates.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
-import type { SchedulePiece, TokenRecord } from "../../src/store/unlocks-types.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
+import type { SchedulePiece, TokenRecord } from "../../src/unlocks/data/types.js";
 import { expandTokenEvents, releasedBefore, stepDays } from "../../src/unlocks/events.js";
 import { piece, testToken } from "../helpers/schedules.js";
 

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCalibration, spliceDoc } from "../../scripts/calibrate.js";
-import { repoRoot } from "../../src/store/paths.js";
+import { repoRoot } from "../../src/files/paths.js";
 
 // The committed model card and figures are what `npm run calibrate` gives from the shipped data (seeded bootstrap:
 // deterministic). One run of the whole study: ~20 s of CPU, so the timeout is generous for a busy machine.

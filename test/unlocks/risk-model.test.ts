@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RECIPIENT_CATEGORIES } from "../../src/store/unlocks-types.js";
+import { RECIPIENT_CATEGORIES } from "../../src/unlocks/data/types.js";
 import { type RiskInputs, riskLevel, scoreRisk } from "../../src/unlocks/risk-model.js";
 
 const category = fc.constantFrom(...RECIPIENT_CATEGORIES);

@@ -6,8 +6,8 @@ import {
   RiskSummary,
   UpcomingResponse,
 } from "../../src/schemas/unlocks-responses.js";
-import { parseDay } from "../../src/store/unlocks-dates.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { releasedBefore } from "../../src/unlocks/events.js";
 import { sizeSubscore } from "../../src/unlocks/risk-model.js";
 import { createUnlockService, NoReactionsError, UnlockLookupError } from "../../src/unlocks/service.js";

@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { dataPath } from "../../src/store/paths.js";
-import { parseDay } from "../../src/store/unlocks-dates.js";
-import { loadUnlockStore } from "../../src/store/unlocks-snapshot.js";
-import { agreementRows, compare6mv, within } from "../../src/unlocks/circulating-check.js";
-import { read6mvDir } from "../../src/unlocks/import-6mv.js";
+import { dataPath } from "../../src/files/paths.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
+import { agreementRows, compare6mv, within } from "../../src/build/circulating-check.js";
+import { read6mvDir } from "../../src/build/import-6mv.js";
 import {
   dayOfUnix,
   isEmissionSection,
@@ -12,7 +12,7 @@ import {
   toSupplyPieces,
   vestingPiecesOf,
   type WideSchedules,
-} from "../../src/unlocks/import-wide.js";
+} from "../../src/build/import-wide.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { liquidityConfidence, marketAgeDays, unlockedBefore } from "../../src/unlocks/supply.js";
 

@@ -1,4 +1,4 @@
-import { dayOf } from "../../store/unlocks-dates.js";
+import { dayOf } from "../data/dates.js";
 import type { Candle } from "../market-history.js";
 import { type FetchLike, getJson, joinUrl } from "./http.js";
 

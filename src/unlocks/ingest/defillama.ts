@@ -1,5 +1,5 @@
-import { formatDay } from "../../store/unlocks-dates.js";
-import type { RecipientCategory, SchedulePiece } from "../../store/unlocks-types.js";
+import { formatDay } from "../data/dates.js";
+import type { RecipientCategory, SchedulePiece } from "../data/types.js";
 import { type FetchLike, getJson, joinUrl } from "./http.js";
 
 /**

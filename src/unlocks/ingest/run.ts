@@ -1,8 +1,8 @@
 import { SingleBar } from "cli-progress";
-import { writeFileAtomic } from "../../store/atomic-write.js";
-import { formatDay } from "../../store/unlocks-dates.js";
-import { validateUnlockSnapshot } from "../../store/unlocks-snapshot.js";
-import type { MarketInfo, SchedulePiece, TokenRecord, UnlockSnapshot } from "../../store/unlocks-types.js";
+import { writeFileAtomic } from "../../files/atomic-write.js";
+import { formatDay } from "../data/dates.js";
+import { validateUnlockSnapshot } from "../data/snapshot.js";
+import type { MarketInfo, SchedulePiece, TokenRecord, UnlockSnapshot } from "../data/types.js";
 import { marketFromSeries } from "../market-snapshot.js";
 import { BINANCE_INSTRUMENT, BINANCE_VENUE, type Depth, fetchDepth, fetchKlines, pairOf } from "./binance.js";
 import { type CgClient, fetchMarkets } from "./coingecko.js";

@@ -1,5 +1,5 @@
-import { formatDay, parseDay } from "../../store/unlocks-dates.js";
-import type { PriceSeries, SeriesSegment } from "../../store/unlocks-types.js";
+import { formatDay, parseDay } from "../data/dates.js";
+import type { PriceSeries, SeriesSegment } from "../data/types.js";
 import type { Candle } from "../market-history.js";
 
 /**
