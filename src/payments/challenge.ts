@@ -72,3 +72,17 @@ export function challengeCache(
     return built;
   };
 }
+
+/** Every route's challenge cache, each built on the route's first 402. */
+export function routeChallenges(terms: PaymentTerms) {
+  const caches = new WeakMap<RoutePrice, ReturnType<typeof challengeCache>>();
+  return (route: RoutePrice, resourceUrl: string) => {
+    let cache = caches.get(route);
+    if (!cache) {
+      cache = challengeCache(route, terms);
+      caches.set(route, cache);
+    }
+    const built = cache;
+    return (error: string, v1Error?: string): Challenge => built(resourceUrl, error, v1Error);
+  };
+}

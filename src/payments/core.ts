@@ -27,7 +27,8 @@ import { settleFailureKind } from "./settle-failure.js";
 /**
  * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
  * the recoveries in between. Plain functions over the ledger port, the facilitator gateway and the chain reader, in
- * the spirit of @x402/core's resource server; http-request.ts and http-answers.ts map what they decide to HTTP, and
+ * the spirit of @x402/core's resource server. decide.ts runs them for one paid call of any transport and
+ * http-answers.ts says what each outcome answers; the HTTP plugin and the MCP tools only carry that, and
  * test/payments/core.test.ts calls them directly. Every answer is a value saying what happened, never a reply
  * written here.
  */

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from "fastify";
 import { chooseProofHeader, HEADER_V1, HEADER_V2 } from "./matching.js";
 import type { ProofOffer } from "./decide.js";
 import { decodeProof } from "./proof.js";
@@ -7,6 +8,22 @@ export function offerOf(header: (name: string) => string | undefined, acceptsV1:
   const choice = chooseProofHeader(header(HEADER_V2), header(HEADER_V1), acceptsV1);
   if (choice.kind !== "pay") return choice;
   return { kind: "pay", name: choice.name, decoded: decodeProof(choice.name, choice.value) };
+}
+
+/**
+ * Where a request's 402 resources point: PUBLIC_BASE_URL, or without it the request's own origin (its Host). pp_ref
+ * is recorded with the paid call, never echoed: the resource URL is the request's without it.
+ */
+export function resourceUrls(publicBaseUrl: string | undefined) {
+  const baseUrl = (request: FastifyRequest): string =>
+    publicBaseUrl ?? `${request.protocol}://${request.host}`;
+  return {
+    baseUrl,
+    resourceUrl: (request: FastifyRequest): string => `${baseUrl(request)}${withoutPpRef(request.url)}`,
+    /** Without PUBLIC_BASE_URL the 402's resource comes from Host: one that makes no URL is the caller's error. */
+    hostMakesUrl: (request: FastifyRequest, path: string): boolean =>
+      Boolean(publicBaseUrl) || validHost(request.host, `${baseUrl(request)}${path}`),
+  };
 }
 
 /** A Host header: a name or IPv4 address, or a bracketed IPv6 address, and an optional port (RFC 9110 `uri-host`). */

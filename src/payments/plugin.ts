@@ -1,47 +1,17 @@
-import { randomUUID } from "node:crypto";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { problem, problemInstance } from "../http/problem.js";
-import { challengeCache } from "./challenge.js";
+import { routeChallenges } from "./challenge.js";
 import { completePayment, type PaidRoute, type Payment, type PaymentCore } from "./core.js";
-import { noopObserver, type PaymentObserver } from "./events.js";
-import type { FacilitatorGateway } from "./gateway.js";
-import { type Challenge, completionAnswer, type HttpAnswer, problemAnswer } from "./http-answers.js";
+import { createPaymentCore, type PaymentsOptions } from "./create-core.js";
 import { decideCall, logFault } from "./decide.js";
-import { bodyText, offerOf, validHost, withoutPpRef } from "./http-request.js";
-import type { LedgerPort } from "../ledger/port.js";
+import { type Challenge, completionAnswer, type HttpAnswer, problemAnswer } from "./http-answers.js";
+import { bodyText, offerOf, resourceUrls, withoutPpRef } from "./http-request.js";
 import { createMaintenance } from "./maintenance.js";
-import type { ChainReader } from "./chain-reader.js";
-import type { PaymentTerms } from "./requirements.js";
 
+export type { PaymentsOptions } from "./create-core.js";
 export type { CapRule, PaidRoute } from "./core.js";
 export { withoutPpRef } from "./http-request.js";
-
-export interface PaymentsOptions {
-  gateway: FacilitatorGateway;
-  ledger: LedgerPort;
-  terms: PaymentTerms;
-  publicBaseUrl: string | undefined;
-  /** Production: the 402 `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
-  requirePublicBaseUrl?: boolean;
-  idempotencyTtlMs: number;
-  /** How long a delivered response is kept for a retry of the same proof and request (default: idempotencyTtlMs). */
-  responseRetentionMs?: number;
-  /** How long a claim stays locked if its request never finishes (a hung client); settling never expires. */
-  lockTtlMs?: number;
-  /** Reads the chain to settle lost settlement outcomes; without it they are answered 409 until resolved. */
-  chain?: ChainReader | undefined;
-  observer?: PaymentObserver;
-  clock?: () => Date;
-  /** This process's incarnation id (default: a fresh UUID). */
-  incarnation?: string;
-  /** One process per ledger (SQLite): every other unfinished incarnation is dead at start. */
-  singleInstance?: boolean;
-  /** With several instances: an incarnation whose heartbeat is older than this is dead. */
-  staleIncarnationMs?: number;
-  /** Background reconciler/heartbeat/purge period; 0 runs it only at start (tests call reconcileNow). */
-  maintenanceMs?: number;
-}
 
 /** A verified payment riding on its request until onSend settles it. */
 interface PaymentContext extends Payment {
@@ -91,47 +61,18 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     throw new Error(
       "PUBLIC_BASE_URL is required in production: the 402 resource must not come from the Host header",
     );
-  const core: PaymentCore = {
-    gateway: opts.gateway,
-    ledger: opts.ledger,
-    terms,
-    chain: opts.chain,
-    observer: opts.observer ?? noopObserver,
-    clock: opts.clock ?? (() => new Date()),
-    incarnation: opts.incarnation ?? randomUUID(),
-    idempotencyTtlMs: opts.idempotencyTtlMs,
-    retentionMs: opts.responseRetentionMs ?? opts.idempotencyTtlMs,
-    lockTtlMs: opts.lockTtlMs ?? 5 * 60_000,
-    singleInstance: opts.singleInstance ?? true,
-    staleIncarnationMs: opts.staleIncarnationMs ?? 60_000,
-    log: app.log,
-    unwritten: new Map(),
-  };
+  const core = createPaymentCore(opts, app.log);
   const maintenance = createMaintenance(core, app.log);
 
-  const baseUrl = (request: FastifyRequest) => opts.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  // pp_ref is recorded with the paid call, never echoed: the resource URL is the request's without it.
-  const resourceUrl = (request: FastifyRequest) => `${baseUrl(request)}${withoutPpRef(request.url)}`;
-  /** Without PUBLIC_BASE_URL the 402's resource comes from Host: one that makes no URL is the caller's error. */
-  const hostMakesUrl = (request: FastifyRequest, path: string): boolean =>
-    Boolean(opts.publicBaseUrl) || validHost(request.host, `${baseUrl(request)}${path}`);
-  const badHost = (request: FastifyRequest): boolean => !hostMakesUrl(request, withoutPpRef(request.url));
-
-  const challenges = new WeakMap<PaidRoute, ReturnType<typeof challengeCache>>();
-  const challengeFor = (request: FastifyRequest, route: PaidRoute): Challenge => {
-    let built = challenges.get(route);
-    if (!built) {
-      built = challengeCache(route, terms);
-      challenges.set(route, built);
-    }
-    const cached = built;
-    return (error, v1Error) => cached(resourceUrl(request), error, v1Error);
-  };
+  const { baseUrl, resourceUrl, hostMakesUrl } = resourceUrls(opts.publicBaseUrl);
+  const challenges = routeChallenges(terms);
+  const challengeFor = (request: FastifyRequest, route: PaidRoute): Challenge =>
+    challenges(route, resourceUrl(request));
 
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
       const instance = problemInstance(request);
-      if (badHost(request))
+      if (!hostMakesUrl(request, withoutPpRef(request.url)))
         return reply.send(
           apply(
             reply,

@@ -1,0 +1,54 @@
+import { randomUUID } from "node:crypto";
+import type { FastifyBaseLogger } from "fastify";
+import type { LedgerPort } from "../ledger/port.js";
+import type { ChainReader } from "./chain-reader.js";
+import type { PaymentCore } from "./core.js";
+import { noopObserver, type PaymentObserver } from "./events.js";
+import type { FacilitatorGateway } from "./gateway.js";
+import type { PaymentTerms } from "./requirements.js";
+
+export interface PaymentsOptions {
+  gateway: FacilitatorGateway;
+  ledger: LedgerPort;
+  terms: PaymentTerms;
+  publicBaseUrl: string | undefined;
+  /** Production: the 402 `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
+  requirePublicBaseUrl?: boolean;
+  idempotencyTtlMs: number;
+  /** How long a delivered response is kept for a retry of the same proof and request (default: idempotencyTtlMs). */
+  responseRetentionMs?: number;
+  /** How long a claim stays locked if its request never finishes (a hung client); settling never expires. */
+  lockTtlMs?: number;
+  /** Reads the chain to settle lost settlement outcomes; without it they are answered 409 until resolved. */
+  chain?: ChainReader | undefined;
+  observer?: PaymentObserver;
+  clock?: () => Date;
+  /** This process's incarnation id (default: a fresh UUID). */
+  incarnation?: string;
+  /** One process per ledger (SQLite): every other unfinished incarnation is dead at start. */
+  singleInstance?: boolean;
+  /** With several instances: an incarnation whose heartbeat is older than this is dead. */
+  staleIncarnationMs?: number;
+  /** Background reconciler/heartbeat/purge period; 0 runs it only at start (tests call reconcileNow). */
+  maintenanceMs?: number;
+}
+
+/** The payment core of these options, each default applied here and only here. */
+export function createPaymentCore(opts: PaymentsOptions, log: FastifyBaseLogger): PaymentCore {
+  return {
+    gateway: opts.gateway,
+    ledger: opts.ledger,
+    terms: opts.terms,
+    chain: opts.chain,
+    observer: opts.observer ?? noopObserver,
+    clock: opts.clock ?? (() => new Date()),
+    incarnation: opts.incarnation ?? randomUUID(),
+    idempotencyTtlMs: opts.idempotencyTtlMs,
+    retentionMs: opts.responseRetentionMs ?? opts.idempotencyTtlMs,
+    lockTtlMs: opts.lockTtlMs ?? 5 * 60_000,
+    singleInstance: opts.singleInstance ?? true,
+    staleIncarnationMs: opts.staleIncarnationMs ?? 60_000,
+    log,
+    unwritten: new Map(),
+  };
+}
