@@ -19,7 +19,7 @@ import { createPublicClient, erc20Abi, http, parseEventLogs, type TransactionRec
 import { base } from "viem/chains";
 import type { ReceiptsReport } from "../src/ops/receipts.js";
 import { USDC_BASE } from "../src/payments/requirements.js";
-import { PRICES } from "../src/routes/prices.js";
+import { PRICES } from "../src/operations/prices.js";
 import { DEVNET_BUYER_KEY, decodeSettlement, payingFetch } from "./buyer.js";
 
 /** One paid call as the buyer and the chain saw it. */

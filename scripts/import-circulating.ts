@@ -27,4 +27,6 @@ const matched = matchReports(rows, tokens);
 const text = `token,date,circulating_supply,cmc_name,cmc_symbol\n${matched.map((r) => [r.token, r.date, r.circulating_supply, r.cmc_name, r.cmc_symbol].join(",")).join("\n")}\n`;
 const out = dataPath("circulating-reported/coinmarketcap-monthly.csv");
 writeFileAtomic(out, text);
-console.log(`wrote ${out}: ${matched.length} token-months on ${new Set(matched.map((r) => r.token)).size} tokens from ${rows.length} rows`);
+console.log(
+  `wrote ${out}: ${matched.length} token-months on ${new Set(matched.map((r) => r.token)).size} tokens from ${rows.length} rows`,
+);

@@ -11,7 +11,7 @@ import {
   verifyAgainstChain,
 } from "../src/ops/ledger-ops.js";
 import { usd } from "../src/ops/receipts.js";
-import { PRICES } from "../src/routes/prices.js";
+import { PRICES } from "../src/operations/prices.js";
 import { openConfiguredLedger } from "../src/ledger/factory.js";
 
 /*

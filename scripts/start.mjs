@@ -27,7 +27,14 @@ const MANIFEST = "inputs.json";
  * Left to Node at run time: packages that find files beside themselves (a native addon; swagger's package.json and
  * Swagger UI's static files; pino's worker-thread transports), and pg's optional native binding.
  */
-export const EXTERNAL = ["better-sqlite3", "pg-native", "@fastify/swagger", "@fastify/swagger-ui", "pino", "secp256k1"];
+export const EXTERNAL = [
+  "better-sqlite3",
+  "pg-native",
+  "@fastify/swagger",
+  "@fastify/swagger-ui",
+  "pino",
+  "secp256k1",
+];
 
 /**
  * The files the bundle at `outDir` was built from whose size or modification time differs now (missing ones

@@ -5,16 +5,12 @@ import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet, DevnetLaunch } from "./devnet/index.js";
 import { validProofs } from "./discovery/documents.js";
 import { metricsListener } from "./observability/metrics.js";
-import {
-  createFacilitatorClient,
-  createFacilitatorGateway,
-  facilitatorTarget,
-} from "./payments/gateway.js";
+import { createFacilitatorClient, createFacilitatorGateway, facilitatorTarget } from "./payments/gateway.js";
 import { type ChainReader, createChainReader } from "./payments/chain-reader.js";
 import { formatUsdc } from "./chain/usdc.js";
 import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
 import { listenProblem, preflight } from "./preflight.js";
-import { PRICES } from "./routes/prices.js";
+import { PRICES } from "./operations/prices.js";
 import { loadCatalog } from "./benchmark/catalog/snapshot.js";
 import { openConfiguredLedger } from "./ledger/factory.js";
 import { createLiveBenchmark } from "./refresh/bazaar.js";

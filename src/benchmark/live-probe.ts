@@ -99,7 +99,9 @@ export function pickAccept(
     .filter((a): a is AcceptLike & { atomic: string } => a !== null);
   const baseUsdc = withAmount.find((a) => {
     const net = toCaip2(a.network);
-    return net === BASE_MAINNET.caip2 && usdcDecimals(net, typeof a.asset === "string" ? a.asset : null) !== null;
+    return (
+      net === BASE_MAINNET.caip2 && usdcDecimals(net, typeof a.asset === "string" ? a.asset : null) !== null
+    );
   });
   return baseUsdc ?? withAmount[0] ?? null;
 }

@@ -218,7 +218,8 @@ export const PASS_THROUGH_MONTHS = 6;
 export function passThroughOf(pieces: readonly SupplyPiece[], known: readonly CirculatingReport[]): number {
   const last = known[known.length - 1];
   if (!last || known.length < 2) return 1;
-  const first = known.find((r) => r.day >= last.day - PASS_THROUGH_MONTHS * 30.5) ?? (known[0] as CirculatingReport);
+  const first =
+    known.find((r) => r.day >= last.day - PASS_THROUGH_MONTHS * 30.5) ?? (known[0] as CirculatingReport);
   const scheduled = unlockedBefore(pieces, last.day + 1) - unlockedBefore(pieces, first.day + 1);
   if (!(scheduled > 0.02 * first.value)) return 1;
   return Math.max(0, Math.min(1, (last.value - first.value) / scheduled));
@@ -285,7 +286,10 @@ export interface HeldOutTally {
 }
 
 /** Per token (sorted by symbol) and overall (symbol `all`): how many predictions land within 10 %. */
-export function heldOutTallies(points: readonly HeldOutPoint[]): { all: HeldOutTally; tokens: HeldOutTally[] } {
+export function heldOutTallies(points: readonly HeldOutPoint[]): {
+  all: HeldOutTally;
+  tokens: HeldOutTally[];
+} {
   const of = (symbol: string, ps: readonly HeldOutPoint[]): HeldOutTally => {
     const withRebuilt = ps.filter((p) => p.rebuilt !== null);
     return {
@@ -295,7 +299,9 @@ export function heldOutTallies(points: readonly HeldOutPoint[]): { all: HeldOutT
       passThroughWithin: ps.filter((p) => near(p.passThrough, p.reported)).length,
       rebuiltN: withRebuilt.length,
       rebuiltWithin: withRebuilt.filter((p) => near(p.rebuilt, p.reported)).length,
-      medianAnchoredRatio: median(ps.filter((p) => p.anchored !== null).map((p) => (p.anchored as number) / p.reported)),
+      medianAnchoredRatio: median(
+        ps.filter((p) => p.anchored !== null).map((p) => (p.anchored as number) / p.reported),
+      ),
       medianRebuiltRatio: median(withRebuilt.map((p) => (p.rebuilt as number) / p.reported)),
       rule: ps[0]?.rule ?? "unknown",
     };

@@ -19,7 +19,8 @@ export interface ShippedReportRow {
   readonly cmc_symbol: string;
 }
 
-const HEADER = "Rank,Name,Symbol,Market Cap,Price,Circulating Supply,Volume (24h),% 1h,% 24h,% 7d,snapshot_date";
+const HEADER =
+  "Rank,Name,Symbol,Market Cap,Price,Circulating Supply,Volume (24h),% 1h,% 24h,% 7d,snapshot_date";
 
 /** Parses one `coinmarketcap_monthly_YYYYMM01.csv` (names never hold commas in these files; checked per row). */
 export function parseCmcCsv(text: string, file: string): CmcRow[] {
@@ -39,7 +40,11 @@ export function parseCmcCsv(text: string, file: string): CmcRow[] {
   });
 }
 
-const norm = (s: string): string => s.toLowerCase().replace(/\(.*?\)|\[.*?\]/g, "").replace(/[^a-z0-9]/g, "");
+const norm = (s: string): string =>
+  s
+    .toLowerCase()
+    .replace(/\(.*?\)|\[.*?\]/g, "")
+    .replace(/[^a-z0-9]/g, "");
 
 /**
  * CMC names that are the same asset as ours although no name, id or slug of ours spells them (checked by hand in
@@ -74,9 +79,13 @@ const RENAMED_FROM: Readonly<Record<string, { symbol: string; name: string; unti
 };
 
 /** Whether a CMC row is our token: same symbol and a name that is ours (trap 1: namesakes share symbols). */
-export function isSameAsset(t: Pick<TokenRecord, "symbol" | "name" | "coingecko_id" | "defillama_slug">, r: CmcRow): boolean {
+export function isSameAsset(
+  t: Pick<TokenRecord, "symbol" | "name" | "coingecko_id" | "defillama_slug">,
+  r: CmcRow,
+): boolean {
   const renamed = RENAMED_FROM[t.symbol];
-  if (renamed && r.symbol === renamed.symbol && r.name === renamed.name && r.date <= renamed.until) return true;
+  if (renamed && r.symbol === renamed.symbol && r.name === renamed.name && r.date <= renamed.until)
+    return true;
   if (r.symbol !== t.symbol) return false;
   if (SAME_ASSET[t.symbol]?.includes(r.name)) return true;
   const n = norm(r.name);
@@ -103,8 +112,16 @@ export function matchReports(
       const key = `${t.symbol}\u0000${r.date}`;
       const prev = out.get(key);
       if (prev && prev.circulating_supply !== r.circulating)
-        throw new Error(`${t.symbol} ${r.date}: two reports (${prev.cmc_name} ${prev.circulating_supply}, ${r.name} ${r.circulating})`);
-      out.set(key, { token: t.symbol, date: r.date, circulating_supply: r.circulating, cmc_name: r.name, cmc_symbol: r.symbol });
+        throw new Error(
+          `${t.symbol} ${r.date}: two reports (${prev.cmc_name} ${prev.circulating_supply}, ${r.name} ${r.circulating})`,
+        );
+      out.set(key, {
+        token: t.symbol,
+        date: r.date,
+        circulating_supply: r.circulating,
+        cmc_name: r.name,
+        cmc_symbol: r.symbol,
+      });
     }
   return [...out.values()].sort((a, b) => a.token.localeCompare(b.token) || a.date.localeCompare(b.date));
 }

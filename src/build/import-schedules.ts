@@ -70,7 +70,8 @@ export function toSchedulePiece(
  */
 export const EMISSION_SECTIONS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   USUAL: {
-    "Community Incentives": "emitted to protocol users over four years (the curve is the adapter's reading of a chart)",
+    "Community Incentives":
+      "emitted to protocol users over four years (the curve is the adapter's reading of a chart)",
   },
   INIT: {
     "VIP Rewards": "a reward pool paid to users at ~17.5M a year (the adapter models the rate linearly)",
@@ -82,13 +83,15 @@ export const EMISSION_SECTIONS: Readonly<Record<string, Readonly<Record<string, 
   },
   PLUME: { Validators: "validator rewards (staking issuance) over seven years, the adapter's curve" },
   GRASS: {
-    "Future Incentives": "an incentive pool with no set schedule (four-year linear is the adapter's assumption)",
+    "Future Incentives":
+      "an incentive pool with no set schedule (four-year linear is the adapter's assumption)",
     "Router Rewards": "rewards paid to routers of the network, no set schedule",
   },
   DYM: { "Incentives Manager": "an incentive pool available at genesis and spent down as rewards" },
   KAITO: {
     "Long Term Creator Incentives": "incentives paid to creators in six-monthly tranches of a programme",
-    "Liquidity Incentives": "a liquidity-incentive pool funded at the TGE and paid out to liquidity providers",
+    "Liquidity Incentives":
+      "a liquidity-incentive pool funded at the TGE and paid out to liquidity providers",
   },
   BABY: { "Community Incentives": "an incentive pool (its release at the TGE is the adapter's assumption)" },
   ZORA: { "Community Incentives": "an incentive pool funded at the TGE and paid out to users over time" },

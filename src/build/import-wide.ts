@@ -275,16 +275,18 @@ export function vestingPiecesOf(t: WideToken): SchedulePiece[] {
   return t.sections
     .filter((s) => !isBurn(s) && isScoredSection(t.symbol, s))
     .flatMap((s) =>
-      s.pieces.flatMap((p) => toSupplyPieces(p)).map(
-        (p): SchedulePiece => ({
-          recipient: s.name,
-          category: sectionCategory(s),
-          ...p,
-          source_type: "aggregator",
-          timing_precision: "day",
-          source_url: url,
-        }),
-      ),
+      s.pieces
+        .flatMap((p) => toSupplyPieces(p))
+        .map(
+          (p): SchedulePiece => ({
+            recipient: s.name,
+            category: sectionCategory(s),
+            ...p,
+            source_type: "aggregator",
+            timing_precision: "day",
+            source_url: url,
+          }),
+        ),
     );
 }
 

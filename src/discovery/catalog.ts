@@ -1,6 +1,6 @@
-import { PAID_OPERATIONS, type PaidOperation } from "../routes/paid-operations.js";
+import { PAID_OPERATIONS, type PaidOperation } from "../operations/table.js";
 
-export type { FieldMask } from "../routes/paid-operations.js";
+export type { FieldMask } from "../operations/table.js";
 
 /**
  * What an agent or a Bazaar needs to know about each paid route: the table of paid operations, whose TypeBox schemas

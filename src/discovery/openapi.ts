@@ -1,7 +1,7 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import type { PaidRoute } from "../payments/plugin.js";
-import { PRICES, paymentInfo } from "../routes/prices.js";
+import { PRICES, paymentInfo } from "../operations/prices.js";
 import { commonErrorResponses } from "../routes/responses.js";
 import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 

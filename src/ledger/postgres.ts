@@ -122,7 +122,9 @@ export async function openPostgresLedger(url: string, opts: PostgresLedgerOption
     if (existed)
       for (const version of applied) {
         const m = POSTGRES_MIGRATIONS.find((x) => x.version === version);
-        log(`ledger upgrade: applied PostgreSQL migration ${version} (${m?.name ?? "?"}); every receipt is kept`);
+        log(
+          `ledger upgrade: applied PostgreSQL migration ${version} (${m?.name ?? "?"}); every receipt is kept`,
+        );
       }
   } catch (err) {
     await pool.end();

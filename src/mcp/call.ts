@@ -14,7 +14,7 @@ import { decideCall, logFault, type ProofOffer } from "../payments/decide.js";
 import { completionAnswer } from "../payments/http-answers.js";
 import { HEADER_V2 } from "../payments/matching.js";
 import { decodeProof, proofObject } from "../payments/proof.js";
-import { OPERATIONS, type OperationKey } from "../routes/paid-operations.js";
+import { OPERATIONS, type OperationKey } from "../operations/table.js";
 import { paid } from "../routes/responses.js";
 import { PaidQuery } from "../schemas/common.js";
 import {

@@ -1,7 +1,7 @@
 import { type TSchema, Type } from "typebox";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../chain/usdc.js";
-import { OPERATIONS, type OperationKey } from "../routes/paid-operations.js";
+import { OPERATIONS, type OperationKey } from "../operations/table.js";
 import { PpRef, ProblemSchema } from "../schemas/common.js";
 
 export const MCP_PATH = "/mcp";

@@ -3,7 +3,7 @@ import { availabilityLabel, type BenchmarkPhase } from "../benchmark/availabilit
 import type { BenchmarkService } from "../benchmark/service.js";
 import { HttpProblem } from "../http/problem.js";
 import type { LedgerPort } from "../ledger/port.js";
-import { PRICES } from "../routes/prices.js";
+import { PRICES } from "./prices.js";
 import type { BenchmarkBody } from "../schemas/benchmark.js";
 import type { PaidHandler } from "./handler.js";
 

@@ -2,7 +2,7 @@ import type { FastifyRequest } from "fastify";
 import type { Static } from "typebox";
 import { HttpProblem } from "../http/problem.js";
 import type { Derivatives } from "../refresh/derivatives.js";
-import { PRICES } from "../routes/prices.js";
+import { PRICES } from "./prices.js";
 import type { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import type { UnlockService } from "../unlocks/service.js";
 import type { PaidHandler } from "./handler.js";

@@ -5,8 +5,8 @@ import type { PaidHandler } from "../operations/handler.js";
 import { BenchmarkBody } from "../schemas/benchmark.js";
 import { BenchmarkResult } from "../schemas/benchmark-response.js";
 import { BenchmarkPaymentHeaders, PaidQuery } from "../schemas/common.js";
-import { OPERATIONS, operationDescription } from "./paid-operations.js";
-import { PRICES, paymentInfo } from "./prices.js";
+import { OPERATIONS, operationDescription } from "../operations/table.js";
+import { PRICES, paymentInfo } from "../operations/prices.js";
 import { paid, paidErrorResponses } from "./responses.js";
 
 export interface BenchmarkRouteOptions {

@@ -3,7 +3,7 @@ import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import type { PaymentNetwork } from "../chain/networks.js";
 import { llmsTxt, wellKnownX402 } from "../discovery/documents.js";
-import { PRICES } from "./prices.js";
+import { PRICES } from "../operations/prices.js";
 
 export interface DiscoveryRouteOptions {
   publicBaseUrl: string | undefined;

@@ -7,7 +7,7 @@ import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../chain/usdc.js";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
 import { SourceFreshness } from "../schemas/freshness.js";
-import { PRICES } from "./prices.js";
+import { PRICES } from "../operations/prices.js";
 
 export interface MetaOptions {
   payTo: string;

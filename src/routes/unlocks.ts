@@ -6,8 +6,8 @@ import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
 import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
 import type { UnlockHandlers } from "../operations/unlocks.js";
-import { OPERATIONS, operationDescription } from "./paid-operations.js";
-import { PRICES, paymentInfo } from "./prices.js";
+import { OPERATIONS, operationDescription } from "../operations/table.js";
+import { PRICES, paymentInfo } from "../operations/prices.js";
 import { notFoundResponse, paid, paidErrorResponses, problem } from "./responses.js";
 
 const TAG = "unlocks";

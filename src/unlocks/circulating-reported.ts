@@ -73,7 +73,14 @@ export function parseShippedReports(text: string): TokenReport[] {
     const day = parseDay(date);
     if (Number.isNaN(day) || !new RegExp(DECIMAL).test(value) || !(Number(value) > 0))
       throw new Error(`${SHIPPED_REPORTS_FILE}:${i + 2}: bad row`);
-    return { token, day, date, value: Number(value), source: "coinmarketcap", attribution: cmcAttribution(date) };
+    return {
+      token,
+      day,
+      date,
+      value: Number(value),
+      source: "coinmarketcap",
+      attribution: cmcAttribution(date),
+    };
   });
 }
 
@@ -82,7 +89,9 @@ function liveReports(extra: readonly unknown[]): TokenReport[] {
   const out: TokenReport[] = [];
   extra.forEach((r, i) => {
     if (!liveChecker.Check(r)) {
-      problems.push(`[${i}]: ${[...liveChecker.Errors(r)].map((e) => `${e.instancePath || "(record)"} ${e.message}`).join("; ")}`);
+      problems.push(
+        `[${i}]: ${[...liveChecker.Errors(r)].map((e) => `${e.instancePath || "(record)"} ${e.message}`).join("; ")}`,
+      );
       return;
     }
     const rec = r as LiveReportRecord;

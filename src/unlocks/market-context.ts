@@ -1,10 +1,5 @@
 import { formatDay, parseDay } from "./data/dates.js";
-import {
-  type DailySeries,
-  type SeriesValues,
-  seriesAt,
-  type UnlockStore,
-} from "./data/snapshot.js";
+import { type DailySeries, type SeriesValues, seriesAt, type UnlockStore } from "./data/snapshot.js";
 import type { TokenRecord } from "./data/types.js";
 import { ADV_DAYS } from "./market-snapshot.js";
 import type { CirculatingFigure } from "./supply.js";

@@ -116,7 +116,9 @@ export function circulatingAt(
     const upTo = sched ? unlocked : unlockedBefore(pieces, to);
     const since = Math.max(0, upTo - unlockedBefore(pieces, report.day + 1));
     const lower = !(sched?.complete ?? false);
-    const what = sched ? "the complete schedule" : "the vesting schedule (no complete schedule: a lower bound)";
+    const what = sched
+      ? "the complete schedule"
+      : "the vesting schedule (no complete schedule: a lower bound)";
     return {
       value: report.value + since,
       rule: "reported+schedule",
@@ -147,7 +149,8 @@ export function circulatingAt(
       rule: "unknown",
       observedAt: formatDay(day),
       source: sched.source,
-      method: "unknown: no report yet and the complete schedule releases nothing before this day (before the TGE)",
+      method:
+        "unknown: no report yet and the complete schedule releases nothing before this day (before the TGE)",
       lowerBound: null,
       report: null,
       rebuilt: null,
@@ -177,7 +180,10 @@ export interface ReportedVsRebuilt {
   cause: string;
 }
 
-const disagreementMemo = new WeakMap<readonly CirculatingReport[], WeakMap<TokenRecord, ReportedVsRebuilt | null>>();
+const disagreementMemo = new WeakMap<
+  readonly CirculatingReport[],
+  WeakMap<TokenRecord, ReportedVsRebuilt | null>
+>();
 
 /**
  * The token's latest report against what its complete schedule has unlocked by the end of the report's day, when
@@ -294,7 +300,12 @@ export interface Coverage {
   /** true when the circulating figure used is a lower bound (unevaluated sections); null when it is unknown. */
   circulating_is_lower_bound: boolean | null;
   circulating_rule: CirculatingRule;
-  circulating_report: { source: string; date: string; circulating_supply: number; attribution: string } | null;
+  circulating_report: {
+    source: string;
+    date: string;
+    circulating_supply: number;
+    attribution: string;
+  } | null;
   circulating_rebuilt: number | null;
   reported_vs_rebuilt: ReportedVsRebuilt | null;
   /** The latest changes between two reports the schedule does not explain (by more than 25 % of the earlier). */

@@ -1,7 +1,7 @@
 import { execFile, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 
 /*
  * The production image, built and exercised by its own script (scripts/image.sh): build, run against a devnet until

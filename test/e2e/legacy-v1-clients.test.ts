@@ -5,7 +5,7 @@ import { base } from "viem/chains";
 import { describe, expect, it } from "vitest";
 import { withPaymentInterceptor } from "x402-axios";
 import { wrapFetchWithPayment } from "x402-fetch";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { jsonInit, useDevnetServer } from "../helpers/devnet-server.js";
 
 /*

@@ -12,7 +12,7 @@ import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { useDevnetServer } from "../helpers/devnet-server.js";
 

@@ -3,7 +3,7 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeSettlement, payingFetch } from "../../scripts/buyer.js";
 import { DISCOVERABLE } from "../../src/discovery/catalog.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { jsonInit, useDevnetServer } from "../helpers/devnet-server.js";
 import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { freePort, type Nginx, startNginx } from "../helpers/nginx.js";

@@ -8,7 +8,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { describe, expect, it } from "vitest";
 import { buyerClient, decodeSettlement, fetchPayingV1, payingFetch } from "../../scripts/buyer.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { jsonInit, useDevnetServer } from "../helpers/devnet-server.js";
 import { b64 } from "../helpers/proofs.js";

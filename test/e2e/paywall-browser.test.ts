@@ -4,7 +4,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { type TypedDataDefinition, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { useDevnetServer } from "../helpers/devnet-server.js";
 
 /*

@@ -14,7 +14,7 @@ import {
 import type { ChainReader } from "../../src/payments/chain-reader.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { appWith, TEST_PAY_TO, testConfig } from "./app.js";
 import { b64, signedV2Proof, v2Proof } from "./proofs.js";

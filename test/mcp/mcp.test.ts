@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
 import { FacilitatorFault } from "../../src/payments/gateway.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
 import { RiskItem } from "../../src/schemas/unlocks-responses.js";

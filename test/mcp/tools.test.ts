@@ -15,7 +15,7 @@ import { NO_PAYMENT, type ToolAnswer, toolChallenge, toolResult } from "../../sr
 import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";
 import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
 import { NETWORK, paymentRequiredV2, USDC_BASE } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 const tool = (name: string) => {

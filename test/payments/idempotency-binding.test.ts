@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ExactPayload } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { signedByPayer } from "../../src/payments/signature.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
 import { b64, signedV2Proof, TEST_BUYER_KEY, v2Proof } from "../helpers/proofs.js";
 

@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { createFacilitatorGateway, PayerLimited } from "../../src/payments/gateway.js";
 import { createPayerLimits, DEFAULT_PAYER_LIMITS } from "../../src/payments/payer-limits.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
 import { signedV2Proof, TEST_BUYER_KEY, v2Proof } from "../helpers/proofs.js";
 

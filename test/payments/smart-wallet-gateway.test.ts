@@ -12,7 +12,7 @@ import {
   type SmartWalletCheck,
   type SmartWalletVerdict,
 } from "../../src/payments/smart-wallet.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
 import { v2Proof } from "../helpers/proofs.js";
 

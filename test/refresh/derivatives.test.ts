@@ -8,7 +8,7 @@ import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { createRefresher } from "../../src/refresh/refresher.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";

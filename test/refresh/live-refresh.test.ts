@@ -7,7 +7,7 @@ import { buildApp } from "../../src/app.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";

@@ -8,7 +8,7 @@ import { createBenchmarkService } from "../../src/benchmark/service.js";
 import type { LedgerPort } from "../../src/ledger/port.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { openPostgresLedger } from "../../src/ledger/postgres.js";
 import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";

@@ -6,7 +6,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/
 import { describe, expect, it } from "vitest";
 import type { PaymentObserver, PaymentOutcome } from "../../src/payments/events.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import {
   type HttpApp,

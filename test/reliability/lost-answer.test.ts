@@ -2,7 +2,7 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { openPostgresLedger } from "../../src/ledger/postgres.js";
 import {
   type FaultFacilitator,

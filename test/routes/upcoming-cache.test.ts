@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compressBody } from "../../src/http/encoding.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/routes/prices.js";
+import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
 import { unlockRoutes } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";

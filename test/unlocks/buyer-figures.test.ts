@@ -17,10 +17,13 @@ describe("emission sections are never scored as vesting unlocks", () => {
     for (const [symbol, sections] of Object.entries(decided)) {
       const names = new Set(Object.keys(sections));
       for (const e of events(symbol))
-        for (const c of e.components) expect(names.has(c.recipient), `${symbol} ${e.id} ${c.recipient}`).toBe(false);
+        for (const c of e.components)
+          expect(names.has(c.recipient), `${symbol} ${e.id} ${c.recipient}`).toBe(false);
       // Each decision says why, on the token.
       if (EMISSION_SECTIONS[symbol])
-        expect(store.tokenBySymbol.get(symbol.toLowerCase())!.notes).toContain("Not scored as vesting unlocks");
+        expect(store.tokenBySymbol.get(symbol.toLowerCase())!.notes).toContain(
+          "Not scored as vesting unlocks",
+        );
     }
   });
 
@@ -73,7 +76,8 @@ describe("the smaller wrong numbers", () => {
 
   it("W's 650M Ecosystem & Incubation releases are labelled ecosystem, not team", () => {
     for (const e of events("W"))
-      for (const c of e.components) if (c.recipient === "Ecosystem & Incubation") expect(c.category).toBe("ecosystem");
+      for (const c of e.components)
+        if (c.recipient === "Ecosystem & Incubation") expect(c.category).toBe("ecosystem");
     expect(events("W").find((e) => e.date === "2027-04-03")!.recipientCategory).toBe("ecosystem");
   });
 

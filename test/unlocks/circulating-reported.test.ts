@@ -33,7 +33,14 @@ const token: TokenRecord = {
     emission_like_share: 0,
     pieces: [
       { kind: "cliff", start: "2024-01-10", end: null, amount_tokens: 1000, steps: null, step_days: null },
-      { kind: "linear", start: "2024-02-01", end: "2024-03-02", amount_tokens: 300, steps: null, step_days: null },
+      {
+        kind: "linear",
+        start: "2024-02-01",
+        end: "2024-03-02",
+        amount_tokens: 300,
+        steps: null,
+        step_days: null,
+      },
     ],
   },
 };
@@ -50,7 +57,10 @@ describe("reported circulating supply: loader", () => {
   it("ships CoinMarketCap's monthly figures and accepts extra live records of the agreed shape", () => {
     const shipped = loadReportedCirculating();
     expect(shipped.get("ens")?.find((r) => r.date === "2025-10-01")?.value).toBeCloseTo(37342806.8, 1);
-    const merged = loadReportedCirculating([live("2026-11-20", "123.5"), { ...live("2026-11-20", "1"), token: "ENS" }]);
+    const merged = loadReportedCirculating([
+      live("2026-11-20", "123.5"),
+      { ...live("2026-11-20", "1"), token: "ENS" },
+    ]);
     expect(merged.get("tst")).toEqual([
       {
         day: parseDay("2026-11-20"),
@@ -81,9 +91,10 @@ describe("reported circulating supply: loader", () => {
     expect(isSameAsset(store.tokenBySymbol.get("w")!, row("Wormhole", "W", "2024-10-01"))).toBe(true);
     expect(isSameAsset(store.tokenBySymbol.get("w")!, row("Some W Coin", "W", "2024-10-01"))).toBe(false);
     expect(() =>
-      matchReports([row("Wormhole", "W", "2024-10-01"), { ...row("Wormhole", "W", "2024-10-01"), circulating: "2" }], [
-        store.tokenBySymbol.get("w")!,
-      ]),
+      matchReports(
+        [row("Wormhole", "W", "2024-10-01"), { ...row("Wormhole", "W", "2024-10-01"), circulating: "2" }],
+        [store.tokenBySymbol.get("w")!],
+      ),
     ).toThrow(/two reports/);
   });
 });
@@ -98,7 +109,9 @@ describe("circulating supply = latest report + what the schedule releases after 
     expect(c.value).toBeCloseTo(900, 9);
     expect(c.rebuilt).toBeCloseTo(1100, 9);
     expect(c.report?.date).toBe("2024-01-31");
-    expect(c.method).toMatch(/coingecko.*plus 100 the complete schedule releases from 2024-02-01 to 2024-02-10/);
+    expect(c.method).toMatch(
+      /coingecko.*plus 100 the complete schedule releases from 2024-02-01 to 2024-02-10/,
+    );
     // A report of the day itself already counts that day's releases: it is not "before" it.
     expect(circulatingAt(token, reports, parseDay("2024-01-31")).rule).toBe("schedule");
   });
@@ -106,14 +119,21 @@ describe("circulating supply = latest report + what the schedule releases after 
   it("falls back to the schedule when no report is before the day, and says unknown before the first release", () => {
     const c = circulatingAt(token, reports, parseDay("2024-01-20"));
     expect(c).toMatchObject({ rule: "schedule", value: 1000, rebuilt: 1000, report: null });
-    expect(circulatingAt(token, reports, parseDay("2024-01-05"))).toMatchObject({ rule: "unknown", value: null });
+    expect(circulatingAt(token, reports, parseDay("2024-01-05"))).toMatchObject({
+      rule: "unknown",
+      value: null,
+    });
   });
 
   it("calls out a token whose latest report and rebuilt figure differ by more than 25 %, with the cause", () => {
     // 1000 rebuilt against 800 reported is 1.25×: on the edge, not called out; against 700 it is.
     expect(reportedVsRebuilt(token, reports)).toBeNull();
     const far = loadReportedCirculating([live("2024-01-31", "700")]).get("tst");
-    expect(reportedVsRebuilt(token, far)).toMatchObject({ report_date: "2024-01-31", ratio: 1.4286, rebuilt: 1000 });
+    expect(reportedVsRebuilt(token, far)).toMatchObject({
+      report_date: "2024-01-31",
+      ratio: 1.4286,
+      rebuilt: 1000,
+    });
     expect(reportedVsRebuilt(token, far)?.cause).toMatch(/unlocked but not counted as circulating/);
     const ens = svc.summary("ENS", 30).supply_coverage.reported_vs_rebuilt!;
     expect(ens.ratio).toBeGreaterThan(2);
@@ -124,10 +144,17 @@ describe("circulating supply = latest report + what the schedule releases after 
 describe("reports the schedule cannot explain are said, not silently picked", () => {
   it("POL's MATIC → POL switch (−2.58B), ZK's 2025-07 redefinition and SUN's doubling are listed; ENS's path is not", () => {
     const pol = svc.summary("POL", 30).supply_coverage.unexplained_report_changes;
-    expect(pol.some((c) => c.from === "2024-09-01" && c.to === "2024-10-01" && c.reported_change < -2.5e9)).toBe(true);
+    expect(
+      pol.some((c) => c.from === "2024-09-01" && c.to === "2024-10-01" && c.reported_change < -2.5e9),
+    ).toBe(true);
     const zk = svc.summary("ZK", 30).supply_coverage.unexplained_report_changes;
     expect(zk).toEqual([
-      { from: "2025-06-01", to: "2025-07-01", reported_change: 3455046275, scheduled_change: expect.any(Number) },
+      {
+        from: "2025-06-01",
+        to: "2025-07-01",
+        reported_change: 3455046275,
+        scheduled_change: expect.any(Number),
+      },
     ]);
     const sun = svc.summary("SUN", 30).supply_coverage.unexplained_report_changes;
     expect(sun.some((c) => c.from === "2024-09-01" && c.to === "2025-05-01")).toBe(true);
@@ -149,7 +176,10 @@ describe("the figures a buyer reads", () => {
     const item = svc.score("ARB", "unlock_arb_2024_03_16", false);
     expect(item.pct_circulating!).toBeGreaterThan(85);
     expect(item.pct_circulating!).toBeLessThan(88);
-    expect(item.supply_coverage.circulating_report).toMatchObject({ date: "2024-03-01", circulating_supply: 1.275e9 });
+    expect(item.supply_coverage.circulating_report).toMatchObject({
+      date: "2024-03-01",
+      circulating_supply: 1.275e9,
+    });
   });
 
   it("today counts every release up to yesterday's end: MON's 16.61B cliff of 2026-11-24 is in, XPL reads 4.989B", () => {
@@ -167,7 +197,11 @@ describe("held out: anchored on reports up to the cutoff, predicting the later o
       live("2024-02-10", "950"), // hidden: after the cutoff, a target
       live("2024-02-20", "1500"), // hidden: a target far off (a redefinition, say)
     ]);
-    const pts = heldOutPoints([token], reports, { anchorUntil: "2024-02-01", from: "2024-02-05", to: "2024-03-01" });
+    const pts = heldOutPoints([token], reports, {
+      anchorUntil: "2024-02-01",
+      from: "2024-02-05",
+      to: "2024-03-01",
+    });
     expect(pts.map((p) => [p.date, p.anchorDate, p.anchored, p.rebuilt])).toEqual([
       ["2024-02-10", "2024-01-31", 900, 1100],
       ["2024-02-20", "2024-01-31", 1000, 1200],

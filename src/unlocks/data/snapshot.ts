@@ -171,7 +171,10 @@ export function toDailySeries(s: PriceSeries): DailySeries {
 }
 
 /** Builds the in-memory indexes over a validated snapshot; `reports` anchor circulating supply (none by default). */
-export function buildUnlockStore(snapshot: UnlockSnapshot, reports: ReportIndex = EMPTY_REPORTS): UnlockStore {
+export function buildUnlockStore(
+  snapshot: UnlockSnapshot,
+  reports: ReportIndex = EMPTY_REPORTS,
+): UnlockStore {
   const tokenBySymbol = new Map<string, TokenRecord>();
   const pricesBySymbol = new Map<string, DailySeries>();
   for (const t of snapshot.tokens) {

@@ -62,7 +62,10 @@ const pieceTiming = {
    * (23:00 UTC counts as the next day). When present it dates the steps instead of calendar months from `start`.
    */
   step_clock: Type.Optional(
-    Type.Object({ start_unix: Type.Integer(), period_s: Type.Integer({ minimum: 1 }) }, { additionalProperties: false }),
+    Type.Object(
+      { start_unix: Type.Integer(), period_s: Type.Integer({ minimum: 1 }) },
+      { additionalProperties: false },
+    ),
   ),
 };
 

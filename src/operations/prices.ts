@@ -3,7 +3,7 @@ import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../chain/usdc.js";
-import { OPERATIONS, type OperationKey } from "./paid-operations.js";
+import { OPERATIONS, type OperationKey } from "./table.js";
 
 /** The terms the payment core needs of each paid operation (the table of paid operations holds them). */
 const BASE_PRICES = Object.fromEntries(
