@@ -7,13 +7,11 @@ import { noopObserver, type PaymentObserver } from "./events.js";
 import type { FacilitatorGateway } from "./gateway.js";
 import type { PaymentTerms } from "./requirements.js";
 
-export interface PaymentsOptions {
+/** What the payment core is built from; every field left out takes its default in createPaymentCore. */
+export interface CoreOptions {
   gateway: FacilitatorGateway;
   ledger: LedgerPort;
   terms: PaymentTerms;
-  publicBaseUrl: string | undefined;
-  /** Production: the 402 `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
-  requirePublicBaseUrl?: boolean;
   idempotencyTtlMs: number;
   /** How long a delivered response is kept for a retry of the same proof and request (default: idempotencyTtlMs). */
   responseRetentionMs?: number;
@@ -29,12 +27,19 @@ export interface PaymentsOptions {
   singleInstance?: boolean;
   /** With several instances: an incarnation whose heartbeat is older than this is dead. */
   staleIncarnationMs?: number;
+}
+
+/** The payments plugin's options: the core's, and where its 402 resources point and how often maintenance runs. */
+export interface PaymentsOptions extends CoreOptions {
+  publicBaseUrl: string | undefined;
+  /** Production: the 402 `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
+  requirePublicBaseUrl?: boolean;
   /** Background reconciler/heartbeat/purge period; 0 runs it only at start (tests call reconcileNow). */
   maintenanceMs?: number;
 }
 
 /** The payment core of these options, each default applied here and only here. */
-export function createPaymentCore(opts: PaymentsOptions, log: FastifyBaseLogger): PaymentCore {
+export function createPaymentCore(opts: CoreOptions, log: FastifyBaseLogger): PaymentCore {
   return {
     gateway: opts.gateway,
     ledger: opts.ledger,

@@ -1,4 +1,4 @@
-import { encodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired } from "@x402/core/types";
 import {
   type DiscoveryExtension,
@@ -9,7 +9,6 @@ import {
 import { describe, expect, it } from "vitest";
 import { headline } from "../../src/discovery/bazaar.js";
 import { discoverable } from "../../src/discovery/catalog.js";
-import { problem } from "../../src/http/problem.js";
 import { ascii } from "../../src/mcp/discovery.js";
 import { NO_PAYMENT, type ToolAnswer, toolChallenge, toolResult } from "../../src/mcp/results.js";
 import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";

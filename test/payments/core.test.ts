@@ -9,6 +9,7 @@ import {
   type PaidRoute,
   type PaymentCore,
 } from "../../src/payments/core.js";
+import { createPaymentCore } from "../../src/payments/create-core.js";
 import { noopObserver } from "../../src/payments/events.js";
 import { decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
@@ -36,22 +37,19 @@ let core: PaymentCore;
 beforeEach(async () => {
   gateway = fakeGateway();
   ledger = openLedger(":memory:");
-  core = {
-    gateway,
-    ledger,
-    terms,
-    chain: undefined,
-    observer: noopObserver,
-    clock: () => NOW,
-    incarnation: "test-incarnation",
-    idempotencyTtlMs: 60_000,
-    retentionMs: 60_000,
-    lockTtlMs: 60_000,
-    singleInstance: true,
-    staleIncarnationMs: 60_000,
+  core = createPaymentCore(
+    {
+      gateway,
+      ledger,
+      terms,
+      observer: noopObserver,
+      clock: () => NOW,
+      incarnation: "test-incarnation",
+      idempotencyTtlMs: 60_000,
+      lockTtlMs: 60_000,
+    },
     log,
-    unwritten: new Map(),
-  };
+  );
   await ledger.startIncarnation(core.incarnation, NOW);
 });
 

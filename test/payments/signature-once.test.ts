@@ -3,6 +3,7 @@ import type { PaymentPayload, SettleResponse, VerifyResponse } from "@x402/core/
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type Attempt, admitPayment, completePayment, type PaymentCore } from "../../src/payments/core.js";
+import { createPaymentCore } from "../../src/payments/create-core.js";
 import { recoverSigner } from "../../src/payments/ecrecover.js";
 import { noopObserver } from "../../src/payments/events.js";
 import { createFacilitatorGateway, type FacilitatorGateway } from "../../src/payments/gateway.js";
@@ -56,22 +57,19 @@ function realGateway(smartWallet?: SmartWalletCheck): FacilitatorGateway {
 }
 
 function coreWith(gateway: FacilitatorGateway): PaymentCore {
-  return {
-    gateway,
-    ledger,
-    terms,
-    chain: undefined,
-    observer: noopObserver,
-    clock: () => NOW,
-    incarnation: "test-incarnation",
-    idempotencyTtlMs: 60_000,
-    retentionMs: 60_000,
-    lockTtlMs: 60_000,
-    singleInstance: true,
-    staleIncarnationMs: 60_000,
+  return createPaymentCore(
+    {
+      gateway,
+      ledger,
+      terms,
+      observer: noopObserver,
+      clock: () => NOW,
+      incarnation: "test-incarnation",
+      idempotencyTtlMs: 60_000,
+      lockTtlMs: 60_000,
+    },
     log,
-    unwritten: new Map(),
-  };
+  );
 }
 
 function attempt(proof: unknown): Attempt {
