@@ -296,6 +296,44 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     expect(t.gateway.calls.settle).toBe(1);
   });
 
+  it("two paid calls in flight at once each get their own tool's result and settlement", async () => {
+    const { client, t } = await connect();
+    // Barrier: the first settlement waits until the second call has been answered; no other settlement waits.
+    let settling!: () => void;
+    const entered = new Promise<void>((resolve) => {
+      settling = resolve;
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const settle = t.gateway.settleResult;
+    let first = true;
+    t.gateway.settleResult = async (p, r) => {
+      if (first) {
+        first = false;
+        settling();
+        await held;
+      }
+      return settle(p, r);
+    };
+    const riskProof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
+    const summaryProof = v2Proof(await accepted(client, "token_risk_summary", { token: "ARB" }));
+    const risk = call(client, "unlock_risk", RISK_ARGS, riskProof);
+    await entered;
+    const summary = await call(client, "token_risk_summary", { token: "ARB" }, summaryProof);
+    expect(summary.isError).toBeFalsy();
+    expect(summary.structuredContent).toMatchObject({ token: "ARB", eventCount: expect.any(Number) });
+    expect(summary.structuredContent).not.toHaveProperty("risk_score");
+    release();
+    const done = await risk;
+    expect(done.isError).toBeFalsy();
+    expect(done.structuredContent).toMatchObject({ unlock_event_id: RISK_ARGS.unlock_event_id });
+    const tx = (r: Result) => (r._meta?.["x402/payment-response"] as { transaction: string }).transaction;
+    expect(tx(done)).not.toBe(tx(summary));
+    expect(t.gateway.calls.settle).toBe(2);
+  });
+
   it("a settlement that fails withholds the result: PaymentRequired with the reason, no tool content", async () => {
     const { client, t } = await connect();
     t.gateway.settleResult = async (_p, r) => ({
