@@ -12,17 +12,6 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { writeFileAtomic } from "../src/files/atomic-write.js";
-import { dataPath } from "../src/files/paths.js";
-import { formatDay, parseDay } from "../src/unlocks/data/dates.js";
-import { validateUnlockSnapshot } from "../src/unlocks/data/snapshot.js";
-import type {
-  PriceSeries,
-  SupplyModel,
-  SupplySchedule,
-  TokenRecord,
-  UnlockSnapshot,
-} from "../src/unlocks/data/types.js";
 import { type CompiledSchedules, defillamaSlugFrom, scheduleFacts } from "../src/build/import-schedules.js";
 import {
   adapterUrl,
@@ -34,6 +23,17 @@ import {
   type WideSchedules,
   type WideToken,
 } from "../src/build/import-wide.js";
+import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { dataPath } from "../src/files/paths.js";
+import { formatDay, parseDay } from "../src/unlocks/data/dates.js";
+import { validateUnlockSnapshot } from "../src/unlocks/data/snapshot.js";
+import type {
+  PriceSeries,
+  SupplyModel,
+  SupplySchedule,
+  TokenRecord,
+  UnlockSnapshot,
+} from "../src/unlocks/data/types.js";
 import {
   buildBenchmarkSeries,
   buildTokenSeries,

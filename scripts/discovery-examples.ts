@@ -8,9 +8,9 @@
  */
 import { fileURLToPath } from "node:url";
 import { availabilityLabel } from "../src/benchmark/availability.js";
+import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
-import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
 import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 

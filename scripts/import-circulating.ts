@@ -10,10 +10,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { matchReports, parseCmcCsv } from "../src/build/import-circulating.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { dataPath } from "../src/files/paths.js";
 import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
-import { matchReports, parseCmcCsv } from "../src/build/import-circulating.js";
 
 const { values } = parseArgs({ options: { from: { type: "string" } } });
 if (!values.from) throw new Error("--from <folder> is required");

@@ -2,17 +2,17 @@ import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { BASE_MAINNET, paymentNetwork } from "../src/chain/networks.js";
 import { ConfigError, loadDotEnv } from "../src/config.js";
+import { openConfiguredLedger } from "../src/ledger/factory.js";
 import { chainClient, scanPayments } from "../src/ops/chain-payments.js";
-import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
 import {
   backupSqlite,
   type LedgerView,
   reconcileFromChain,
   verifyAgainstChain,
 } from "../src/ops/ledger-ops.js";
+import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
 import { usd } from "../src/ops/receipts.js";
 import { PRICES } from "../src/operations/prices.js";
-import { openConfiguredLedger } from "../src/ledger/factory.js";
 
 /*
  * npm run ledger -- backup FILE                          consistent copy of the live SQLite ledger

@@ -1,11 +1,11 @@
 /** Where the shipped market inputs live and how the build reads and writes them (scripts only). */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { CatalogSnapshot } from "../src/benchmark/catalog/schema.js";
+import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/benchmark/catalog/snapshot.js";
 import { buildMarketSnapshot, COMPILED_NAME } from "../src/benchmark/market-build.js";
 import { parseRecording, type Recording } from "../src/benchmark/recording.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
-import { defaultSnapshotPath, repoRoot, validateSnapshot } from "../src/benchmark/catalog/snapshot.js";
-import type { CatalogSnapshot } from "../src/benchmark/catalog/schema.js";
 
 export { COMPILED_NAME };
 

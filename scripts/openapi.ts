@@ -4,12 +4,12 @@
  */
 import { fileURLToPath } from "node:url";
 import { buildApp } from "../src/app.js";
+import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
 import { parseConfig } from "../src/config.js";
-import { createFacilitatorGateway } from "../src/payments/gateway.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
-import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
 import { openLedger } from "../src/ledger/embedded.js";
+import { createFacilitatorGateway } from "../src/payments/gateway.js";
 import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 

@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ConfigError, loadDotEnv } from "../src/config.js";
-import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
-import { mergeReceipts, readLedgerReceipts } from "../src/ops/ledger-reader.js";
-import { BILLED_STATUSES, buildReport, isDay, toCsv } from "../src/ops/receipts.js";
 import { openConfiguredLedger } from "../src/ledger/factory.js";
+import { mergeReceipts, readLedgerReceipts } from "../src/ops/ledger-reader.js";
+import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
+import { BILLED_STATUSES, buildReport, isDay, toCsv } from "../src/ops/receipts.js";
 
 /*
  * npm run receipts -- [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--csv] [--ledger PATH] [--no-links]

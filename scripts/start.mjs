@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { constants as vmConstants, Script } from "node:vm";
+import { Script, constants as vmConstants } from "node:vm";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const DEFAULT_OUT_DIR = join(ROOT, "dist", "start");

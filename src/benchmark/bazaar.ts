@@ -6,11 +6,11 @@
  * `bazaarItemToEntry`.
  */
 
+import { BASE_MAINNET } from "../chain/networks.js";
+import { atomicToUsd } from "../chain/usdc.js";
 import type { CatalogEntry } from "./catalog/schema.js";
 import { categorize, DESCRIPTION_STOPWORDS, submarketOf, words } from "./categories.js";
 import { toIsoUtc } from "./compiled-catalog.js";
-import { BASE_MAINNET } from "../chain/networks.js";
-import { atomicToUsd } from "../chain/usdc.js";
 import { isTestnet, toCaip2, usdcDecimals } from "./money.js";
 
 export interface BazaarFetchOptions {

@@ -13,10 +13,10 @@ import http from "node:http";
 import https from "node:https";
 import type { LookupFunction } from "node:net";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
-import type { RawAccept } from "./bazaar.js";
-import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
 import { BASE_MAINNET } from "../chain/networks.js";
 import { atomicToUsd } from "../chain/usdc.js";
+import type { RawAccept } from "./bazaar.js";
+import { type AddressClass, classifyAddress, isIpLiteral } from "./ip-guard.js";
 import { toCaip2, usdcDecimals } from "./money.js";
 
 export const PROBE_TIMEOUT_MS = 3000;

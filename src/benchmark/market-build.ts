@@ -3,8 +3,9 @@
  * each listing parsed by bazaarItemToEntry (the live ingest's parser), de-duplicated by resource,
  * with read / kept / dropped counts per source and for the whole build.
  */
-import type { CatalogEntry, CatalogSnapshot, CatalogSource } from "./catalog/schema.js";
+
 import { bazaarItemToEntry, DROP_REASONS, type DropReason, resourceKey } from "./bazaar.js";
+import type { CatalogEntry, CatalogSnapshot, CatalogSource } from "./catalog/schema.js";
 import { COMPILED_CATALOG_SOURCE_ID, compiledCatalogEntries } from "./compiled-catalog.js";
 import type { Recording } from "./recording.js";
 

@@ -3,8 +3,9 @@
  * each entry's URL template, price quality, usage figure and effective category; templates by
  * exact key and by host; comparable pools per category sorted by price.
  */
-import type { Catalog } from "./catalog/snapshot.js";
+
 import type { CatalogEntry, Category } from "./catalog/schema.js";
+import type { Catalog } from "./catalog/snapshot.js";
 import { bestCategory, scoreKeywords, submarketOf, words } from "./categories.js";
 import { isComparable, type PriceQuality, priceQuality } from "./price-quality.js";
 import { serviceHost, serviceIds } from "./sellers.js";

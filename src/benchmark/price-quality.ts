@@ -1,6 +1,6 @@
+import { BASE_MAINNET } from "../chain/networks.js";
 import type { CatalogEntry } from "./catalog/schema.js";
 import { words } from "./categories.js";
-import { BASE_MAINNET } from "../chain/networks.js";
 import { isTestnet } from "./money.js";
 
 /** Tags the compiled catalog uses for prices that are not exact advertised per-call amounts. */

@@ -3,6 +3,7 @@
  * comparable endpoints, adjust usage for wash calls, and decide — each figure with its source.
  */
 
+import { BASE_MAINNET } from "../chain/networks.js";
 import type { BenchmarkResult } from "../schemas/benchmark-response.js";
 import type { Catalog } from "./catalog/snapshot.js";
 import { submarketOf } from "./categories.js";
@@ -34,7 +35,6 @@ import {
   poolKey,
   resolveCategory,
 } from "./market-index.js";
-import { BASE_MAINNET } from "../chain/networks.js";
 import { isTestnet, usdToAtomicRounded } from "./money.js";
 import { type Refusal, refuseByDns, refuseByUrl } from "./probe-guard.js";
 import {

@@ -1,7 +1,7 @@
+import { mean, selectNonOverlapping } from "../unlocks/backtest.js";
 import { formatDay } from "../unlocks/data/dates.js";
 import type { DailySeries, UnlockStore } from "../unlocks/data/snapshot.js";
 import type { TokenRecord } from "../unlocks/data/types.js";
-import { mean, selectNonOverlapping } from "../unlocks/backtest.js";
 import {
   clusterBootstrap,
   type EventStudy,

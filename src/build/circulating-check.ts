@@ -1,9 +1,8 @@
-import { parseDay } from "../unlocks/data/dates.js";
-import type { TokenRecord } from "../unlocks/data/types.js";
-import { type SixMvFile, piecesFromDaily, tableName } from "./import-6mv.js";
-import type { SupplyPiece } from "../unlocks/data/types.js";
 import type { CirculatingReport, ReportIndex } from "../unlocks/circulating-reported.js";
+import { parseDay } from "../unlocks/data/dates.js";
+import type { SupplyPiece, TokenRecord } from "../unlocks/data/types.js";
 import { type CirculatingRule, circulatingAt, splitBefore, unlockedBefore } from "../unlocks/supply.js";
+import { piecesFromDaily, type SixMvFile, tableName } from "./import-6mv.js";
 
 /** Agreement is "within 10 %": |ours / reported − 1| ≤ 0.10 (the target). */
 export const AGREEMENT_TOLERANCE = 0.1;

@@ -61,8 +61,8 @@ export function createDevnetSigner(rpcUrl: string, privateKey: `0x${string}`): F
 }
 
 /**
- * The local facilitator: the @x402/evm `exact` scheme for x402 v2 on eip155:8453 and for v1 on
- * "base", settling with the given key (anvil account 0 on the devnet).
+ * The local facilitator: the @x402/evm `exact` scheme for x402 v2 and v1 on the devnet's network (Base mainnet's ids,
+ * see constants.ts), settling with the given key (anvil account 0 on the devnet).
  */
 export function createDevnetFacilitator(rpcUrl: string, privateKey: `0x${string}`): x402Facilitator {
   const signer = createDevnetSigner(rpcUrl, privateKey);

@@ -15,7 +15,7 @@ import { caip2OfV1 } from "../chain/networks.js";
  */
 
 export interface PaymentIdentity {
-  /** CAIP-2 (`eip155:8453`); adapters store what `normalizeIdentity` returns. */
+  /** CAIP-2 (`eip155:<chain id>`); adapters store what `normalizeIdentity` returns. */
   network: string;
   /** Token contract address, lower case. */
   asset: string;

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
+import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 import {
   type BindResult,
   type ClaimRequest,
@@ -26,7 +27,6 @@ import {
   receiptFromRow,
   UNDELIVERED_SQL,
 } from "./rows.js";
-import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
 
 /**
  * The ledger port on PostgreSQL, for several instances sharing one ledger. The guarantees are the SQLite adapter's,

@@ -1,4 +1,4 @@
-import { createPublicClient, type Hex, http, parseAbi, type PublicClient } from "viem";
+import { createPublicClient, type Hex, http, type PublicClient, parseAbi } from "viem";
 
 /**
  * The x402 payments the chain holds for a payee: every USDC transfer to it made by an EIP-3009 authorization (a

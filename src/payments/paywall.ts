@@ -97,7 +97,7 @@ export function paywallPages() {
       {
         appName: required.resource.serviceName ?? "",
         appLogo: required.resource.iconUrl ?? "",
-        // The page says "testnet" and offers the faucet on a test network only (NETWORK=eip155:84532).
+        // The page says "testnet" and offers the faucet on a test network only (NETWORK names a testnet).
         testnet: paymentNetwork(requirement.network)?.testnet ?? false,
       },
     );

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fetchBazaarListing } from "../benchmark/bazaar.js";
+import { type Catalog, catalogFromSnapshot, validateSnapshot } from "../benchmark/catalog/snapshot.js";
 import { buildMarketSnapshot, COMPILED_NAME } from "../benchmark/market-build.js";
 import {
   parseRecording,
@@ -9,12 +10,11 @@ import {
   serializeRecording,
 } from "../benchmark/recording.js";
 import {
-  createBenchmarkService,
   type BenchmarkService,
   type BenchmarkServiceOptions,
+  createBenchmarkService,
 } from "../benchmark/service.js";
 import { writeFileAtomic } from "../files/atomic-write.js";
-import { type Catalog, catalogFromSnapshot, validateSnapshot } from "../benchmark/catalog/snapshot.js";
 import { dataPath } from "../files/paths.js";
 import { describeError } from "./errors.js";
 import type { SourceOutcome } from "./status.js";

@@ -1,19 +1,19 @@
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { Catalog } from "../benchmark/catalog/snapshot.js";
 import type { Config } from "../config.js";
 import { writeFileAtomic } from "../files/atomic-write.js";
-import { defaultSnapshotPath, readUnlockSnapshot } from "../unlocks/data/snapshot.js";
+import { loadReportedCirculating, type ReportIndex } from "../unlocks/circulating-reported.js";
 import type { UnlockStore } from "../unlocks/data/snapshot.js";
+import { defaultSnapshotPath, readUnlockSnapshot } from "../unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import { createUnlockService, type UnlockService } from "../unlocks/service.js";
-import { createLiveUnlocks, type LiveUnlocks } from "./live-unlocks.js";
-import type { Catalog } from "../benchmark/catalog/snapshot.js";
 import { catalogWith, type LiveBenchmark, readLiveRecording } from "./bazaar.js";
-import { loadReportedCirculating, type ReportIndex } from "../unlocks/circulating-reported.js";
 import { readCoinIds, readLiveCirculatingRecords } from "./circulating.js";
 import { UNLOCKS_FILE } from "./data-dir.js";
 import type { FreshnessSource } from "./freshness.js";
+import { createLiveUnlocks, type LiveUnlocks } from "./live-unlocks.js";
 import { createRefresher, type Refresher } from "./refresher.js";
 
 const SEED_FILE = "seed.json";

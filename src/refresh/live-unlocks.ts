@@ -1,5 +1,5 @@
-import { buildUnlockStore } from "../unlocks/data/snapshot.js";
 import { EMPTY_REPORTS, type ReportIndex } from "../unlocks/circulating-reported.js";
+import { buildUnlockStore } from "../unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import { createUnlockService, type UnlockService } from "../unlocks/service.js";
 

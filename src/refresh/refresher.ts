@@ -1,12 +1,12 @@
 import { join } from "node:path";
-import type { UnlockSnapshot } from "../unlocks/data/types.js";
-import { writeFileAtomic } from "../files/atomic-write.js";
-import type { FetchLike } from "../unlocks/ingest/http.js";
-import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
 import type { Catalog } from "../benchmark/catalog/snapshot.js";
+import { writeFileAtomic } from "../files/atomic-write.js";
+import type { UnlockSnapshot } from "../unlocks/data/types.js";
+import type { FetchLike } from "../unlocks/ingest/http.js";
 import { refreshBazaar } from "./bazaar.js";
-import { type Derivatives, readDerivatives, refreshDerivatives } from "./derivatives.js";
+import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
 import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
+import { type Derivatives, readDerivatives, refreshDerivatives } from "./derivatives.js";
 import { refreshSources, type SourceBases } from "./run.js";
 import {
   applyOutcome,

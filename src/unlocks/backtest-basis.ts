@@ -1,5 +1,3 @@
-import { formatDay } from "./data/dates.js";
-import type { UnlockStore } from "./data/snapshot.js";
 import {
   computeReaction,
   type Reaction,
@@ -7,6 +5,8 @@ import {
   selectNonOverlapping,
   summarizeReactions,
 } from "./backtest.js";
+import { formatDay } from "./data/dates.js";
+import type { UnlockStore } from "./data/snapshot.js";
 import {
   categoryOf,
   type EventIndex,

@@ -1,7 +1,7 @@
+import type { ReactionSubject } from "./backtest.js";
 import { formatDay, parseDay } from "./data/dates.js";
 import type { UnlockStore } from "./data/snapshot.js";
 import { RECIPIENT_CATEGORIES, type RecipientCategory, type TokenRecord } from "./data/types.js";
-import type { ReactionSubject } from "./backtest.js";
 import {
   eventIdBase,
   expandTokenEventAt,

@@ -1,6 +1,6 @@
+import type { Reaction, ReactionSummary } from "./backtest.js";
 import type { UnlockStore } from "./data/snapshot.js";
 import type { RecipientCategory } from "./data/types.js";
-import type { Reaction, ReactionSummary } from "./backtest.js";
 import type { RiskLevel } from "./risk-model.js";
 import type { EvidenceRecord, ScoredEvent } from "./scoring.js";
 import type { Coverage } from "./supply.js";

@@ -1,6 +1,6 @@
+import { backtestResult, chooseBasis, refusalReason } from "./backtest-basis.js";
 import { dayOf } from "./data/dates.js";
 import type { UnlockStore } from "./data/snapshot.js";
-import { backtestResult, chooseBasis, refusalReason } from "./backtest-basis.js";
 import {
   buildEventIndex,
   eventAt,

@@ -1,6 +1,6 @@
+import { type CirculatingReport, latestReportBefore } from "./circulating-reported.js";
 import { formatDay } from "./data/dates.js";
 import type { SupplyPiece, SupplySchedule, TokenRecord } from "./data/types.js";
-import { type CirculatingReport, latestReportBefore } from "./circulating-reported.js";
 import { releasedBefore } from "./events.js";
 
 /** Tokens the pieces have released on days strictly before `day` (the circulating supply at 00:00 UTC of `day`). */

@@ -11,9 +11,9 @@ import {
   tokenOf,
   UNLOCK_TYPES,
 } from "./event-index.js";
-import { circulatingAt, coverageOf } from "./supply.js";
 import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
 import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
+import { circulatingAt, coverageOf } from "./supply.js";
 
 /** A linear month event starts at most this many days before any day it streams on. */
 const MAX_MONTH_DAYS = 31;

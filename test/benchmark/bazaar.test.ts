@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readRecordings } from "../../scripts/market-files.js";
 import { bazaarItemToEntry, fetchBazaarListing, resourceKey } from "../../src/benchmark/bazaar.js";
+import { repoRoot } from "../../src/benchmark/catalog/snapshot.js";
 import { buildMarketSnapshot } from "../../src/benchmark/market-build.js";
 import { compactItem, recordingFromListing } from "../../src/benchmark/recording.js";
-import { repoRoot } from "../../src/benchmark/catalog/snapshot.js";
 
 const fixture = JSON.parse(
   readFileSync(join(repoRoot(), "test", "fixtures", "benchmark", "bazaar-items.json"), "utf8"),

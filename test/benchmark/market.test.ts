@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { CATEGORIES } from "../../src/benchmark/catalog/schema.js";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { figures, freshness, serviceVotes } from "../../src/benchmark/market.js";
 import { buildMarketIndex, type IndexedEntry } from "../../src/benchmark/market-index.js";
 import { serviceIds } from "../../src/benchmark/sellers.js";
 import { harrellDavis, incompleteBeta } from "../../src/benchmark/stats.js";
-import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
-import { CATEGORIES } from "../../src/benchmark/catalog/schema.js";
 
 const index = buildMarketIndex(loadCatalog());
 

@@ -5,18 +5,18 @@ import fastJson from "fast-json-stringify";
 import { Value } from "typebox/value";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { availabilityLabel } from "../../src/benchmark/availability.js";
-import { serviceVotes } from "../../src/benchmark/market.js";
-import { buildMarketIndex } from "../../src/benchmark/market-index.js";
-import { MIN_SUBMARKET_SERVICES } from "../../src/benchmark/rules.js";
-import { createBenchmarkService, NO_PRICE_OBSERVED } from "../../src/benchmark/service.js";
-import { BenchmarkResult } from "../../src/schemas/benchmark-response.js";
+import type { CatalogEntry } from "../../src/benchmark/catalog/schema.js";
 import {
   type Catalog,
   catalogFromSnapshot,
   defaultSnapshotPath,
   loadCatalog,
 } from "../../src/benchmark/catalog/snapshot.js";
-import type { CatalogEntry } from "../../src/benchmark/catalog/schema.js";
+import { serviceVotes } from "../../src/benchmark/market.js";
+import { buildMarketIndex } from "../../src/benchmark/market-index.js";
+import { MIN_SUBMARKET_SERVICES } from "../../src/benchmark/rules.js";
+import { createBenchmarkService, NO_PRICE_OBSERVED } from "../../src/benchmark/service.js";
+import { BenchmarkResult } from "../../src/schemas/benchmark-response.js";
 
 const catalog = loadCatalog();
 const clock = () => new Date("2026-11-23T08:00:00Z");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { buildMarketIndex, matchEntries } from "../../src/benchmark/market-index.js";
 import { classifySegment, normalizeUrl, templateFit } from "../../src/benchmark/url.js";
-import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 
 const index = buildMarketIndex(loadCatalog());
 const match = (url: string) => matchEntries(index, normalizeUrl(url));

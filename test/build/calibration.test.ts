@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { holdoutFromDay, shippedSampler, studyStore } from "../../src/build/calibration.js";
+import { load6mv } from "../../src/build/import-6mv.js";
 import { dataPath } from "../../src/files/paths.js";
 import { formatDay } from "../../src/unlocks/data/dates.js";
 import {
@@ -7,8 +9,6 @@ import {
   toDailySeries,
   validateUnlockSnapshot,
 } from "../../src/unlocks/data/snapshot.js";
-import { holdoutFromDay, shippedSampler, studyStore } from "../../src/build/calibration.js";
-import { load6mv } from "../../src/build/import-6mv.js";
 import { buildBenchmarkSeries, readMarketIndex } from "../../src/unlocks/market-history.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 

@@ -2,10 +2,10 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_MAINNET, BASE_SEPOLIA, paymentNetwork, v1NameOf } from "../../src/chain/networks.js";
 import { ConfigError } from "../../src/config.js";
-import { settlementHeader } from "../../src/payments/core.js";
-import { authorizationDomainOf } from "../../src/payments/signature.js";
-import { inlineScripts } from "../../src/payments/paywall.js";
 import { openLedger } from "../../src/ledger/embedded.js";
+import { settlementHeader } from "../../src/payments/core.js";
+import { inlineScripts } from "../../src/payments/paywall.js";
+import { authorizationDomainOf } from "../../src/payments/signature.js";
 import { appWith, type TestApp, testApp, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 

@@ -2,10 +2,10 @@ import { spawn } from "node:child_process";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config.js";
-import type { ClaimRequest, LedgerPort } from "../../src/ledger/port.js";
 import { openConfiguredLedger } from "../../src/ledger/factory.js";
-import { migratePostgres, openPostgresLedger } from "../../src/ledger/postgres.js";
 import { POSTGRES_MIGRATIONS } from "../../src/ledger/migrations/postgres.js";
+import type { ClaimRequest, LedgerPort } from "../../src/ledger/port.js";
+import { migratePostgres, openPostgresLedger } from "../../src/ledger/postgres.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { ledgerContract } from "./contract.js";
 

@@ -6,10 +6,10 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { readLegacyReceipts } from "../../src/ops/legacy-receipts.js";
-import { mergeReceipts, readLedgerReceipts } from "../../src/ops/ledger-reader.js";
-import { BILLED_STATUSES, buildReport } from "../../src/ops/receipts.js";
 import { openSqliteLedger } from "../../src/ledger/sqlite.js";
+import { mergeReceipts, readLedgerReceipts } from "../../src/ops/ledger-reader.js";
+import { readLegacyReceipts } from "../../src/ops/legacy-receipts.js";
+import { BILLED_STATUSES, buildReport } from "../../src/ops/receipts.js";
 
 /*
  * Every SQLite schema the project has shipped (test/fixtures/ledger-schemas, copied from the history of src/store),

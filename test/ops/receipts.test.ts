@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
+import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 import { readLedgerReceipts } from "../../src/ops/ledger-reader.js";
 import {
   BILLED_STATUSES,
@@ -17,7 +18,6 @@ import {
   txUrl,
   usd,
 } from "../../src/ops/receipts.js";
-import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913";

@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { buildUnlockStore, validateUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
-import type { UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { spearman } from "../../src/build/calibration.js";
 import { load6mv, piecesFromDaily, type SixMvFile } from "../../src/build/import-6mv.js";
+import { buildUnlockStore, validateUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
+import type { UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 
 // Shipped copies (data/), never ../shared: see data/README.md for provenance.

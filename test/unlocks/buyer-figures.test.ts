@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
-import { expandTokenEvents, stepDays } from "../../src/unlocks/events.js";
 import { EMISSION_SECTIONS } from "../../src/build/import-schedules.js";
 import { EMISSION_BY_SOURCE, UNDATED_ADAPTERS } from "../../src/build/import-wide.js";
-import { createUnlockService } from "../../src/unlocks/service.js";
 import { dayOfUnix, formatDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
+import { expandTokenEvents, stepDays } from "../../src/unlocks/events.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
 
 const store = loadUnlockStore();
 const NOW = new Date("2026-11-26T00:00:00Z");

@@ -2,17 +2,17 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { heldOutHeadline } from "../../scripts/calibrate.js";
-import { repoRoot } from "../../src/files/paths.js";
 import { heldOutPoints, heldOutTallies } from "../../src/build/circulating-check.js";
-import { parseDay } from "../../src/unlocks/data/dates.js";
-import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
-import type { TokenRecord } from "../../src/unlocks/data/types.js";
+import { isSameAsset, matchReports } from "../../src/build/import-circulating.js";
+import { repoRoot } from "../../src/files/paths.js";
 import {
   latestReportBefore,
   loadReportedCirculating,
   ReportRecordError,
 } from "../../src/unlocks/circulating-reported.js";
-import { isSameAsset, matchReports } from "../../src/build/import-circulating.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
+import type { TokenRecord } from "../../src/unlocks/data/types.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { circulatingAt, reportedVsRebuilt } from "../../src/unlocks/supply.js";
 

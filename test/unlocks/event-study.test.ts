@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { DailySeries } from "../../src/unlocks/data/snapshot.js";
 import { quintileSpread, spearman } from "../../src/build/calibration.js";
+import type { DailySeries } from "../../src/unlocks/data/snapshot.js";
 import { clusterBootstrap, fitMarketModel, mulberry32, studyEvent } from "../../src/unlocks/event-study.js";
 
 /** A dense price series from daily log returns, starting at 100 on day 0. */

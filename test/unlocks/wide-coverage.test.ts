@@ -1,8 +1,5 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { dataPath } from "../../src/files/paths.js";
-import { parseDay } from "../../src/unlocks/data/dates.js";
-import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { agreementRows, compare6mv, within } from "../../src/build/circulating-check.js";
 import { read6mvDir } from "../../src/build/import-6mv.js";
 import {
@@ -13,6 +10,9 @@ import {
   vestingPiecesOf,
   type WideSchedules,
 } from "../../src/build/import-wide.js";
+import { dataPath } from "../../src/files/paths.js";
+import { parseDay } from "../../src/unlocks/data/dates.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { liquidityConfidence, marketAgeDays, unlockedBefore } from "../../src/unlocks/supply.js";
 

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { Compile } from "typebox/compile";
+import { dataPath } from "../../files/paths.js";
 import {
   type CatalogEntry,
   type CatalogSnapshot,
@@ -8,7 +9,6 @@ import {
   type CatalogSource,
   type Category,
 } from "./schema.js";
-import { dataPath } from "../../files/paths.js";
 
 export type { CatalogEntry, CatalogSnapshot, CatalogSource, Category } from "./schema.js";
 

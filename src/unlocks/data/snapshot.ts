@@ -1,7 +1,7 @@
 import { Compile } from "typebox/compile";
-import { EMPTY_REPORTS, loadReportedCirculating, type ReportIndex } from "../circulating-reported.js";
 import { readJsonFile } from "../../files/json-file.js";
 import { dataPath } from "../../files/paths.js";
+import { EMPTY_REPORTS, loadReportedCirculating, type ReportIndex } from "../circulating-reported.js";
 import { parseDay } from "./dates.js";
 import { type PriceSeries, type SeriesSegment, type TokenRecord, UnlockSnapshot } from "./types.js";
 

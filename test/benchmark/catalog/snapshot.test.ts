@@ -2,16 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readShippedMarket } from "../../../scripts/market-files.js";
-import { atomicToUsd } from "../../../src/chain/usdc.js";
 import { resourceKey } from "../../../src/benchmark/bazaar.js";
-import { toIsoUtc } from "../../../src/benchmark/compiled-catalog.js";
-import {
-  isTestnet,
-  numberToDecimalString,
-  toCaip2,
-  usdcDecimals,
-  usdToAtomic,
-} from "../../../src/benchmark/money.js";
+import type { CatalogSnapshot } from "../../../src/benchmark/catalog/schema.js";
 import {
   CatalogValidationError,
   catalogFromSnapshot,
@@ -20,7 +12,15 @@ import {
   repoRoot,
   validateSnapshot,
 } from "../../../src/benchmark/catalog/snapshot.js";
-import type { CatalogSnapshot } from "../../../src/benchmark/catalog/schema.js";
+import { toIsoUtc } from "../../../src/benchmark/compiled-catalog.js";
+import {
+  isTestnet,
+  numberToDecimalString,
+  toCaip2,
+  usdcDecimals,
+  usdToAtomic,
+} from "../../../src/benchmark/money.js";
+import { atomicToUsd } from "../../../src/chain/usdc.js";
 
 const snapshotJson = (): Record<string, unknown> & { endpoints: Record<string, unknown>[] } =>
   JSON.parse(readFileSync(defaultSnapshotPath(), "utf8"));
