@@ -18,9 +18,11 @@ import { parseArgs, promisify } from "node:util";
 import { createPublicClient, erc20Abi, http, parseEventLogs, type TransactionReceipt } from "viem";
 import { base } from "viem/chains";
 import type { ReceiptsReport } from "../src/ops/receipts.js";
-import { USDC_BASE } from "../src/payments/requirements.js";
+import { BASE_MAINNET } from "../src/chain/networks.js";
 import { PRICES } from "../src/operations/prices.js";
 import { DEVNET_BUYER_KEY, decodeSettlement, payingFetch } from "./buyer.js";
+
+const USDC_BASE = BASE_MAINNET.usdc.address;
 
 /** One paid call as the buyer and the chain saw it. */
 export interface PaidCall {

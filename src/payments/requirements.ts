@@ -17,13 +17,6 @@ const PAYMENT_IDENTIFIER_DECLARED = (() => {
 import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
 import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
 
-/** Base mainnet USDC and its EIP-712 domain: the default network's (NETWORK picks another; see chain/networks.ts). */
-export const NETWORK = BASE_MAINNET.caip2;
-export const NETWORK_V1 = BASE_MAINNET.v1Name;
-export const USDC_BASE = BASE_MAINNET.usdc.address;
-export { USDC_DECIMALS } from "../chain/usdc.js";
-export const USDC_DOMAIN = { name: BASE_MAINNET.usdc.name, version: BASE_MAINNET.usdc.version } as const;
-
 /** The EIP-712 domain fields the exact scheme's requirements carry in `extra`. */
 const domainOf = (network: PaymentNetwork) => ({ name: network.usdc.name, version: network.usdc.version });
 
@@ -152,5 +145,3 @@ export function paymentRequiredV2Only(
 
 export const V2_ONLY =
   "this route accepts only x402 v2 payments: decode the PAYMENT-REQUIRED header and retry with PAYMENT-SIGNATURE";
-
-export { formatUsdc } from "../chain/usdc.js";

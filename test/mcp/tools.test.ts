@@ -13,7 +13,8 @@ import { ascii } from "../../src/mcp/discovery.js";
 import { NO_PAYMENT, type ToolAnswer, toolChallenge, toolResult } from "../../src/mcp/results.js";
 import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";
 import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
-import { NETWORK, paymentRequiredV2, USDC_BASE } from "../../src/payments/requirements.js";
+import { BASE_MAINNET } from "../../src/chain/networks.js";
+import { paymentRequiredV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
@@ -217,8 +218,8 @@ describe("priceMeta: each tool's price in tools/list", () => {
       "agents-x402/priceUSD": "0.1",
       "pressure402/price": {
         scheme: "exact",
-        network: NETWORK,
-        asset: USDC_BASE,
+        network: BASE_MAINNET.caip2,
+        asset: BASE_MAINNET.usdc.address,
         amount: PRICES.unlockRisk.amount,
       },
     });
