@@ -71,6 +71,32 @@ function paymentRequired(r: Result): PaymentRequired {
   return pr;
 }
 
+/**
+ * A barrier on the gateway's settlement: `entered` resolves when a settlement starts, which then waits for `release`
+ * (only the first one with `onlyFirst`; every one otherwise).
+ */
+function holdSettlement(gateway: TestApp["gateway"], opts: { onlyFirst?: boolean } = {}) {
+  let settling!: () => void;
+  const entered = new Promise<void>((resolve) => {
+    settling = resolve;
+  });
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const settle = gateway.settleResult;
+  let first = true;
+  gateway.settleResult = async (p, r) => {
+    if (first || !opts.onlyFirst) {
+      first = false;
+      settling();
+      await held;
+    }
+    return settle(p, r);
+  };
+  return { entered, release };
+}
+
 const RISK_ARGS = { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16" };
 
 describe("tools/list", () => {
@@ -266,20 +292,7 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
   it("the same proof in flight twice: one result, the other a 409 problem, one settlement", async () => {
     const { client, t } = await connect();
     // Barrier: the first call's settlement waits until the test has seen the second call's answer.
-    let settling!: () => void;
-    const entered = new Promise<void>((resolve) => {
-      settling = resolve;
-    });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const settle = t.gateway.settleResult;
-    t.gateway.settleResult = async (p, r) => {
-      settling();
-      await held;
-      return settle(p, r);
-    };
+    const { entered, release } = holdSettlement(t.gateway);
     const proof = v2Proof(await accepted(client, "unlock_backtest", RISK_ARGS));
     const first = call(client, "unlock_backtest", RISK_ARGS, proof);
     await entered;
@@ -299,24 +312,7 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
   it("two paid calls in flight at once each get their own tool's result and settlement", async () => {
     const { client, t } = await connect();
     // Barrier: the first settlement waits until the second call has been answered; no other settlement waits.
-    let settling!: () => void;
-    const entered = new Promise<void>((resolve) => {
-      settling = resolve;
-    });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const settle = t.gateway.settleResult;
-    let first = true;
-    t.gateway.settleResult = async (p, r) => {
-      if (first) {
-        first = false;
-        settling();
-        await held;
-      }
-      return settle(p, r);
-    };
+    const { entered, release } = holdSettlement(t.gateway, { onlyFirst: true });
     const riskProof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
     const summaryProof = v2Proof(await accepted(client, "token_risk_summary", { token: "ARB" }));
     const risk = call(client, "unlock_risk", RISK_ARGS, riskProof);

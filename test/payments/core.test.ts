@@ -1,5 +1,4 @@
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ALREADY_USED,
@@ -9,25 +8,24 @@ import {
   type PaidRoute,
   type PaymentCore,
 } from "../../src/payments/core.js";
-import { createPaymentCore } from "../../src/payments/create-core.js";
-import { noopObserver } from "../../src/payments/events.js";
 import { decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import { CORE_NOW, CORE_TERMS, silentLog, testCore } from "../helpers/core.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 // The payment core on its own: no HTTP, no Fastify; a fake facilitator gateway and an in-memory SQLite ledger.
 
-const terms = { payTo: "0x00000000000000000000000000000000000000aa", maxTimeoutSeconds: 300 } as const;
+const terms = CORE_TERMS;
 const route: PaidRoute = {
   route: "POST /score",
   amount: "100000",
   description: "a paid call",
   acceptsV1: false,
 };
-const log = pino({ level: "silent" });
-const NOW = new Date("2026-01-15T12:00:00Z");
+const log = silentLog;
+const NOW = CORE_NOW;
 const ok = { statusCode: 200, contentType: "application/json; charset=utf-8", body: '{"score":42}' };
 
 let gateway: FakeGateway;
@@ -37,19 +35,7 @@ let core: PaymentCore;
 beforeEach(async () => {
   gateway = fakeGateway();
   ledger = openLedger(":memory:");
-  core = createPaymentCore(
-    {
-      gateway,
-      ledger,
-      terms,
-      observer: noopObserver,
-      clock: () => NOW,
-      incarnation: "test-incarnation",
-      idempotencyTtlMs: 60_000,
-      lockTtlMs: 60_000,
-    },
-    log,
-  );
+  core = testCore(gateway, ledger);
   await ledger.startIncarnation(core.incarnation, NOW);
 });
 

@@ -1,17 +1,15 @@
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, SettleResponse, VerifyResponse } from "@x402/core/types";
-import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type Attempt, admitPayment, completePayment, type PaymentCore } from "../../src/payments/core.js";
-import { createPaymentCore } from "../../src/payments/create-core.js";
 import { recoverSigner } from "../../src/payments/ecrecover.js";
-import { noopObserver } from "../../src/payments/events.js";
 import { createFacilitatorGateway, type FacilitatorGateway } from "../../src/payments/gateway.js";
 import { decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
+import { CORE_NOW, CORE_TERMS, silentLog, testCore } from "../helpers/core.js";
 import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
 
 /*
@@ -25,11 +23,11 @@ vi.mock("../../src/payments/ecrecover.js", async (importOriginal) => {
 });
 const recoveries = () => vi.mocked(recoverSigner).mock.calls.length;
 
-const terms = { payTo: "0x00000000000000000000000000000000000000aa", maxTimeoutSeconds: 300 } as const;
+const terms = CORE_TERMS;
 const route = { route: "POST /score", amount: "100000", description: "a paid call", acceptsV1: false };
 const requirements = () => requirementsV2(route, terms);
-const log = pino({ level: "silent" });
-const NOW = new Date("2026-01-15T12:00:00Z");
+const log = silentLog;
+const NOW = CORE_NOW;
 const ok = { statusCode: 200, contentType: "application/json; charset=utf-8", body: '{"score":42}' };
 const SIGNATURE_REFUSED: VerifyResponse = { isValid: false, invalidReason: "invalid_exact_evm_signature" };
 const WALLET = "0x5100000000000000000000000000000000000001";
@@ -57,19 +55,7 @@ function realGateway(smartWallet?: SmartWalletCheck): FacilitatorGateway {
 }
 
 function coreWith(gateway: FacilitatorGateway): PaymentCore {
-  return createPaymentCore(
-    {
-      gateway,
-      ledger,
-      terms,
-      observer: noopObserver,
-      clock: () => NOW,
-      incarnation: "test-incarnation",
-      idempotencyTtlMs: 60_000,
-      lockTtlMs: 60_000,
-    },
-    log,
-  );
+  return testCore(gateway, ledger);
 }
 
 function attempt(proof: unknown): Attempt {
