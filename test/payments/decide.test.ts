@@ -1,0 +1,125 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import { completePayment, type PaidRoute, type PaymentCore } from "../../src/payments/core.js";
+import { type CallDecision, decideCall, type PaidCall, type ProofOffer } from "../../src/payments/decide.js";
+import { type Challenge, completionAnswer, type HttpAnswer } from "../../src/payments/http-answers.js";
+import { HEADER_V2 } from "../../src/payments/matching.js";
+import { proofObject } from "../../src/payments/proof.js";
+import { paymentRequiredV2, requirementsV2 } from "../../src/payments/requirements.js";
+import { CORE_TERMS, silentLog, testCore } from "../helpers/core.js";
+import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
+import { v2Proof } from "../helpers/proofs.js";
+
+// One paid call decided by the core for any transport: no HTTP, no Fastify, no MCP SDK. The offer is what a transport
+// found (here built directly), the answers are values.
+
+const route: PaidRoute = {
+  route: "POST /score",
+  amount: "100000",
+  description: "a paid call",
+  acceptsV1: false,
+};
+const RESOURCE = "https://api.example/score";
+const challenge: Challenge = (error) => ({ required: paymentRequiredV2(route, CORE_TERMS, RESOURCE, error) });
+const ok = { statusCode: 200, contentType: "application/json; charset=utf-8", body: '{"score":42}' };
+
+let gateway: FakeGateway;
+let ledger: Ledger;
+let core: PaymentCore;
+
+beforeEach(async () => {
+  gateway = fakeGateway();
+  ledger = openLedger(":memory:");
+  core = testCore(gateway, ledger);
+  await ledger.startIncarnation(core.incarnation, core.clock());
+});
+
+afterEach(async () => {
+  await ledger.close();
+});
+
+const offer = (proof: unknown): ProofOffer => ({
+  kind: "pay",
+  name: HEADER_V2,
+  decoded: proofObject(proof, "the proof"),
+});
+
+const call = (o: ProofOffer, secret?: string, body: unknown = { token: "ARB" }): PaidCall => ({
+  method: "POST",
+  offer: o,
+  idempotencyKey: secret,
+  query: {},
+  body,
+  resourceUrl: RESOURCE,
+  instance: "/score",
+  client: "192.0.2.1",
+  log: silentLog,
+});
+
+function answered(d: CallDecision): HttpAnswer {
+  if (d.kind !== "answer") throw new Error("expected an answer, got proceed");
+  return d.answer;
+}
+
+const header = (a: HttpAnswer, name: string) => a.headers.find(([n]) => n.toLowerCase() === name)?.[1];
+const accepted = () => requirementsV2(route, CORE_TERMS);
+
+describe("decideCall: one paid call, whatever its transport", () => {
+  it("no proof: the 402 with the PaymentRequired object, nothing asked of the facilitator", async () => {
+    const a = answered(await decideCall(core, route, call({ kind: "none" }), challenge));
+    expect(a.status).toBe(402);
+    expect(a.x402?.required?.accepts).toEqual([accepted()]);
+    expect(a.x402?.required?.error).toMatch(/payment required/);
+    expect(gateway.calls).toEqual({ verify: 0, settle: 0 });
+  });
+
+  it("a malformed proof is the caller's 400 naming where it came from; a mismatched one a 402; neither verified", async () => {
+    const junk = answered(await decideCall(core, route, call(offer({ x402Version: 2 })), challenge));
+    expect(junk.status).toBe(400);
+    expect(junk.body).toMatchObject({ type: "/problems/invalid-payment-header", detail: /^the proof / });
+    const cheap = v2Proof({ ...accepted(), amount: "1" });
+    const mismatch = answered(await decideCall(core, route, call(offer(cheap)), challenge));
+    expect(mismatch.status).toBe(402);
+    expect(mismatch.x402?.required?.error).toMatch(/amount 1 ≠ 100000/);
+    expect(gateway.calls).toEqual({ verify: 0, settle: 0 });
+  });
+
+  it("a valid proof proceeds; after the answer the settlement comes back as an object and a header", async () => {
+    const d = await decideCall(core, route, call(offer(v2Proof(accepted())), "key-1"), challenge);
+    expect(d.kind).toBe("proceed");
+    if (d.kind !== "proceed") return;
+    const done = completionAnswer(
+      await completePayment(core, d.payment, ok),
+      d.payment.issuedKey,
+      "/score",
+      challenge,
+    );
+    expect(done.status).toBeUndefined(); // the handler's own status and body go out
+    expect(done.x402?.settlement).toMatchObject({ success: true, transaction: expect.stringMatching(/^0x/) });
+    expect(header(done, "payment-response")).toBeDefined();
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+
+  it("the same proof again: the stored answer only with its secret; without it, payment_already_used", async () => {
+    const proof = v2Proof(accepted());
+    const first = await decideCall(core, route, call(offer(proof), "key-2"), challenge);
+    if (first.kind !== "proceed") throw new Error(first.kind);
+    await completePayment(core, first.payment, ok);
+
+    const replay = answered(await decideCall(core, route, call(offer(proof), "key-2"), challenge));
+    expect(replay.status).toBe(200);
+    expect(replay.body).toBe(ok.body);
+    expect(header(replay, "idempotent-replayed")).toBe("true");
+    const observer = answered(await decideCall(core, route, call(offer(proof)), challenge));
+    expect(observer.status).toBe(402);
+    expect(observer.x402?.required?.error).toMatch(/^payment_already_used/);
+    expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
+  });
+
+  it("an invalid retry secret is the caller's 400 before any claim", async () => {
+    const a = answered(await decideCall(core, route, call(offer(v2Proof(accepted())), "bad key"), challenge));
+    expect(a.status).toBe(400);
+    expect(a.body).toMatchObject({ type: "/problems/invalid-idempotency-key" });
+    expect(gateway.calls.verify).toBe(0);
+  });
+});
