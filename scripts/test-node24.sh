@@ -47,6 +47,9 @@ mkdir -p "$COPY"
 find "$COPY" -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +
 tar -C "$ROOT" --exclude=./node_modules --exclude=./.git --exclude=./dist --exclude=./var --exclude=./test-output \
   -c . | tar -x -C "$COPY"
+# A git index of the copy, so tests that list a checkout's files (`git ls-files`, as a fresh clone has them) see the
+# same set as here: everything not ignored.
+(cd "$COPY" && git init -q && git add -A)
 stamp="$(node --version) headers $ADDON_NODE_HEADERS $(sha256sum "$ROOT/package-lock.json" | cut -d' ' -f1)"
 if [[ "$(cat "$COPY/node_modules/.node24-stamp" 2>/dev/null)" != "$stamp" ]]; then
   say "copying node_modules and rebuilding better-sqlite3 for Node $(node --version) in $COPY"
