@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { BASE_MAINNET, paymentNetwork } from "../src/chain/networks.js";
-import { ConfigError, loadDotEnv } from "../src/config.js";
+import { ConfigError, DEFAULT_LEDGER_PATH, loadDotEnv } from "../src/config.js";
 import { openConfiguredLedger } from "../src/ledger/factory.js";
 import { chainClient, scanPayments } from "../src/ops/chain-payments.js";
 import {
@@ -65,7 +65,7 @@ try {
   fail(err instanceof ConfigError ? err.message : String(err), 1);
 }
 const env = process.env;
-const ledgerPath = values.ledger ?? (env.LEDGER_PATH || "var/ledger.sqlite");
+const ledgerPath = values.ledger ?? (env.LEDGER_PATH || DEFAULT_LEDGER_PATH);
 const ledgerUrl = values.ledger ? undefined : env.LEDGER_URL || undefined;
 const hidden = (url: string) => url.replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@");
 

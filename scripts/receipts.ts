@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { ConfigError, loadDotEnv } from "../src/config.js";
+import { ConfigError, DEFAULT_LEDGER_PATH, loadDotEnv } from "../src/config.js";
 import { openConfiguredLedger } from "../src/ledger/factory.js";
 import { mergeReceipts, readLedgerReceipts } from "../src/ops/ledger-reader.js";
 import { readLegacyReceipts } from "../src/ops/legacy-receipts.js";
@@ -51,7 +51,7 @@ try {
   fail(err instanceof ConfigError ? err.message : String(err), 1);
 }
 const env = process.env;
-const ledgerPath = values.ledger ?? (env.LEDGER_PATH || "var/ledger.sqlite");
+const ledgerPath = values.ledger ?? (env.LEDGER_PATH || DEFAULT_LEDGER_PATH);
 if (ledgerPath === ":memory:")
   fail("LEDGER_PATH is :memory:; there is no ledger file to read (use --ledger PATH)");
 const devnet = !env.FACILITATOR_URL && !env.CDP_API_KEY_ID && env.NODE_ENV !== "production";

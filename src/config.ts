@@ -4,6 +4,9 @@ import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
 import { BASE_MAINNET, BASE_SEPOLIA, PAYMENT_NETWORKS, type PaymentNetwork } from "./chain/networks.js";
 
+/** The embedded SQLite ledger when LEDGER_PATH is unset (the operator commands read the same file). */
+export const DEFAULT_LEDGER_PATH = "var/ledger.sqlite";
+
 /**
  * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
  * (a test keeps the three in step). Values arrive as strings; `parseConfig` coerces them and names the variable
@@ -28,7 +31,7 @@ export const EnvSchema = Type.Object({
   CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
   CONTACT_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
   PAYMENT_TIMEOUT_SECONDS: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
-  LEDGER_PATH: Type.String({ default: "var/ledger.sqlite", minLength: 1 }),
+  LEDGER_PATH: Type.String({ default: DEFAULT_LEDGER_PATH, minLength: 1 }),
   RECONCILE_INTERVAL_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
   LEDGER_URL: Type.Optional(Type.String({ pattern: "^postgres(ql)?://[^\\s]+$" })),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
