@@ -88,6 +88,10 @@ export class HttpProblem extends Error {
   }
 }
 
+/** The problem an HttpProblem stands for, answered at `instance` (its headers stay on the error). */
+export const problemOf = (err: HttpProblem, instance: string): Problem =>
+  problem(err.status, err.slug, err.message, instance, err.extra);
+
 const PARTS: Record<string, FieldError["in"]> = {
   body: "body",
   querystring: "query",
@@ -151,11 +155,7 @@ export function registerProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | HttpProblem, request: FastifyRequest, reply: FastifyReply) => {
     const instance = problemInstance(request);
     if (error instanceof HttpProblem) {
-      return sendProblem(
-        reply,
-        problem(error.status, error.slug, error.message, instance, error.extra),
-        error.headers,
-      );
+      return sendProblem(reply, problemOf(error, instance), error.headers);
     }
     if (error.validation)
       return sendProblem(

@@ -5,6 +5,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   type Problem,
   problem,
+  problemOf,
   validationProblem,
 } from "../http/problem.js";
 import { validatorCompiler } from "../http/validation.js";
@@ -96,9 +97,7 @@ function offerOf(proof: unknown): ProofOffer {
 
 /** A problem the operation threw on purpose, as the HTTP error handler would answer it. */
 const thrown = (err: unknown, instance: string) =>
-  err instanceof HttpProblem
-    ? { problem: problem(err.status, err.slug, err.message, instance, err.extra), headers: err.headers }
-    : undefined;
+  err instanceof HttpProblem ? { problem: problemOf(err, instance), headers: err.headers } : undefined;
 
 /**
  * One paid tool call on the payment core, in the MCP request's own lifecycle: arguments validated as the route's

@@ -22,8 +22,6 @@ export interface McpOptions {
   handlers: PaidHandlers;
 }
 
-export { MCP_PATH };
-
 /** Shown to agents at initialize: how the tools are paid and in which order to call them. */
 const instructions = (network: PaymentNetwork) =>
   `Every tool is a paid call settled with x402 in USDC on ${network.label} (${network.caip2}); each description gives its price. ` +
