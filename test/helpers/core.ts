@@ -1,6 +1,6 @@
 import pino from "pino";
 import type { LedgerPort } from "../../src/ledger/port.js";
-import type { PaymentCore } from "../../src/payments/core.js";
+import type { PaidRoute, PaymentCore } from "../../src/payments/core.js";
 import { createPaymentCore } from "../../src/payments/create-core.js";
 import { noopObserver } from "../../src/payments/events.js";
 import type { FacilitatorGateway } from "../../src/payments/gateway.js";
@@ -11,6 +11,19 @@ export const CORE_TERMS = {
 } as const;
 export const CORE_NOW = new Date("2026-01-15T12:00:00Z");
 export const silentLog = pino({ level: "silent" });
+/** A paid operation of the core's own, known to no route. */
+export const CORE_ROUTE: PaidRoute = {
+  route: "POST /score",
+  amount: "100000",
+  description: "a paid call",
+  acceptsV1: false,
+};
+/** A handler's successful answer, as the core settles and keeps it. */
+export const HANDLER_OK = {
+  statusCode: 200,
+  contentType: "application/json; charset=utf-8",
+  body: '{"score":42}',
+};
 
 /** The payment core alone, as a transport would build it: a fixed clock and incarnation, one-minute windows. */
 export function testCore(gateway: FacilitatorGateway, ledger: LedgerPort): PaymentCore {

@@ -5,28 +5,22 @@ import {
   type Attempt,
   admitPayment,
   completePayment,
-  type PaidRoute,
   type PaymentCore,
 } from "../../src/payments/core.js";
 import { decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
-import { CORE_NOW, CORE_TERMS, silentLog, testCore } from "../helpers/core.js";
+import { CORE_NOW, CORE_ROUTE, CORE_TERMS, HANDLER_OK, silentLog, testCore } from "../helpers/core.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 // The payment core on its own: no HTTP, no Fastify; a fake facilitator gateway and an in-memory SQLite ledger.
 
 const terms = CORE_TERMS;
-const route: PaidRoute = {
-  route: "POST /score",
-  amount: "100000",
-  description: "a paid call",
-  acceptsV1: false,
-};
+const route = CORE_ROUTE;
 const log = silentLog;
 const NOW = CORE_NOW;
-const ok = { statusCode: 200, contentType: "application/json; charset=utf-8", body: '{"score":42}' };
+const ok = HANDLER_OK;
 
 let gateway: FakeGateway;
 let ledger: Ledger;

@@ -1,27 +1,22 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
-import { completePayment, type PaidRoute, type PaymentCore } from "../../src/payments/core.js";
+import { completePayment, type PaymentCore } from "../../src/payments/core.js";
 import { type CallDecision, decideCall, type PaidCall, type ProofOffer } from "../../src/payments/decide.js";
 import { type Challenge, completionAnswer, type HttpAnswer } from "../../src/payments/http-answers.js";
 import { HEADER_V2 } from "../../src/payments/matching.js";
 import { proofObject } from "../../src/payments/proof.js";
 import { paymentRequiredV2, requirementsV2 } from "../../src/payments/requirements.js";
-import { CORE_TERMS, silentLog, testCore } from "../helpers/core.js";
+import { CORE_ROUTE, CORE_TERMS, HANDLER_OK, silentLog, testCore } from "../helpers/core.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { v2Proof } from "../helpers/proofs.js";
 
 // One paid call decided by the core for any transport: no HTTP, no Fastify, no MCP SDK. The offer is what a transport
 // found (here built directly), the answers are values.
 
-const route: PaidRoute = {
-  route: "POST /score",
-  amount: "100000",
-  description: "a paid call",
-  acceptsV1: false,
-};
+const route = CORE_ROUTE;
 const RESOURCE = "https://api.example/score";
 const challenge: Challenge = (error) => ({ required: paymentRequiredV2(route, CORE_TERMS, RESOURCE, error) });
-const ok = { statusCode: 200, contentType: "application/json; charset=utf-8", body: '{"score":42}' };
+const ok = HANDLER_OK;
 
 let gateway: FakeGateway;
 let ledger: Ledger;

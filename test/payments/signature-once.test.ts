@@ -9,7 +9,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
-import { CORE_NOW, CORE_TERMS, silentLog, testCore } from "../helpers/core.js";
+import { CORE_NOW, CORE_ROUTE, CORE_TERMS, HANDLER_OK, silentLog, testCore } from "../helpers/core.js";
 import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
 
 /*
@@ -24,11 +24,11 @@ vi.mock("../../src/payments/ecrecover.js", async (importOriginal) => {
 const recoveries = () => vi.mocked(recoverSigner).mock.calls.length;
 
 const terms = CORE_TERMS;
-const route = { route: "POST /score", amount: "100000", description: "a paid call", acceptsV1: false };
+const route = CORE_ROUTE;
 const requirements = () => requirementsV2(route, terms);
 const log = silentLog;
 const NOW = CORE_NOW;
-const ok = { statusCode: 200, contentType: "application/json; charset=utf-8", body: '{"score":42}' };
+const ok = HANDLER_OK;
 const SIGNATURE_REFUSED: VerifyResponse = { isValid: false, invalidReason: "invalid_exact_evm_signature" };
 const WALLET = "0x5100000000000000000000000000000000000001";
 
