@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { FastifyRequest } from "fastify";
+import type { FastifyRequest, FastifyTypeProviderDefault } from "fastify";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
-import { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
-import { BacktestResult, RiskItem, RiskSummary, UpcomingResponse } from "../schemas/unlocks-responses.js";
+import { UpcomingQuery } from "../schemas/unlocks.js";
+import { UpcomingResponse } from "../schemas/unlocks-responses.js";
+import type { PaidHandler } from "../operations/handler.js";
 import type { UnlockHandlers } from "../operations/unlocks.js";
 import { OPERATIONS, operationDescription } from "../operations/table.js";
 import { PRICES, paymentInfo } from "../operations/prices.js";
@@ -84,75 +85,42 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
     },
   );
 
-  app.post(
-    OPERATIONS.unlockRisk.path,
-    {
-      schema: {
-        tags: [TAG],
-        summary: OPERATIONS.unlockRisk.summary,
-        description: operationDescription(OPERATIONS.unlockRisk),
-        querystring: PaidQuery,
-        headers: UnlockPaymentHeaders,
-        body: UnlockRiskBody,
-        response: { 200: paid(RiskItem), 404: notFoundResponse, ...paidErrorResponses(PRICES.unlockRisk) },
-        "x-payment-info": paymentInfo(PRICES.unlockRisk),
-      },
-      preHandler: [
-        async (request) => handlers.unlockRisk.check(request.body, request),
-        app.payments.guard(handlers.unlockRisk.price),
-      ],
-    },
-    async (request) => handlers.unlockRisk.answer(request.body, request),
-  );
-
-  app.post(
-    OPERATIONS.riskSummary.path,
-    {
-      schema: {
-        tags: [TAG],
-        summary: OPERATIONS.riskSummary.summary,
-        description: operationDescription(OPERATIONS.riskSummary),
-        querystring: PaidQuery,
-        headers: UnlockPaymentHeaders,
-        body: RiskSummaryBody,
-        response: {
-          200: paid(RiskSummary),
-          404: notFoundResponse,
-          ...paidErrorResponses(PRICES.riskSummary),
+  /**
+   * A POST operation of the table: its body and result schemas, price texts and terms, its check before the payments
+   * guard and its answer after it. `responses`: the statuses besides the paid ones its check can answer.
+   */
+  function postOperation(key: "unlockRisk" | "riskSummary" | "backtest", responses: Record<number, unknown>) {
+    const op = OPERATIONS[key];
+    const handler = handlers[key] as PaidHandler<unknown>;
+    // Typed by the operation's handler (it takes the body this schema validates): a union of the three operations'
+    // schema types could not name one handler's input.
+    app.withTypeProvider<FastifyTypeProviderDefault>().post(
+      op.path,
+      {
+        schema: {
+          tags: [TAG],
+          summary: op.summary,
+          description: operationDescription(op),
+          querystring: PaidQuery,
+          headers: UnlockPaymentHeaders,
+          body: op.inputSchema,
+          response: { 200: paid(op.outputSchema), ...responses },
+          "x-payment-info": paymentInfo(PRICES[key]),
         },
-        "x-payment-info": paymentInfo(PRICES.riskSummary),
+        preHandler: [
+          async (request) => handler.check(request.body, request),
+          app.payments.guard(handler.price),
+        ],
       },
-      preHandler: [
-        async (request) => handlers.riskSummary.check(request.body, request),
-        app.payments.guard(handlers.riskSummary.price),
-      ],
-    },
-    async (request) => handlers.riskSummary.answer(request.body, request),
-  );
+      async (request) => handler.answer(request.body, request),
+    );
+  }
 
-  app.post(
-    OPERATIONS.backtest.path,
-    {
-      schema: {
-        tags: [TAG],
-        summary: OPERATIONS.backtest.summary,
-        description: operationDescription(OPERATIONS.backtest),
-        querystring: PaidQuery,
-        headers: UnlockPaymentHeaders,
-        body: BacktestBody,
-        response: {
-          200: paid(BacktestResult),
-          404: notFoundResponse,
-          ...paidErrorResponses(PRICES.backtest),
-          422: noReactionsResponse,
-        },
-        "x-payment-info": paymentInfo(PRICES.backtest),
-      },
-      preHandler: [
-        async (request) => handlers.backtest.check(request.body, request),
-        app.payments.guard(handlers.backtest.price),
-      ],
-    },
-    async (request) => handlers.backtest.answer(request.body, request),
-  );
+  postOperation("unlockRisk", { 404: notFoundResponse, ...paidErrorResponses(PRICES.unlockRisk) });
+  postOperation("riskSummary", { 404: notFoundResponse, ...paidErrorResponses(PRICES.riskSummary) });
+  postOperation("backtest", {
+    404: notFoundResponse,
+    ...paidErrorResponses(PRICES.backtest),
+    422: noReactionsResponse,
+  });
 };
