@@ -36,30 +36,46 @@ function proofFrom(from: string): PaymentPayload {
   } as PaymentPayload;
 }
 
-function setup(verdict: (from: string) => SmartWalletVerdict) {
-  let now = 0;
-  const verifies: string[] = [];
-  const checks: string[] = [];
-  const client = {
-    verify: async (payload: PaymentPayload): Promise<VerifyResponse> => {
-      const from = (payload.payload as { authorization: { from: string } }).authorization.from;
-      verifies.push(from);
-      return { isValid: true, payer: from };
-    },
+/** A facilitator whose verify answers with `verify` (by default: valid, for the proof's own payer); never settles. */
+function verifyOnly(
+  verify: (payload: PaymentPayload) => Promise<VerifyResponse> = async (payload) => ({
+    isValid: true,
+    payer: (payload.payload as { authorization: { from: string } }).authorization.from,
+  }),
+): FacilitatorClient {
+  return {
+    verify,
     settle: async () => {
       throw new Error("not used");
     },
     getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
   } as unknown as FacilitatorClient;
+}
+
+/** The gateway under test: a circuit that opens on one fault, a 1 s cool-down, and `check` as its wallet check. */
+const walletGateway = (client: FacilitatorClient, check: SmartWalletCheck, now: () => number = () => 0) =>
+  createFacilitatorGateway(client, { failureThreshold: 1, cooldownMs: 1000, smartWallet: check }, now);
+
+/** A proof naming WALLET whose signature is not its owner's. */
+function junk(): PaymentPayload {
+  const p = proofFrom(WALLET);
+  return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
+}
+
+function setup(verdict: (from: string) => SmartWalletVerdict) {
+  let now = 0;
+  const verifies: string[] = [];
+  const checks: string[] = [];
+  const client = verifyOnly(async (payload) => {
+    const from = (payload.payload as { authorization: { from: string } }).authorization.from;
+    verifies.push(from);
+    return { isValid: true, payer: from };
+  });
   const check: SmartWalletCheck = async (exact) => {
     checks.push(exact.authorization.from);
     return verdict(exact.authorization.from);
   };
-  const gateway = createFacilitatorGateway(
-    client,
-    { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
-    () => now,
-  );
+  const gateway = walletGateway(client, check, () => now);
   return { gateway, verifies, checks, advance: (ms: number) => (now += ms) };
 }
 
@@ -112,16 +128,7 @@ describe("junk naming a smart wallet that reverts on it (as most real wallets do
   it("never backs that wallet off: its honest payments pass between 4 junk proofs a second", async () => {
     let now = 0;
     const honestSig = `0x${"11".repeat(65)}`; // v2Proof's signature: the wallet's own, for this test
-    const client = {
-      verify: async (payload: PaymentPayload): Promise<VerifyResponse> => ({
-        isValid: true,
-        payer: (payload.payload as { authorization: { from: string } }).authorization.from,
-      }),
-      settle: async () => {
-        throw new Error("not used");
-      },
-      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
-    } as unknown as FacilitatorClient;
+    const client = verifyOnly();
     // The wallet's isValidSignature reverts on any signature that is not its owner's: the check reads the revert as
     // the wallet's "not mine" (callFailure), as the real check does.
     const revert = Object.assign(new Error("Execution reverted with reason: ECDSA: invalid signature."), {
@@ -129,15 +136,7 @@ describe("junk naming a smart wallet that reverts on it (as most real wallets do
     });
     const check: SmartWalletCheck = async (exact) =>
       exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: callFailure(revert) };
-    const gateway = createFacilitatorGateway(
-      client,
-      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
-      () => now,
-    );
-    const junk = () => {
-      const p = proofFrom(WALLET);
-      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
-    };
+    const gateway = walletGateway(client, check, () => now);
     let honestPaid = 0;
     for (let round = 0; round < 15; round++) {
       for (let j = 0; j < 4; j++) {
@@ -164,21 +163,10 @@ describe("junk that makes an honest wallet's check run out of gas or time", () =
     // owner: the check fails for the junk's sake, while the owner's own signatures stay cheap and valid.
     const check: SmartWalletCheck = async (exact) =>
       exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: "failed" };
-    const gateway = createFacilitatorGateway(
-      {
-        verify: async (): Promise<VerifyResponse> => ({ isValid: true, payer: WALLET }),
-        settle: async () => {
-          throw new Error("not used");
-        },
-        getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
-      } as unknown as FacilitatorClient,
-      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
-      () => 0,
+    const gateway = walletGateway(
+      verifyOnly(async () => ({ isValid: true, payer: WALLET })),
+      check,
     );
-    const junk = () => {
-      const p = proofFrom(WALLET);
-      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
-    };
     const attacker = { client: "198.51.100.66" };
     const owner = { client: "203.0.113.7" };
     expect(await gateway.verify(junk(), requirements, attacker)).toMatchObject({ isValid: false });
@@ -208,21 +196,10 @@ describe("a sender backed off while its other checks of that wallet wait in line
       if (checked.length === 1) await held;
       return exact.signature === honestSig ? { kind: "valid" } : { kind: "refused", why: "out_of_budget" };
     };
-    const gateway = createFacilitatorGateway(
-      {
-        verify: async (): Promise<VerifyResponse> => ({ isValid: true, payer: WALLET }),
-        settle: async () => {
-          throw new Error("not used");
-        },
-        getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
-      } as unknown as FacilitatorClient,
-      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
-      () => 0,
+    const gateway = walletGateway(
+      verifyOnly(async () => ({ isValid: true, payer: WALLET })),
+      check,
     );
-    const junk = () => {
-      const p = proofFrom(WALLET);
-      return { ...p, payload: { ...p.payload, signature: `0x${"ee".repeat(65)}` } } as PaymentPayload;
-    };
     const attacker = { client: "198.51.100.66" };
     const outcome = (p: Promise<VerifyResponse>) =>
       p.then(
@@ -260,21 +237,8 @@ describe("a smart wallet's honest parallel calls", () => {
       running -= 1;
       return { kind: "valid" };
     };
-    const client = {
-      verify: async (payload: PaymentPayload): Promise<VerifyResponse> => ({
-        isValid: true,
-        payer: (payload.payload as { authorization: { from: string } }).authorization.from,
-      }),
-      settle: async () => {
-        throw new Error("not used");
-      },
-      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
-    } as unknown as FacilitatorClient;
-    const gateway = createFacilitatorGateway(
-      client,
-      { failureThreshold: 1, cooldownMs: 1000, smartWallet: check },
-      () => 0,
-    );
+    const client = verifyOnly();
+    const gateway = walletGateway(client, check);
     const calls = Array.from({ length: 8 }, () =>
       gateway.verify(proofFrom(WALLET), requirements).then(
         (v) => (v.isValid ? "valid" : "invalid"),
@@ -302,19 +266,13 @@ describe("callFailure: why an isValidSignature call threw", () => {
 
 describe("a smart wallet that is slow at the facilitator (gas-aware: valid under the check's cap, slow beyond it)", () => {
   it("its verify timeouts never count toward the circuit, whatever the threshold", async () => {
-    const client = {
-      verify: async () => {
-        throw new FacilitatorFault(503, "facilitator_timeout", 1, "verify timed out");
-      },
-      settle: async () => {
-        throw new Error("not used");
-      },
-      getSupported: async () => ({ kinds: [], extensions: [], signers: {} }),
-    } as unknown as FacilitatorClient;
+    const client = verifyOnly(async () => {
+      throw new FacilitatorFault(503, "facilitator_timeout", 1, "verify timed out");
+    });
     let now = 0;
-    const gateway = createFacilitatorGateway(
+    const gateway = walletGateway(
       client,
-      { failureThreshold: 1, cooldownMs: 1000, smartWallet: async () => ({ kind: "valid" }) },
+      async () => ({ kind: "valid" }),
       () => now,
     );
     for (let i = 0; i < 6; i++) {
