@@ -1,9 +1,13 @@
+import Fastify, { type FastifyInstance } from "fastify";
 import pino from "pino";
+import { registerProblemHandlers } from "../../src/http/problem.js";
+import { validatorCompiler } from "../../src/http/validation.js";
 import type { LedgerPort } from "../../src/ledger/port.js";
 import type { PaidRoute, PaymentCore } from "../../src/payments/core.js";
 import { createPaymentCore } from "../../src/payments/create-core.js";
 import { noopObserver } from "../../src/payments/events.js";
 import type { FacilitatorGateway } from "../../src/payments/gateway.js";
+import payments from "../../src/payments/plugin.js";
 
 export const CORE_TERMS = {
   payTo: "0x00000000000000000000000000000000000000aa",
@@ -40,4 +44,22 @@ export function testCore(gateway: FacilitatorGateway, ledger: LedgerPort): Payme
     },
     silentLog,
   );
+}
+
+/**
+ * A bare Fastify app with the product's validator, error handler and the payments plugin alone (CORE_TERMS,
+ * PUBLIC_BASE_URL https://api.example): the plugin tested without the product's routes, which a test then adds.
+ */
+export async function paymentsApp(gateway: FacilitatorGateway, ledger: LedgerPort): Promise<FastifyInstance> {
+  const app = Fastify({ logger: false });
+  app.setValidatorCompiler(validatorCompiler);
+  registerProblemHandlers(app);
+  await app.register(payments, {
+    gateway,
+    ledger,
+    terms: CORE_TERMS,
+    publicBaseUrl: "https://api.example",
+    idempotencyTtlMs: 60_000,
+  });
+  return app;
 }

@@ -2,15 +2,14 @@ import { randomBytes } from "node:crypto";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from "fastify";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { registerProblemHandlers } from "../../src/http/problem.js";
-import { validatorCompiler } from "../../src/http/validation.js";
 import { ALREADY_USED } from "../../src/payments/core.js";
 import { FacilitatorFault } from "../../src/payments/gateway.js";
-import payments, { type PaidRoute } from "../../src/payments/plugin.js";
+import type { PaidRoute } from "../../src/payments/plugin.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import { CORE_TERMS, paymentsApp } from "../helpers/core.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
@@ -20,8 +19,7 @@ import { b64, v2Proof } from "../helpers/proofs.js";
  * authorization with a forged signature, or a fresh envelope around the public signature — on the request that was
  * bought or on any other, it must get no content and one and the same answer, so it learns nothing either.
  */
-const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
-const terms = { payTo: PAY_TO, maxTimeoutSeconds: 300 };
+const terms = CORE_TERMS;
 const route: PaidRoute = { route: "POST /paid", amount: "20000", description: "paid", acceptsV1: true };
 const SECRET_BODY = "the buyer's paid content";
 
@@ -47,16 +45,7 @@ beforeEach(async () => {
   };
   ledger = openLedger(":memory:");
   handlerRuns = 0;
-  app = Fastify({ logger: false });
-  app.setValidatorCompiler(validatorCompiler);
-  registerProblemHandlers(app);
-  await app.register(payments, {
-    gateway,
-    ledger,
-    terms,
-    publicBaseUrl: "https://api.example",
-    idempotencyTtlMs: 60_000,
-  });
+  app = await paymentsApp(gateway, ledger);
   app.post("/paid", { preHandler: [app.payments.guard(route)] }, async (req) => {
     handlerRuns += 1;
     return { content: SECRET_BODY, echo: req.body };

@@ -4,14 +4,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { HttpProblem, registerProblemHandlers } from "../../src/http/problem.js";
 import { validatorCompiler } from "../../src/http/validation.js";
 import { FacilitatorFault } from "../../src/payments/gateway.js";
-import payments, { type PaidRoute } from "../../src/payments/plugin.js";
+import type { PaidRoute } from "../../src/payments/plugin.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import { CORE_TERMS, paymentsApp } from "../helpers/core.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { b64, signedV2Proof, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 const PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
-const terms = { payTo: PAY_TO, maxTimeoutSeconds: 300 };
+const terms = CORE_TERMS;
 const both: PaidRoute = { route: "POST /both", amount: "20000", description: "v1 and v2", acceptsV1: true };
 const v2only: PaidRoute = {
   route: "POST /v2only",
@@ -43,16 +44,7 @@ beforeEach(async () => {
   gateway = fakeGateway();
   ledger = openLedger(":memory:");
   handlerRuns = 0;
-  app = Fastify({ logger: false });
-  app.setValidatorCompiler(validatorCompiler);
-  registerProblemHandlers(app);
-  await app.register(payments, {
-    gateway,
-    ledger,
-    terms,
-    publicBaseUrl: "https://api.example",
-    idempotencyTtlMs: 60_000,
-  });
+  app = await paymentsApp(gateway, ledger);
   const body = { type: "object", properties: { q: { type: "string" } }, additionalProperties: false };
   app.post("/both", { schema: { body }, preHandler: [app.payments.guard(both)] }, async (req) => {
     handlerRuns += 1;
