@@ -1,6 +1,7 @@
 /**
  * Refreshes the unlock snapshot once, with the very code the running service's refresh loop runs (src/refresh):
  * Binance USDⓈ-M daily klines (Bybit for series that are Bybit's) extend every token's and the benchmark's series;
+ * DefiLlama's datasets host refreshes vesting schedules (`--sources …,defillama` or `--schedules defillama`);
  * CoinGecko's keyless /coins/markets gives reported circulating supply, written to
  * $DATA_DIR/circulating-reported/live.json. Each answer is validated (status, 429, empty, HTML, truncated JSON, 20×
  * jump); a token whose answer fails keeps its data. The snapshot is written only when some series got a new candle
@@ -8,8 +9,7 @@
  *
  *   npm run ingest -- [--base data/unlocks.snapshot.json] [--out data/unlocks.snapshot.json]
  *                     [--sources binance,bybit,coingecko,defillama] [--data-dir var/data]
- *   npm run ingest -- --depth | --schedules defillama [--days 400] [--tokens ARB,OP]   (order-book depth, DefiLlama
- *                     schedules: the older one-shot adapter; exits 1 when anything was kept)
+ *   npm run ingest -- --depth        (also ±2 % order-book depth of each Binance-perpetual token)
  *   npm run ingest -- --from-6mv data/unlock-history-6mv --out /tmp/6mv.snapshot.json
  *
  * Environment: BINANCE_FUTURES_BASE_URL, BYBIT_BASE_URL, COINGECKO_BASE_URL, COINGECKO_API_KEY, DEFILLAMA_BASE_URL,
@@ -23,16 +23,15 @@ import { parseArgs } from "node:util";
 import { load6mv } from "../src/build/import-6mv.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { repoRoot as rootDir } from "../src/files/paths.js";
-import { readCoinIds } from "../src/refresh/circulating.js";
-import { failureLines, refreshSources } from "../src/refresh/run.js";
-import { SOURCES, type SourceName } from "../src/refresh/status.js";
+import { BINANCE_FUTURES_BASE } from "../src/sources/candles/binance.js";
+import { BYBIT_DEFAULT_BASE } from "../src/sources/candles/bybit.js";
+import { readCoinIds } from "../src/sources/coingecko/circulating.js";
+import { COINGECKO_DEFAULT_BASE } from "../src/sources/coingecko/client.js";
+import { DEFILLAMA_DEFAULT_BASE } from "../src/sources/defillama/emission.js";
+import type { FetchLike } from "../src/sources/http.js";
+import { failureLines, refreshSources } from "../src/sources/runner.js";
+import { SOURCES, type SourceName } from "../src/sources/status.js";
 import { parseUnlockSnapshot, validateUnlockSnapshot } from "../src/unlocks/data/snapshot.js";
-import { BINANCE_FUTURES_BASE } from "../src/unlocks/ingest/binance.js";
-import { BYBIT_DEFAULT_BASE } from "../src/unlocks/ingest/bybit.js";
-import { COINGECKO_DEFAULT_BASE } from "../src/unlocks/ingest/coingecko.js";
-import { DEFILLAMA_DEFAULT_BASE } from "../src/unlocks/ingest/defillama.js";
-import type { FetchLike } from "../src/unlocks/ingest/http.js";
-import { runIngest } from "../src/unlocks/ingest/run.js";
 
 const repoRoot = `${rootDir()}/`;
 const defaultPath = `${repoRoot}data/unlocks.snapshot.json`;
@@ -56,15 +55,12 @@ export async function ingest(args: string[], io: IngestIo): Promise<number> {
       sources: { type: "string", default: "binance,bybit,coingecko" },
       "data-dir": { type: "string", default: env.DATA_DIR || "var/data" },
       schedules: { type: "string", default: "keep" },
-      days: { type: "string", default: "400" },
       "binance-base": { type: "string", default: env.BINANCE_FUTURES_BASE_URL || BINANCE_FUTURES_BASE },
       "bybit-base": { type: "string", default: env.BYBIT_BASE_URL || BYBIT_DEFAULT_BASE },
       depth: { type: "boolean", default: false },
-      tokens: { type: "string" },
       "defillama-base": { type: "string", default: env.DEFILLAMA_BASE_URL || DEFILLAMA_DEFAULT_BASE },
       "coingecko-base": { type: "string", default: env.COINGECKO_BASE_URL || COINGECKO_DEFAULT_BASE },
       "from-6mv": { type: "string" },
-      "no-progress": { type: "boolean", default: false },
     },
   });
   const fetchImpl = io.fetchImpl ?? (globalThis.fetch as unknown as FetchLike);
@@ -84,31 +80,8 @@ export async function ingest(args: string[], io: IngestIo): Promise<number> {
     throw new Error("--schedules must be keep or defillama");
   const base = parseUnlockSnapshot(readFileSync(values.base as string, "utf8"), values.base as string);
 
-  if (values.depth || values.schedules === "defillama" || values.tokens) {
-    const report = await runIngest({
-      base,
-      out: values.out as string,
-      binanceBase: values["binance-base"] as string,
-      defillamaBase: values["defillama-base"] as string,
-      coingeckoBase: values["coingecko-base"] as string,
-      coingeckoApiKey: env.COINGECKO_API_KEY,
-      schedules: values.schedules,
-      days: Number(values.days),
-      depth: values.depth as boolean,
-      fetchImpl,
-      clock: () => now,
-      progress: !values["no-progress"] && process.stderr.isTTY === true,
-      onlySymbols: values.tokens?.split(",").map((s) => s.trim()),
-    });
-    for (const w of report.warnings) io.err(`warning: ${w}`);
-    io.out(
-      `wrote ${report.out}: ${report.marketsUpdated.length} tokens with fresh klines, ${report.depthUpdated.length} with depth, ` +
-        `${report.schedulesUpdated.length} with DefiLlama schedules, ${report.supplyUpdated.length} with CoinGecko supply, ${report.kept.length} kept as before`,
-    );
-    return report.warnings.length > 0 ? 1 : 0;
-  }
-
   const which = (values.sources as string).split(",").map((s) => s.trim());
+  if (values.schedules === "defillama" && !which.includes("defillama")) which.push("defillama");
   const unknown = which.filter((s) => !(SOURCES as readonly string[]).includes(s) || s === "bazaar");
   if (unknown.length > 0) throw new Error(`--sources: unknown or not refreshed here: ${unknown.join(", ")}`);
   const run = await refreshSources(
@@ -125,6 +98,7 @@ export async function ingest(args: string[], io: IngestIo): Promise<number> {
       fetchImpl,
       coinIds: readCoinIds(),
       dataDir: resolve(values["data-dir"] as string),
+      depth: values.depth as boolean,
     },
     now,
   );

@@ -1,20 +1,20 @@
 import closeWithGrace from "close-with-grace";
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
+import { loadCatalog } from "./benchmark/catalog/snapshot.js";
+import { formatUsdc } from "./chain/usdc.js";
 import { type Config, ConfigError, loadDotEnv, parseConfig } from "./config.js";
 import type { Devnet, DevnetLaunch } from "./devnet/index.js";
 import { validProofs } from "./discovery/documents.js";
+import { openConfiguredLedger } from "./ledger/factory.js";
 import { metricsListener } from "./observability/metrics.js";
-import { createFacilitatorClient, createFacilitatorGateway, facilitatorTarget } from "./payments/gateway.js";
+import { PRICES } from "./operations/prices.js";
 import { type ChainReader, createChainReader } from "./payments/chain-reader.js";
-import { formatUsdc } from "./chain/usdc.js";
+import { createFacilitatorClient, createFacilitatorGateway, facilitatorTarget } from "./payments/gateway.js";
 import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
 import { listenProblem, preflight } from "./preflight.js";
-import { PRICES } from "./operations/prices.js";
-import { loadCatalog } from "./benchmark/catalog/snapshot.js";
-import { openConfiguredLedger } from "./ledger/factory.js";
-import { createLiveBenchmark } from "./refresh/bazaar.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "./refresh/boot.js";
+import { createLiveBenchmark } from "./sources/bazaar/bazaar.js";
 import { buildUnlockStore } from "./unlocks/data/snapshot.js";
 
 /** The first line of an error, for one-line start-up reports (snapshot validation lists can be long). */

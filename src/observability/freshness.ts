@@ -1,6 +1,6 @@
 import client from "prom-client";
 import type { FreshnessSource } from "../refresh/freshness.js";
-import { PERIOD_MULTIPLE, type SourceName } from "../refresh/status.js";
+import { PERIOD_MULTIPLE, type SourceName } from "../sources/status.js";
 
 /**
  * Data freshness per source, read at scrape time: seconds since the last success (absent until one), the time of the
@@ -67,6 +67,24 @@ export function registerFreshnessMetrics(
     labelNames: ["source"] as const,
     registers,
     collect: each(setter, (s) => (s.last_attempt === null ? null : s.failed)),
+  });
+  new client.Gauge({
+    name: "pressure402_data_source_quarantined_items",
+    help: "Items of the source's last attempt refused as implausible and kept aside in DATA_DIR/quarantine",
+    labelNames: ["source"] as const,
+    registers,
+    collect: each(setter, (s) => (s.last_attempt === null ? null : (s.quarantined ?? 0))),
+  });
+  new client.Gauge({
+    name: "pressure402_data_source_failure",
+    help: "1 for each kind of failure of the source's last attempt (too_large, timeout, implausible, …)",
+    labelNames: ["source", "kind"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const s of freshness.sources())
+        for (const kind of s.failure_kinds ?? []) this.set({ source: s.source, kind }, 1);
+    },
   });
 }
 

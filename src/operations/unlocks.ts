@@ -1,11 +1,11 @@
 import type { FastifyRequest } from "fastify";
 import type { Static } from "typebox";
 import { HttpProblem } from "../http/problem.js";
-import type { Derivatives } from "../refresh/derivatives.js";
-import { PRICES } from "./prices.js";
 import type { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
+import type { Derivatives } from "../sources/derivatives/derivatives.js";
 import type { UnlockService } from "../unlocks/service.js";
 import type { PaidHandler } from "./handler.js";
+import { PRICES } from "./prices.js";
 
 export interface UnlockHandlerOptions {
   /** The service a call is answered from: the data generation pinned to its request on arrival. */

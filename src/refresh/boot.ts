@@ -4,13 +4,13 @@ import { join, resolve } from "node:path";
 import type { Catalog } from "../benchmark/catalog/snapshot.js";
 import type { Config } from "../config.js";
 import { writeFileAtomic } from "../files/atomic-write.js";
+import { catalogWith, type LiveBenchmark, readLiveRecording } from "../sources/bazaar/bazaar.js";
+import { readCoinIds, readLiveCirculatingRecords } from "../sources/coingecko/circulating.js";
 import { loadReportedCirculating, type ReportIndex } from "../unlocks/circulating-reported.js";
 import type { UnlockStore } from "../unlocks/data/snapshot.js";
 import { defaultSnapshotPath, readUnlockSnapshot } from "../unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import { createUnlockService, type UnlockService } from "../unlocks/service.js";
-import { catalogWith, type LiveBenchmark, readLiveRecording } from "./bazaar.js";
-import { readCoinIds, readLiveCirculatingRecords } from "./circulating.js";
 import { UNLOCKS_FILE } from "./data-dir.js";
 import type { FreshnessSource } from "./freshness.js";
 import { createLiveUnlocks, type LiveUnlocks } from "./live-unlocks.js";
@@ -64,7 +64,7 @@ function coinIdsOrEmpty(): ReadonlyMap<string, string> {
 export function configuredRefresher(
   config: Config,
   initial: UnlockSnapshot,
-  extra: Pick<Parameters<typeof createRefresher>[0], "onSnapshot" | "log" | "clock" | "fetchImpl">,
+  extra: Pick<Parameters<typeof createRefresher>[0], "onSnapshot" | "log" | "clock" | "fetchImpl" | "limits">,
   benchmark?: LiveBenchmark,
 ): { refresher: Refresher; freshness: FreshnessSource } {
   const refresher = createRefresher({
@@ -134,7 +134,7 @@ export interface LiveUnlockData {
 export function liveUnlockData(
   config: Config,
   store: UnlockStore,
-  opts: Pick<Parameters<typeof createRefresher>[0], "log" | "clock" | "fetchImpl"> = {},
+  opts: Pick<Parameters<typeof createRefresher>[0], "log" | "clock" | "fetchImpl" | "limits"> = {},
   benchmark?: LiveBenchmark,
 ): LiveUnlockData {
   const clock = opts.clock ?? (() => new Date());

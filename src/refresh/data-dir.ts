@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../files/atomic-write.js";
-import { emptyStatus, SOURCES, type SourceName, type SourceStatus } from "./status.js";
+import { emptyStatus, SOURCES, type SourceName, type SourceStatus } from "../sources/status.js";
 
 /** The refreshed unlock snapshot and the per-source state, inside DATA_DIR. */
 export const UNLOCKS_FILE = "unlocks.snapshot.json";

@@ -1,6 +1,6 @@
-import type { ReportedCirculating } from "./circulating.js";
-import type { Derivatives } from "./derivatives.js";
-import { ageSeconds, PERIOD_MULTIPLE, type SourceStatus } from "./status.js";
+import type { ReportedCirculating } from "../sources/coingecko/circulating.js";
+import type { Derivatives } from "../sources/derivatives/derivatives.js";
+import { ageSeconds, PERIOD_MULTIPLE, type SourceStatus } from "../sources/status.js";
 
 /** What the free routes and /metrics read about data freshness. */
 export interface FreshnessSource {
@@ -22,6 +22,8 @@ export interface SourceFreshnessView {
   last_error: string | null;
   updated: number;
   failed: number;
+  failure_kinds: string[];
+  quarantined: number;
 }
 
 /** The public view of every source's state at `now`. */
@@ -37,5 +39,7 @@ export function freshnessView(f: FreshnessSource | undefined, now: Date): Source
     last_error: s.last_error,
     updated: s.updated,
     failed: s.failed,
+    failure_kinds: [...(s.failure_kinds ?? [])],
+    quarantined: s.quarantined ?? 0,
   }));
 }

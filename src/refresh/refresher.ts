@@ -1,13 +1,10 @@
 import { join } from "node:path";
 import type { Catalog } from "../benchmark/catalog/snapshot.js";
 import { writeFileAtomic } from "../files/atomic-write.js";
-import type { UnlockSnapshot } from "../unlocks/data/types.js";
-import type { FetchLike } from "../unlocks/ingest/http.js";
-import { refreshBazaar } from "./bazaar.js";
-import { type ReportedCirculating, readLiveCirculating } from "./circulating.js";
-import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
-import { type Derivatives, readDerivatives, refreshDerivatives } from "./derivatives.js";
-import { refreshSources, type SourceBases } from "./run.js";
+import { type ReportedCirculating, readLiveCirculating } from "../sources/coingecko/circulating.js";
+import { type Derivatives, readDerivatives } from "../sources/derivatives/derivatives.js";
+import type { FetchLike, ReadLimits } from "../sources/http.js";
+import { refreshSources, type SourceBases } from "../sources/runner.js";
 import {
   applyOutcome,
   PERIOD_MULTIPLE,
@@ -15,7 +12,9 @@ import {
   type SourceName,
   type SourceOutcome,
   type SourceStatus,
-} from "./status.js";
+} from "../sources/status.js";
+import type { UnlockSnapshot } from "../unlocks/data/types.js";
+import { readState, UNLOCKS_FILE, writeState } from "./data-dir.js";
 
 export interface RefresherOptions {
   readonly dataDir: string;
@@ -25,6 +24,8 @@ export interface RefresherOptions {
   /** Token symbol → CoinGecko coin id. */
   readonly coinIds: ReadonlyMap<string, string>;
   readonly fetchImpl?: FetchLike;
+  /** Size and time caps per source answer (default DEFAULT_READ_LIMITS). */
+  readonly limits?: ReadLimits;
   readonly clock?: () => Date;
   /** Sources this refresher runs (default: all it has a fetcher for). */
   readonly sources?: readonly SourceName[];
@@ -94,7 +95,13 @@ export function createRefresher(opts: RefresherOptions): Refresher {
     const r = await refreshSources(
       current,
       which,
-      { bases: opts.bases, fetchImpl, coinIds: opts.coinIds, dataDir: opts.dataDir },
+      {
+        bases: { ...opts.bases, bazaar: opts.bazaar?.discoveryUrl },
+        fetchImpl,
+        coinIds: opts.coinIds,
+        dataDir: opts.dataDir,
+        ...(opts.limits ? { limits: opts.limits } : {}),
+      },
       now,
     );
     const outcomes = [...r.outcomes];
@@ -134,26 +141,13 @@ export function createRefresher(opts: RefresherOptions): Refresher {
         );
       }
     }
-    if (which.includes("derivatives")) {
-      const d = await refreshDerivatives(current, fetchImpl, opts.bases.binance, opts.dataDir);
-      derivatives = d.figures;
-      outcomes.push(d.outcome);
-    }
-    if (which.includes("bazaar") && opts.bazaar) {
-      const b = await refreshBazaar(
-        opts.bazaar.discoveryUrl,
-        opts.dataDir,
-        now,
-        fetchImpl as unknown as typeof fetch,
-      );
-      if (b.catalog) {
-        try {
-          opts.bazaar.onCatalog(b.catalog);
-        } catch (err) {
-          opts.log?.warn({ err: (err as Error).message }, "refreshed market not swapped in; previous kept");
-        }
+    if (r.derivatives) derivatives = r.derivatives;
+    if (r.catalog && opts.bazaar) {
+      try {
+        opts.bazaar.onCatalog(r.catalog);
+      } catch (err) {
+        opts.log?.warn({ err: (err as Error).message }, "refreshed market not swapped in; previous kept");
       }
-      outcomes.push(b.outcome);
     }
     for (const o of outcomes) state = { ...state, [o.source]: applyOutcome(state[o.source], o, now) };
     try {

@@ -18,6 +18,13 @@ export const SourceFreshness = Type.Object(
     last_error: NullableStr("What failed in the last attempt (previous data kept); null when nothing"),
     updated: Type.Integer({ description: "Items the last attempt updated" }),
     failed: Type.Integer({ description: "Items the last attempt could not update (kept as they were)" }),
+    failure_kinds: Type.Array(Type.String(), {
+      description:
+        "Why the last attempt failed, by kind: implausible, too_large, timeout, redirect, not_json, cut_short, refused_url, http, unreachable, invalid ([] when it did not)",
+    }),
+    quarantined: Type.Integer({
+      description: "Items of the last attempt refused as implausible and kept aside (never served)",
+    }),
   },
   closed,
 );

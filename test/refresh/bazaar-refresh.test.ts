@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
-import { createLiveBenchmark, type LiveBenchmark } from "../../src/refresh/bazaar.js";
+import { createLiveBenchmark, type LiveBenchmark } from "../../src/sources/bazaar/bazaar.js";
 import { createRefresher, type Refresher } from "../../src/refresh/refresher.js";
 import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 

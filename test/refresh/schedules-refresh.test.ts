@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UNLOCKS_FILE } from "../../src/refresh/data-dir.js";
 import { createLiveUnlocks } from "../../src/refresh/live-unlocks.js";
 import { createRefresher, type Refresher } from "../../src/refresh/refresher.js";
-import { refreshableSchedule } from "../../src/refresh/schedules.js";
+import { refreshableSchedule } from "../../src/sources/defillama/schedules.js";
 import { buildUnlockStore, readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import type { SchedulePiece, TokenRecord, UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { createUnlockService } from "../../src/unlocks/service.js";

@@ -1,6 +1,6 @@
-import { formatDay, parseDay } from "../data/dates.js";
-import type { PriceSeries, SeriesSegment } from "../data/types.js";
-import type { Candle } from "../market-history.js";
+import { formatDay, parseDay } from "../../unlocks/data/dates.js";
+import type { PriceSeries, SeriesSegment } from "../../unlocks/data/types.js";
+import type { Candle } from "../../unlocks/market-history.js";
 
 /**
  * Extends (or overwrites the overlapping tail of) a 00:00 UTC price series with freshly fetched daily

@@ -1,23 +1,23 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fetchBazaarListing } from "../benchmark/bazaar.js";
-import { type Catalog, catalogFromSnapshot, validateSnapshot } from "../benchmark/catalog/snapshot.js";
-import { buildMarketSnapshot, COMPILED_NAME } from "../benchmark/market-build.js";
+import { fetchBazaarListing } from "../../benchmark/bazaar.js";
+import { type Catalog, catalogFromSnapshot, validateSnapshot } from "../../benchmark/catalog/snapshot.js";
+import { buildMarketSnapshot, COMPILED_NAME } from "../../benchmark/market-build.js";
 import {
   parseRecording,
   type Recording,
   recordingFromListing,
   serializeRecording,
-} from "../benchmark/recording.js";
+} from "../../benchmark/recording.js";
 import {
   type BenchmarkService,
   type BenchmarkServiceOptions,
   createBenchmarkService,
-} from "../benchmark/service.js";
-import { writeFileAtomic } from "../files/atomic-write.js";
-import { dataPath } from "../files/paths.js";
-import { describeError } from "./errors.js";
-import type { SourceOutcome } from "./status.js";
+} from "../../benchmark/service.js";
+import { writeFileAtomic } from "../../files/atomic-write.js";
+import { dataPath } from "../../files/paths.js";
+import { describeError, failure, ImplausibleError, type ItemFailure } from "../errors.js";
+import type { SourceOutcome } from "../status.js";
 
 /** The live listing as recorded in DATA_DIR (the shipped recordings stay in data/bazaar). */
 export const LIVE_RECORDING_FILE = "bazaar-live.json";
@@ -58,10 +58,51 @@ export function catalogWith(live: Recording): Catalog {
 export const facilitatorOf = (discoveryUrl: string): string =>
   discoveryUrl.replace(/\/discovery\/resources\/?$/, "");
 
+/** A listing may grow, but not past this many times the last good one (nor past MAX_ITEMS). */
+export const MAX_GROWTH = 5;
+export const MAX_ITEMS = 50_000;
+/** An x402 price above this many atomic units (1,000,000 USDC at 6 decimals) is not a per-call price. */
+export const MAX_ATOMIC_PRICE = 10n ** 12n;
+/** Share of items whose price may be unreadable or out of bounds before the listing as a whole is refused. */
+export const MAX_BAD_PRICE_SHARE = 0.05;
+
+/** An item's prices (v2 `amount`, v1 `maxAmountRequired`): null when every offer's price is a sane atomic amount. */
+function badPrice(item: unknown): string | null {
+  const accepts = (item as { accepts?: unknown } | null)?.accepts;
+  if (!Array.isArray(accepts)) return null;
+  for (const a of accepts) {
+    const r = a as { amount?: unknown; maxAmountRequired?: unknown } | null;
+    const v = r?.amount ?? r?.maxAmountRequired;
+    if (v === undefined) continue;
+    if (typeof v !== "string" || !/^\d{1,30}$/.test(v))
+      return `price ${String(v).slice(0, 40)} is not an atomic amount`;
+    if (BigInt(v) > MAX_ATOMIC_PRICE) return `price ${v} is over ${MAX_ATOMIC_PRICE} atomic units`;
+  }
+  return null;
+}
+
+/**
+ * Refuses a listing that cannot be the market: many times more items than the last good one, or more than a few
+ * items whose prices are not sane atomic amounts (negative, fractional, absurdly large).
+ */
+export function checkListing(items: readonly unknown[], previousCount: number | null): void {
+  if (items.length > MAX_ITEMS || (previousCount !== null && items.length > previousCount * MAX_GROWTH))
+    throw new ImplausibleError(
+      `${items.length} items against ${previousCount ?? "no"} in the last good listing (bound ×${MAX_GROWTH}, at most ${MAX_ITEMS})`,
+      { items: items.length, previous: previousCount },
+    );
+  const bad = items.map(badPrice).filter((b): b is string => b !== null);
+  if (bad.length > items.length * MAX_BAD_PRICE_SHARE)
+    throw new ImplausibleError(`${bad.length} of ${items.length} items have implausible prices (${bad[0]})`, {
+      examples: bad.slice(0, 20),
+    });
+}
+
 /**
  * Reads every page of the Bazaar listing (CDP's `discovery/resources`, limit/offset) through the catalog's own parser
  * and rebuilds the market with it. Refused, keeping the previous market: an HTTP error, a page without items[], an
- * empty or incomplete listing, or one with fewer than two thirds of the last good listing's items.
+ * empty or incomplete listing, one with fewer than two thirds of the last good listing's items, or one that fails
+ * `checkListing` (too many items, implausible prices).
  */
 export async function refreshBazaar(
   discoveryUrl: string,
@@ -69,11 +110,11 @@ export async function refreshBazaar(
   now: Date,
   fetchImpl: typeof fetch,
 ): Promise<{ outcome: SourceOutcome; catalog: Catalog | null }> {
-  const fail = (error: string) => ({
+  const fail = (error: string | ItemFailure) => ({
     outcome: {
       source: "bazaar" as const,
       updated: [],
-      failed: [{ item: "listing", error }],
+      failed: [typeof error === "string" ? { item: "listing", error, kind: "invalid" as const } : error],
       dataAsOf: null,
       retryAfterSeconds: null,
     },
@@ -94,9 +135,10 @@ export async function refreshBazaar(
       return fail(
         `${listing.items.length} items, down from ${previous.items.length}: kept the previous listing`,
       );
+    checkListing(listing.items, previous?.items.length ?? null);
     recording = recordingFromListing(listing, `live_${now.toISOString().slice(0, 10)}`, now);
   } catch (err) {
-    return fail(describeError(err));
+    return fail(failure("listing", err));
   }
   let catalog: Catalog;
   try {

@@ -1,9 +1,13 @@
+import type { Catalog } from "../benchmark/catalog/snapshot.js";
 import { validateUnlockSnapshot } from "../unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../unlocks/data/types.js";
-import type { FetchLike } from "../unlocks/ingest/http.js";
-import { type ReportedCirculating, refreshCirculating } from "./circulating.js";
-import { refreshMarkets } from "./markets.js";
-import { refreshSchedules } from "./schedules.js";
+import { refreshBazaar } from "./bazaar/bazaar.js";
+import { refreshDepth, refreshMarkets } from "./candles/refresh.js";
+import { type ReportedCirculating, refreshCirculating } from "./coingecko/circulating.js";
+import { refreshSchedules } from "./defillama/schedules.js";
+import { type Derivatives, refreshDerivatives } from "./derivatives/derivatives.js";
+import { boundedFetch, boundedGet, DEFAULT_READ_LIMITS, type FetchLike, type ReadLimits } from "./http.js";
+import { quarantine } from "./quarantine.js";
 import type { SourceName, SourceOutcome } from "./status.js";
 
 export interface SourceBases {
@@ -13,6 +17,8 @@ export interface SourceBases {
   readonly coingeckoApiKey?: string | undefined;
   /** DefiLlama emissions datasets host; without it vesting schedules are not refreshed. */
   readonly defillama?: string | undefined;
+  /** CDP Bazaar `discovery/resources`; without it the x402 market is not refreshed. */
+  readonly bazaar?: string | undefined;
 }
 
 export interface SourcesDeps {
@@ -22,6 +28,10 @@ export interface SourcesDeps {
   readonly coinIds: ReadonlyMap<string, string>;
   /** Where reported circulating supply is written (`circulating-reported/live.json`). */
   readonly dataDir: string;
+  /** Size and time caps per answer (default DEFAULT_READ_LIMITS). */
+  readonly limits?: ReadLimits;
+  /** Also read each refreshed Binance token's ±2 % order-book depth (the one-shot's `--depth`; the loop never does). */
+  readonly depth?: boolean;
 }
 
 export interface SourcesRun {
@@ -30,15 +40,41 @@ export interface SourcesRun {
   readonly outcomes: readonly SourceOutcome[];
   /** Reported circulating figures after the run (null when CoinGecko was not asked). */
   readonly circulating: ReadonlyMap<string, ReportedCirculating> | null;
+  /** Derivatives evidence after the run (null when not asked). */
+  readonly derivatives: ReadonlyMap<string, Derivatives> | null;
+  /** The x402 market rebuilt over a new Bazaar listing (null when not asked or refused). */
+  readonly catalog: Catalog | null;
 }
 
 /**
- * One refresh of the given sources over `current`: what the loop runs each tick and `npm run ingest` runs once. Market
+ * One refresh of the given sources over `current`: what the loop runs each tick and `npm run ingest` runs once (the
+ * one runner: every source is fetched, validated and parsed here, in its own folder under src/sources). Market
  * candles extend the snapshot and DefiLlama vesting schedules replace the aggregator's own older ones (each validated
  * before it is returned); reported circulating supply is written to its own
  * file. A source that fails leaves its data as it was and says so in its outcome.
  */
 export async function refreshSources(
+  current: UnlockSnapshot,
+  which: readonly SourceName[],
+  deps: SourcesDeps,
+  now: Date,
+): Promise<SourcesRun> {
+  const run = await runSources(
+    current,
+    which,
+    { ...deps, fetchImpl: withLimits(deps.fetchImpl, deps.limits) },
+    now,
+  );
+  // Implausible data is kept aside with its reason; the outcomes keep only that it was.
+  return { ...run, outcomes: quarantine(deps.dataDir, run.outcomes, now) };
+}
+
+/** Every answer of a run read within the limits (the caps apply whatever fetch the caller gave). */
+function withLimits(fetchImpl: FetchLike, limits: ReadLimits = DEFAULT_READ_LIMITS): FetchLike {
+  return (url, init) => boundedGet(fetchImpl, url, init, limits);
+}
+
+async function runSources(
   current: UnlockSnapshot,
   which: readonly SourceName[],
   deps: SourcesDeps,
@@ -68,6 +104,11 @@ export async function refreshSources(
           });
       }
     } else outcomes.push(...r.outcomes);
+  }
+  if (deps.depth && venues.includes("binance")) {
+    const r = await refreshDepth(snapshot ?? current, deps.fetchImpl, deps.bases.binance, now);
+    if (r.snapshot) snapshot = validateUnlockSnapshot(r.snapshot, "(refreshed)");
+    outcomes.push(...r.outcomes);
   }
   if (which.includes("defillama") && deps.bases.defillama) {
     // On top of this run's candles, so neither source's news undoes the other's.
@@ -103,11 +144,34 @@ export async function refreshSources(
       ids,
       deps.dataDir,
       now,
+      new Map(
+        current.tokens.map((t) => [
+          t.symbol,
+          { maxSupply: t.max_supply ?? t.supply.total, schedule: t.schedules },
+        ]),
+      ),
     );
     circulating = r.figures;
     outcomes.push(r.outcome);
   }
-  return { snapshot, outcomes, circulating };
+  let derivatives: ReadonlyMap<string, Derivatives> | null = null;
+  if (which.includes("derivatives")) {
+    const d = await refreshDerivatives(snapshot ?? current, deps.fetchImpl, deps.bases.binance, deps.dataDir);
+    derivatives = d.figures;
+    outcomes.push(d.outcome);
+  }
+  let catalog: Catalog | null = null;
+  if (which.includes("bazaar") && deps.bases.bazaar) {
+    const b = await refreshBazaar(
+      deps.bases.bazaar,
+      deps.dataDir,
+      now,
+      boundedFetch(deps.fetchImpl, deps.limits),
+    );
+    catalog = b.catalog;
+    outcomes.push(b.outcome);
+  }
+  return { snapshot, outcomes, circulating, derivatives, catalog };
 }
 
 /** One line per failing source, naming it: what the one-shot prints before it exits non-zero. */

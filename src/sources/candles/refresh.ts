@@ -1,19 +1,21 @@
-import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
-import type { PriceSeries, TokenRecord, UnlockSnapshot } from "../unlocks/data/types.js";
+import { dayOf, formatDay, parseDay } from "../../unlocks/data/dates.js";
+import type { PriceSeries, TokenRecord, UnlockSnapshot } from "../../unlocks/data/types.js";
+import type { Candle } from "../../unlocks/market-history.js";
+import { marketFromSeries } from "../../unlocks/market-snapshot.js";
+import { describeError, failure, ImplausibleError, retryAfterOf } from "../errors.js";
+import type { FetchLike } from "../http.js";
+import type { SourceName, SourceOutcome } from "../status.js";
 import {
   BINANCE_INSTRUMENT,
   BINANCE_VENUE,
   checkContinuity,
+  fetchDepth,
   fetchKlines,
   pairOf,
-} from "../unlocks/ingest/binance.js";
-import { BYBIT_INSTRUMENT, BYBIT_VENUE, fetchBybitKlines } from "../unlocks/ingest/bybit.js";
-import type { FetchLike } from "../unlocks/ingest/http.js";
-import { mergeCandles } from "../unlocks/ingest/series-merge.js";
-import type { Candle } from "../unlocks/market-history.js";
-import { marketFromSeries } from "../unlocks/market-snapshot.js";
-import { describeError, retryAfterOf } from "./errors.js";
-import type { SourceName, SourceOutcome } from "./status.js";
+  withDepth,
+} from "./binance.js";
+import { BYBIT_INSTRUMENT, BYBIT_VENUE, fetchBybitKlines } from "./bybit.js";
+import { mergeCandles } from "./merge.js";
 
 export interface MarketSources {
   readonly fetchImpl: FetchLike;
@@ -87,10 +89,30 @@ async function extend(
       : await fetchBybitKlines(src.fetchImpl, src.bybitBase, symbol, limit, now.getTime());
   const first = candles[0];
   checkContinuity(first ? closeOfCandle(series, first.day - 1) : null, candles);
+  checkTotalMove(closeOfCandle(series, last), candles);
   const newest = (candles[candles.length - 1] as Candle).day;
   if (newest <= last) return null;
   const base = venue === "binance" ? src.binanceBase : src.bybitBase;
   return { series: mergeCandles(series, candles, segmentFor(venue, base, symbol)), lastDay: newest };
+}
+
+/**
+ * How far a refreshed series may move from the last good close, all its new candles together: a per-candle bound alone
+ * lets 15× a day compound (two candles: 225×). Real daily crypto closes move far less over the days a refresh covers.
+ */
+export const MAX_TOTAL_MOVE = 10;
+
+/** Refuses new candles any of which closes more than MAX_TOTAL_MOVE× above or below the last good close. */
+export function checkTotalMove(lastGood: number | null, candles: readonly Candle[]): void {
+  if (lastGood === null) return;
+  for (const c of candles) {
+    const ratio = c.close / lastGood;
+    if (ratio > MAX_TOTAL_MOVE || ratio * MAX_TOTAL_MOVE < 1)
+      throw new ImplausibleError(
+        `close ${c.close} on ${formatDay(c.day)} is ${ratio >= 1 ? `${ratio.toPrecision(3)}×` : `1/${(1 / ratio).toPrecision(3)}`} the last good close ${lastGood} (bound ${MAX_TOTAL_MOVE}× over one refresh)`,
+        { last_good_close: lastGood, candles },
+      );
+  }
 }
 
 /** Runs `work` over `items`, `n` at a time; stops handing out items once `stop()` says so. */
@@ -167,7 +189,7 @@ export async function refreshMarkets(
           a.updated.push(j.symbol);
           a.asOf = a.asOf === null ? lastDay : Math.max(a.asOf, lastDay);
         } catch (err) {
-          a.failed.push({ item: j.symbol, error: describeError(err) });
+          a.failed.push(failure(j.symbol, err));
           const wait = retryAfterOf(err);
           if (wait !== null || (err as { status?: number }).status === 429) a.retry = wait ?? 60;
         }
@@ -206,5 +228,49 @@ export async function refreshMarkets(
     },
     outcomes,
     changed: true,
+  };
+}
+
+/**
+ * The ±2 % order-book depth of every Binance-perpetual token, one snapshot each (`npm run ingest -- --depth`). A token
+ * whose book cannot be read keeps its market as it was (depth unknown) and is named; nothing is written here.
+ */
+export async function refreshDepth(
+  base: UnlockSnapshot,
+  fetchImpl: FetchLike,
+  binanceBase: string,
+  now: Date,
+): Promise<{ snapshot: UnlockSnapshot | null; outcomes: SourceOutcome[] }> {
+  const updated: string[] = [];
+  const failed: { item: string; error: string }[] = [];
+  const markets = new Map<string, TokenRecord["market"]>();
+  for (const t of base.tokens) {
+    if (venueOf(t.prices) !== "binance") continue;
+    try {
+      const d = await fetchDepth(fetchImpl, binanceBase, t.symbol);
+      if (!d) throw new Error("empty order book");
+      markets.set(t.symbol, withDepth(t.market, d, t.symbol, now));
+      updated.push(`${t.symbol} depth`);
+    } catch (err) {
+      failed.push(failure(`${t.symbol} depth`, err));
+    }
+  }
+  const outcome: SourceOutcome = {
+    source: "binance",
+    updated,
+    failed,
+    dataAsOf: null,
+    retryAfterSeconds: null,
+  };
+  if (markets.size === 0) return { snapshot: null, outcomes: [outcome] };
+  return {
+    snapshot: {
+      ...base,
+      tokens: base.tokens.map((t) => {
+        const market = markets.get(t.symbol);
+        return market ? { ...t, market } : t;
+      }),
+    },
+    outcomes: [outcome],
   };
 }

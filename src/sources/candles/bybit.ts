@@ -1,6 +1,6 @@
-import { dayOf } from "../data/dates.js";
-import type { Candle } from "../market-history.js";
-import { type FetchLike, getJson, joinUrl } from "./http.js";
+import { dayOf } from "../../unlocks/data/dates.js";
+import type { Candle } from "../../unlocks/market-history.js";
+import { type FetchLike, getJson, joinUrl } from "../http.js";
 
 /**
  * Bybit v5 public market data (no key), the venue of the shipped series of tokens without a Binance perpetual:

@@ -1,3 +1,5 @@
+import { FAILURE_KINDS, type FailureKind, type ItemFailure } from "./errors.js";
+
 /** The sources the refresh reads, each with its own period (a multiple of REFRESH_INTERVAL_SECONDS). */
 export const SOURCES = ["binance", "bybit", "derivatives", "coingecko", "defillama", "bazaar"] as const;
 export type SourceName = (typeof SOURCES)[number];
@@ -32,6 +34,10 @@ export interface SourceStatus {
   readonly failed: number;
   /** Not before this ISO time: the source asked to be left alone (429 with Retry-After). */
   readonly retry_not_before: string | null;
+  /** Why the last attempt failed, by kind (too large, timed out, implausible…); [] when it did not. */
+  readonly failure_kinds?: readonly FailureKind[];
+  /** Items of the last attempt refused as implausible and kept aside in DATA_DIR/quarantine/<source>/. */
+  readonly quarantined?: number;
 }
 
 export const emptyStatus = (source: SourceName): SourceStatus => ({
@@ -43,13 +49,15 @@ export const emptyStatus = (source: SourceName): SourceStatus => ({
   updated: 0,
   failed: 0,
   retry_not_before: null,
+  failure_kinds: [],
+  quarantined: 0,
 });
 
 /** One source's part of one refresh. */
 export interface SourceOutcome {
   readonly source: SourceName;
   readonly updated: readonly string[];
-  readonly failed: readonly { readonly item: string; readonly error: string }[];
+  readonly failed: readonly ItemFailure[];
   readonly dataAsOf: string | null;
   readonly retryAfterSeconds: number | null;
 }
@@ -76,6 +84,8 @@ export function applyOutcome(prev: SourceStatus, o: SourceOutcome, at: Date): So
     failed: o.failed.length,
     retry_not_before:
       o.retryAfterSeconds !== null ? new Date(at.getTime() + o.retryAfterSeconds * 1000).toISOString() : null,
+    failure_kinds: FAILURE_KINDS.filter((k) => o.failed.some((f) => (f.kind ?? "invalid") === k)),
+    quarantined: o.failed.filter((f) => f.refused !== undefined).length,
   };
 }
 

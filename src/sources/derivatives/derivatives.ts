@@ -1,12 +1,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../files/atomic-write.js";
-import type { UnlockSnapshot } from "../unlocks/data/types.js";
-import { fetchExchangeInfo, pairOf } from "../unlocks/ingest/binance.js";
-import { type FetchLike, getJson, joinUrl } from "../unlocks/ingest/http.js";
-import { describeError, retryAfterOf } from "./errors.js";
-import { venueOf } from "./markets.js";
-import type { SourceOutcome } from "./status.js";
+import { writeFileAtomic } from "../../files/atomic-write.js";
+import type { UnlockSnapshot } from "../../unlocks/data/types.js";
+import { fetchExchangeInfo, pairOf } from "../candles/binance.js";
+import { venueOf } from "../candles/refresh.js";
+import { describeError, failure, retryAfterOf } from "../errors.js";
+import { type FetchLike, getJson, joinUrl } from "../http.js";
+import type { SourceOutcome } from "../status.js";
 
 /**
  * What hedgers see before an unlock, per token with a Binance USDⓈ-M perpetual: the funding rate (last and mean of the
@@ -96,7 +96,7 @@ export async function refreshDerivatives(
         .map((l) => [l.symbol, l.onboardDate]),
     );
   } catch (err) {
-    failed.push({ item: "exchangeInfo", error: describeError(err) });
+    failed.push(failure("exchangeInfo", err));
     retry = retryAfterOf(err);
   }
   for (const t of snapshot.tokens) {
@@ -135,7 +135,7 @@ export async function refreshDerivatives(
       updated.push(t.symbol);
       for (const at of [funding?.at, oi?.at]) if (at && (newest === null || at > newest)) newest = at;
     } catch (err) {
-      failed.push({ item: t.symbol, error: describeError(err) });
+      failed.push(failure(t.symbol, err));
       if (retryAfterOf(err) !== null) retry = retryAfterOf(err);
     }
   }

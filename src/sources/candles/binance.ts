@@ -1,6 +1,7 @@
-import { dayOf } from "../data/dates.js";
-import type { Candle } from "../market-history.js";
-import { type FetchLike, getJson, joinUrl } from "./http.js";
+import { dayOf } from "../../unlocks/data/dates.js";
+import type { MarketInfo } from "../../unlocks/data/types.js";
+import type { Candle } from "../../unlocks/market-history.js";
+import { type FetchLike, getJson, joinUrl } from "../http.js";
 
 /**
  * Binance USDⓈ-M futures public market data (no key): the venue and instrument of the shipped
@@ -146,4 +147,17 @@ export async function fetchDepth(fetchImpl: FetchLike, base: string, symbol: str
   return parseDepth(
     await getJson(fetchImpl, joinUrl(base, `fapi/v1/depth?symbol=${pairOf(symbol)}&limit=1000`)),
   );
+}
+
+/** The market with the ±2 % depth of one order-book snapshot, noted in its assumptions. */
+export function withDepth(market: MarketInfo, d: Depth, symbol: string, now: Date): MarketInfo {
+  const at = new Date(d.observedAtMs ?? now.getTime()).toISOString();
+  return {
+    ...market,
+    depth_2pct_usd: d.bidUsd2pct,
+    assumptions: [
+      ...market.assumptions.filter((a) => !a.startsWith("±2% order-book depth")),
+      `±2% order-book depth: USDT on the bid side within 2% below mid (${d.mid}) of the ${BINANCE_VENUE} ${pairOf(symbol)} perpetual book at ${at} (1000 levels); ask side ${Math.round(d.askUsd2pct)} USDT. One snapshot, one venue.`,
+    ],
+  };
 }

@@ -1,10 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../files/atomic-write.js";
-import { dataPath } from "../files/paths.js";
-import { type CgClient, type CgMarket, fetchMarkets } from "../unlocks/ingest/coingecko.js";
-import { describeError, retryAfterOf } from "./errors.js";
-import type { SourceOutcome } from "./status.js";
+import { writeFileAtomic } from "../../files/atomic-write.js";
+import { dataPath } from "../../files/paths.js";
+import type { SchedulePiece } from "../../unlocks/data/types.js";
+import { describeError, failure, ImplausibleError, retryAfterOf } from "../errors.js";
+import type { SourceOutcome } from "../status.js";
+import { type CgClient, type CgMarket, fetchMarkets } from "./client.js";
 
 /**
  * One reported circulating-supply figure, as written to `$DATA_DIR/circulating-reported/live.json` (the shape the
@@ -80,6 +81,67 @@ export function readLiveCirculating(dataDir: string): ReadonlyMap<string, Report
   }
 }
 
+/** What we hold of a token to judge a reported figure by: our own max supply and its vesting schedule. */
+export interface SupplyBounds {
+  readonly maxSupply: number | null;
+  readonly schedule: readonly SchedulePiece[];
+}
+
+const DAY_MS = 86_400_000;
+
+/** Tokens the schedule releases after day `from` up to day `to` (cliffs on their day, linear pieces pro rata). */
+export function releasedBetween(schedule: readonly SchedulePiece[], from: number, to: number): number {
+  let sum = 0;
+  for (const p of schedule) {
+    const start = Date.parse(p.start) / DAY_MS;
+    if (p.kind === "cliff" || p.end === null) {
+      if (start > from && start <= to) sum += p.amount_tokens;
+      continue;
+    }
+    const end = Date.parse(p.end) / DAY_MS;
+    const span = end - start;
+    if (!(span > 0)) continue;
+    const overlap = Math.max(0, Math.min(end, to) - Math.max(start, from));
+    sum += (p.amount_tokens * overlap) / span;
+  }
+  return sum;
+}
+
+/**
+ * A reported figure may move from the last one by what the schedule released since, within this factor either way
+ * (aggregators revise their method, burns and buybacks shrink supply); beyond it, it is refused.
+ */
+export const MAX_REPORT_DRIFT = 1.5;
+
+/**
+ * Refuses a reported circulating supply above our own max supply, or off from the last good report by more than the
+ * schedule's movement since then allows (`MAX_REPORT_DRIFT` either way).
+ */
+export function checkCirculating(
+  token: string,
+  figure: number,
+  at: Date,
+  bounds: SupplyBounds | undefined,
+  previous: ReportedCirculating | undefined,
+): void {
+  const refused = { token, circulating_supply: figure, as_of: at.toISOString() };
+  const max = bounds?.maxSupply ?? null;
+  if (max !== null && figure > max * 1.001)
+    throw new ImplausibleError(`circulating ${figure} is above the max supply ${max}`, refused);
+  if (!previous) return;
+  const before = Number(previous.circulating_supply);
+  if (!(before > 0)) return;
+  const released = bounds
+    ? releasedBetween(bounds.schedule, Date.parse(previous.as_of) / DAY_MS, at.getTime() / DAY_MS)
+    : 0;
+  const expected = before + released;
+  if (figure > expected * MAX_REPORT_DRIFT || figure * MAX_REPORT_DRIFT < before)
+    throw new ImplausibleError(
+      `circulating ${figure} against ${before} reported on ${previous.date} plus ${Math.round(released)} released by the schedule since (bound ×${MAX_REPORT_DRIFT})`,
+      { ...refused, previous },
+    );
+}
+
 /**
  * Refreshes reported circulating supply from CoinGecko `/coins/markets` (keyless; a key only raises the limits).
  * A token whose row is missing or fails its checks keeps its previous figure; the file is replaced atomically and only
@@ -90,6 +152,8 @@ export async function refreshCirculating(
   ids: ReadonlyMap<string, string>,
   dataDir: string,
   now: Date,
+  /** Per token: our max supply and schedule, to refuse implausible figures. */
+  bounds: ReadonlyMap<string, SupplyBounds> = new Map(),
 ): Promise<{ outcome: SourceOutcome; figures: ReadonlyMap<string, ReportedCirculating> }> {
   const previous = readLiveCirculating(dataDir);
   let rows: Map<string, CgMarket>;
@@ -101,7 +165,7 @@ export async function refreshCirculating(
       outcome: {
         source: "coingecko",
         updated: [],
-        failed: [...ids.keys()].map((item) => ({ item, error: describeError(err) })),
+        failed: [...ids.keys()].map((item) => failure(item, err)),
         dataAsOf: null,
         retryAfterSeconds: retryAfterOf(err),
       },
@@ -115,11 +179,18 @@ export async function refreshCirculating(
   for (const [token, coinId] of ids) {
     try {
       const r = reportedFrom(token, coinId, rows.get(coinId), now);
+      checkCirculating(
+        token,
+        Number(r.circulating_supply),
+        new Date(r.as_of),
+        bounds.get(token),
+        previous.get(token),
+      );
       next.set(token, r);
       updated.push(token);
       if (newest === null || r.as_of > newest) newest = r.as_of;
     } catch (err) {
-      failed.push({ item: token, error: describeError(err) });
+      failed.push(failure(token, err));
     }
   }
   if (updated.length > 0)

@@ -1,4 +1,4 @@
-import { type FetchLike, getJson, joinUrl } from "./http.js";
+import { type FetchLike, getJson, joinUrl } from "../http.js";
 
 /**
  * Optional CoinGecko adapter (only with a key): circulating supply from the documented shape

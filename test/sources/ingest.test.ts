@@ -1,23 +1,24 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadUnlockStore, parseUnlockSnapshot } from "../../../src/unlocks/data/snapshot.js";
-import type { PriceSeries, UnlockSnapshot } from "../../../src/unlocks/data/types.js";
-import { parseDepth, parseKlines } from "../../../src/unlocks/ingest/binance.js";
-import { emissionBody, emissionUrl, piecesFromDocumented } from "../../../src/unlocks/ingest/defillama.js";
-import { runIngest } from "../../../src/unlocks/ingest/run.js";
+import { parseDepth, parseKlines } from "../../src/sources/candles/binance.js";
+import { emissionBody, emissionUrl, piecesFromDocumented } from "../../src/sources/defillama/emission.js";
+import type { FetchLike } from "../../src/sources/http.js";
+import { refreshSources } from "../../src/sources/runner.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
+import type { PriceSeries, UnlockSnapshot } from "../../src/unlocks/data/types.js";
 
 // Provenance of every fixture: test/fixtures/unlocks/README.md.
-const fixtures = new URL("../../fixtures/unlocks/", import.meta.url);
+const fixtures = new URL("../fixtures/unlocks/", import.meta.url);
 const fixture = (name: string): string => readFileSync(new URL(name, fixtures), "utf8");
 
 let server: Server;
 let baseUrl = "";
 const seen: string[] = [];
-let marketsBody = fixture("coingecko-markets.json");
+const marketsBody = fixture("coingecko-markets.json");
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -70,27 +71,21 @@ function smallBase(): UnlockSnapshot {
   };
 }
 
-function tmpOut(base: UnlockSnapshot): string {
-  const dir = mkdtempSync(join(tmpdir(), "ingest-"));
-  const out = join(dir, "unlocks.snapshot.json");
-  writeFileSync(out, JSON.stringify(base));
-  return out;
-}
-
-const common = (out: string, base: UnlockSnapshot, key?: string) => ({
-  base,
-  out,
-  binanceBase: `${baseUrl}/bn`,
-  defillamaBase: `${baseUrl}/llama/defillama-datasets`,
-  coingeckoBase: `${baseUrl}/cg`,
-  coingeckoApiKey: key,
-  schedules: "defillama" as const,
-  days: 5,
-  depth: true,
-  // Mid-day on 2026-03-19: that day's candle is still open and must be dropped.
-  clock: () => new Date("2026-03-19T12:00:00Z"),
-  progress: false,
-});
+/** The one runner, as `npm run ingest -- --depth` runs it: candles and depth from the stand-in Binance. */
+const runOnce = (base: UnlockSnapshot) =>
+  refreshSources(
+    base,
+    ["binance"],
+    {
+      bases: { binance: `${baseUrl}/bn`, bybit: `${baseUrl}/by`, coingecko: `${baseUrl}/cg` },
+      fetchImpl: globalThis.fetch as unknown as FetchLike,
+      coinIds: new Map(),
+      dataDir: mkdtempSync(join(tmpdir(), "ingest-data-")),
+      depth: true,
+    },
+    // Mid-day on 2026-03-19: that day's candle is still open and must be dropped.
+    new Date("2026-03-19T12:00:00Z"),
+  );
 
 describe("Binance shapes (hand-written from the documented response)", () => {
   it("keeps closed candles only, with the quote volume", () => {
@@ -162,26 +157,18 @@ describe("DefiLlama shapes", () => {
   });
 });
 
-describe("runIngest against a local fixture server", () => {
-  it("extends the real series from Binance klines, adds depth, reads DefiLlama schedules, keeps what fails", async () => {
-    // The emission fixture is a fragment of ARB's schedule: against the full curated one it would be refused as a
-    // schedule that lost over a third of its supply (next test), so ARB starts here without schedule pieces.
-    const small = smallBase();
-    const base = {
-      ...small,
-      tokens: small.tokens.map((t) => (t.symbol === "ARB" ? { ...t, schedules: [] } : t)),
-    };
-    const out = tmpOut(base);
-    const report = await runIngest(common(out, base));
-    const snap = parseUnlockSnapshot(readFileSync(out, "utf8"), out);
+describe("the runner against a local fixture server", () => {
+  it("extends the real series from Binance klines, adds depth, keeps what fails", async () => {
+    const base = smallBase();
+    const run = await runOnce(base);
+    const snap = run.snapshot as UnlockSnapshot;
     const arb = snap.tokens.find((t) => t.symbol === "ARB")!;
     const shippedArb = shipped.tokens.find((t) => t.symbol === "ARB")!;
-
-    expect(report.marketsUpdated).toEqual(["ARB"]);
-    expect(report.depthUpdated).toEqual(["ARB"]);
-    expect(report.schedulesUpdated).toEqual(["ARB"]);
-    expect(report.kept).toEqual(["JUP"]);
-    expect(report.supplyUpdated).toEqual([]); // no CoinGecko key: supply stays unknown
+    const [candles, depth] = run.outcomes;
+    // JUP's series already ends yesterday: nothing to ask for; its book is not in the stand-in.
+    expect(candles).toMatchObject({ source: "binance", updated: ["JUP", "ETH", "ARB"], failed: [] });
+    expect(depth?.updated).toEqual(["ARB depth"]);
+    expect(depth?.failed.map((f) => f.item)).toEqual(["JUP depth"]);
     // The fixture's closes are the shipped CSV's last five rows: the refreshed series equals the shipped one.
     expect(arb.prices!.close).toEqual(shippedArb.prices!.close);
     expect(arb.prices!.volume_usd).toEqual(shippedArb.prices!.volume_usd);
@@ -194,66 +181,16 @@ describe("runIngest against a local fixture server", () => {
       synthetic: false,
     });
     expect(arb.market.depth_2pct_usd).toBeCloseTo(34_705, 6);
-    expect(arb.supply.circulating).toBeNull();
-    // Schedules from the DefiLlama fixture (body served as a JSON string).
-    const cliffs = arb.schedules.filter((p) => p.kind === "cliff");
-    expect(cliffs.map((p) => [p.recipient, p.category, p.start, p.amount_tokens])).toEqual([
-      ["Investors", "investors", "2026-03-16", 36520833.33],
-      ["Team", "team", "2026-03-16", 56125000],
-    ]);
     const jup = snap.tokens.find((t) => t.symbol === "JUP")!;
     expect(jup.market).toEqual(shipped.tokens.find((t) => t.symbol === "JUP")!.market);
-    expect(report.warnings.some((w) => w.startsWith("JUP: klines"))).toBe(true);
-    expect(snap.synthetic).toBe(false);
-    expect(seen).toContain("/bn/fapi/v1/klines?symbol=ARBUSDT&interval=1d&limit=5");
+    expect(seen).toContain("/bn/fapi/v1/klines?symbol=ARBUSDT&interval=1d&limit=4");
     expect(seen.some((s) => s.startsWith("/cg/"))).toBe(false);
-  });
-
-  it("reads circulating supply from CoinGecko only with a key", async () => {
-    const base = smallBase();
-    const out = tmpOut(base);
-    const report = await runIngest(common(out, base, "test-key"));
-    expect(report.supplyUpdated).toEqual(["ARB"]);
-    const arb = parseUnlockSnapshot(readFileSync(out, "utf8"), out).tokens.find((t) => t.symbol === "ARB")!;
-    expect(arb.supply).toMatchObject({ circulating: 5.2e9, synthetic: false });
-  });
-
-  it("leaves the previous snapshot intact when the refreshed one would be invalid", async () => {
-    const base = smallBase();
-    const out = tmpOut(base);
-    const before = readFileSync(out, "utf8");
-    marketsBody = JSON.stringify([
-      { ...JSON.parse(fixture("coingecko-markets.json"))[0], circulating_supply: -5 },
-    ]);
-    try {
-      await expect(runIngest(common(out, base, "test-key"))).rejects.toThrow(
-        /tokens\[0\] \(ARB\)\.supply\.circulating/,
-      );
-    } finally {
-      marketsBody = fixture("coingecko-markets.json");
-    }
-    expect(readFileSync(out, "utf8")).toBe(before);
-    expect(readdirSync(join(out, "..")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
   });
 });
 
 describe("a refreshed schedule that lost a third of its supply", () => {
-  it("keeps the previous schedule in a refresh, with a warning", async () => {
-    const base = smallBase();
-    const out = tmpOut(base);
-    const report = await runIngest(common(out, base));
-    expect(report.schedulesUpdated).toEqual([]);
-    expect(report.warnings).toContainEqual(
-      expect.stringMatching(
-        /^ARB: DefiLlama schedule releases \d+ tokens, under two thirds of the previous \d+; schedules kept$/,
-      ),
-    );
-    const arb = parseUnlockSnapshot(readFileSync(out, "utf8"), out).tokens.find((t) => t.symbol === "ARB");
-    expect(arb?.schedules).toEqual(base.tokens.find((t) => t.symbol === "ARB")?.schedules);
-  });
-
   it("is refused; one that kept it (or grew) is taken", async () => {
-    const { scheduleLoss } = await import("../../../src/unlocks/ingest/run.js");
+    const { scheduleLoss } = await import("../../src/sources/defillama/schedules.js");
     const piece = (amount: number) => ({
       recipient: "Team",
       category: "team" as const,

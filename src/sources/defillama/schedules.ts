@@ -1,10 +1,46 @@
-import type { TokenRecord, UnlockSnapshot } from "../unlocks/data/types.js";
-import { fetchEmission } from "../unlocks/ingest/defillama.js";
-import type { FetchLike } from "../unlocks/ingest/http.js";
-import { withEmission } from "../unlocks/ingest/run.js";
-import { describeError, retryAfterOf } from "./errors.js";
-import { pool } from "./markets.js";
-import type { SourceOutcome } from "./status.js";
+import type { SchedulePiece, TokenRecord, UnlockSnapshot } from "../../unlocks/data/types.js";
+import { pool } from "../candles/refresh.js";
+import { describeError, failure, retryAfterOf } from "../errors.js";
+import type { FetchLike } from "../http.js";
+import type { SourceOutcome } from "../status.js";
+import { type DlEmission, fetchEmission } from "./emission.js";
+
+/** A refreshed schedule releasing less than this share of the tokens the previous one released is refused. */
+export const MIN_SCHEDULE_SHARE = 2 / 3;
+
+/**
+ * Why a refreshed schedule must not replace the previous one (it releases under two thirds of the tokens the previous
+ * one did: an adapter that lost a section, not a real change of tokenomics), or null when it may.
+ */
+export function scheduleLoss(
+  previous: readonly SchedulePiece[],
+  next: readonly SchedulePiece[],
+): string | null {
+  const total = (ps: readonly SchedulePiece[]) => ps.reduce((s, p) => s + p.amount_tokens, 0);
+  const before = total(previous);
+  const after = total(next);
+  if (before > 0 && after < before * MIN_SCHEDULE_SHARE)
+    return `releases ${Math.round(after)} tokens, under two thirds of the previous ${Math.round(before)}`;
+  return null;
+}
+
+/**
+ * The token with DefiLlama's schedule in place of its own, or why it must keep its own: no unlock events (an empty or
+ * stripped answer), or a schedule that releases under two thirds of what the previous one did. What the one-shot and
+ * the refresh loop both apply.
+ */
+export function withEmission(t: TokenRecord, em: DlEmission): { token: TokenRecord } | { refused: string } {
+  if (em.pieces.length === 0) return { refused: "returned no unlock events" };
+  const lost = scheduleLoss(t.schedules, em.pieces);
+  if (lost !== null) return { refused: `schedule ${lost}` };
+  return {
+    token: {
+      ...t,
+      schedules: em.pieces,
+      sources: [...new Set([`https://defillama.com/unlocks/${t.defillama_slug}`, ...em.sources])],
+    },
+  };
+}
 
 export interface ScheduleSources {
   readonly fetchImpl: FetchLike;
@@ -67,7 +103,7 @@ export async function refreshSchedules(
         const stamp = asOf ? new Date(asOf).toISOString() : now.toISOString();
         if (newest === null || stamp > newest) newest = stamp;
       } catch (err) {
-        failed.push({ item: t.symbol, error: describeError(err) });
+        failed.push(failure(t.symbol, err));
         const wait = retryAfterOf(err);
         if (wait !== null || (err as { status?: number }).status === 429) retry = wait ?? 60;
       }

@@ -1,6 +1,6 @@
-import { formatDay } from "../data/dates.js";
-import type { RecipientCategory, SchedulePiece } from "../data/types.js";
-import { type FetchLike, getJson, joinUrl } from "./http.js";
+import { formatDay } from "../../unlocks/data/dates.js";
+import type { RecipientCategory, SchedulePiece } from "../../unlocks/data/types.js";
+import { type FetchLike, getJson, joinUrl } from "../http.js";
 
 /**
  * DefiLlama emissions adapter. The keyless datasets host serves `GET {base}/emissions/{slug}`; the
