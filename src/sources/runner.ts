@@ -1,9 +1,14 @@
 import type { Catalog } from "../benchmark/catalog/snapshot.js";
+import { parseDay } from "../unlocks/data/dates.js";
 import { validateUnlockSnapshot } from "../unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../unlocks/data/types.js";
 import { refreshBazaar } from "./bazaar/bazaar.js";
 import { refreshDepth, refreshMarkets } from "./candles/refresh.js";
-import { type ReportedCirculating, refreshCirculating } from "./coingecko/circulating.js";
+import {
+  type ReportedCirculating,
+  readLiveCirculating,
+  refreshCirculating,
+} from "./coingecko/circulating.js";
 import { refreshSchedules } from "./defillama/schedules.js";
 import { type Derivatives, refreshDerivatives } from "./derivatives/derivatives.js";
 import { boundedFetch, boundedGet, DEFAULT_READ_LIMITS, type FetchLike, type ReadLimits } from "./http.js";
@@ -84,9 +89,20 @@ async function runSources(
   let snapshot: UnlockSnapshot | null = null;
   const venues = which.filter((s): s is "binance" | "bybit" => s === "binance" || s === "bybit");
   if (venues.length > 0) {
+    // CoinGecko's last price per token: the second source each refreshed close is checked against.
+    const reference = new Map(
+      [...readLiveCirculating(deps.dataDir).values()]
+        .filter((r) => typeof r.price_usd === "number")
+        .map((r) => [r.token, { price: r.price_usd as number, day: parseDay(r.date) }]),
+    );
     const r = await refreshMarkets(
       current,
-      { fetchImpl: deps.fetchImpl, binanceBase: deps.bases.binance, bybitBase: deps.bases.bybit },
+      {
+        fetchImpl: deps.fetchImpl,
+        binanceBase: deps.bases.binance,
+        bybitBase: deps.bases.bybit,
+        reference,
+      },
       now,
       venues,
     );
@@ -148,6 +164,12 @@ async function runSources(
         current.tokens.map((t) => [
           t.symbol,
           { maxSupply: t.max_supply ?? t.supply.total, schedule: t.schedules },
+        ]),
+      ),
+      new Map(
+        (snapshot ?? current).tokens.map((t) => [
+          t.symbol,
+          { price: t.market.price_usd, day: parseDay(t.market.as_of) },
         ]),
       ),
     );

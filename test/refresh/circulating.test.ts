@@ -56,6 +56,7 @@ describe("reported circulating supply: fetched by coin id, written in the agreed
         source: "coingecko",
         coin_id: "arbitrum",
         as_of: "2026-11-22T00:00:00.000Z",
+        price_usd: 0.31,
       },
     ]);
     // Rebuilt with it (no new candle was needed): the store's reports for ARB now end with CoinGecko's figure.

@@ -2,7 +2,8 @@ import { dayOf, formatDay, parseDay } from "../../unlocks/data/dates.js";
 import type { PriceSeries, TokenRecord, UnlockSnapshot } from "../../unlocks/data/types.js";
 import type { Candle } from "../../unlocks/market-history.js";
 import { marketFromSeries } from "../../unlocks/market-snapshot.js";
-import { describeError, failure, ImplausibleError, retryAfterOf } from "../errors.js";
+import { checkAgainstOtherSource } from "../coingecko/circulating.js";
+import { failure, ImplausibleError, retryAfterOf } from "../errors.js";
 import type { FetchLike } from "../http.js";
 import type { SourceName, SourceOutcome } from "../status.js";
 import {
@@ -25,6 +26,8 @@ export interface MarketSources {
   readonly concurrency?: number;
   /** Most candles asked for per token (Binance serves up to 1500). */
   readonly maxDays?: number;
+  /** Per token: another source's price and its day (CoinGecko's), to check the newest close against. */
+  readonly reference?: ReadonlyMap<string, { readonly price: number; readonly day: number }>;
 }
 
 type Venue = Extract<SourceName, "binance" | "bybit">;
@@ -90,6 +93,15 @@ async function extend(
   const first = candles[0];
   checkContinuity(first ? closeOfCandle(series, first.day - 1) : null, candles);
   checkTotalMove(closeOfCandle(series, last), candles);
+  const newestCandle = candles[candles.length - 1] as Candle;
+  const ref = src.reference?.get(symbol);
+  checkAgainstOtherSource(
+    `close on ${formatDay(newestCandle.day)}`,
+    newestCandle.close,
+    newestCandle.day,
+    ref ? { name: "CoinGecko", ...ref } : null,
+    { candles, other_source: ref ?? null },
+  );
   const newest = (candles[candles.length - 1] as Candle).day;
   if (newest <= last) return null;
   const base = venue === "binance" ? src.binanceBase : src.bybitBase;

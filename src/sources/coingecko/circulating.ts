@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { writeFileAtomic } from "../../files/atomic-write.js";
 import { dataPath } from "../../files/paths.js";
 import type { SchedulePiece } from "../../unlocks/data/types.js";
-import { describeError, failure, ImplausibleError, retryAfterOf } from "../errors.js";
+import { failure, ImplausibleError, retryAfterOf } from "../errors.js";
 import type { SourceOutcome } from "../status.js";
 import { type CgClient, type CgMarket, fetchMarkets } from "./client.js";
 
@@ -18,6 +18,8 @@ export interface ReportedCirculating {
   readonly source: "coingecko";
   readonly coin_id: string;
   readonly as_of: string;
+  /** CoinGecko's USD price in the same row: the second source a refreshed close is checked against. */
+  readonly price_usd?: number | null;
 }
 
 export const LIVE_CIRCULATING_FILE = join("circulating-reported", "live.json");
@@ -56,6 +58,10 @@ export function reportedFrom(
     source: "coingecko",
     coin_id: coinId,
     as_of: at.toISOString(),
+    price_usd:
+      typeof row.current_price === "number" && Number.isFinite(row.current_price) && row.current_price > 0
+        ? row.current_price
+        : null,
   };
 }
 
@@ -143,6 +149,30 @@ export function checkCirculating(
 }
 
 /**
+ * Two sources price the same token (the venue's daily close, CoinGecko's aggregate price): past this factor apart, on
+ * days at most MAX_REFERENCE_AGE_DAYS apart, one of them is wrong, and the newcomer is refused.
+ */
+export const MAX_SOURCE_DISAGREEMENT = 3;
+export const MAX_REFERENCE_AGE_DAYS = 3;
+
+/** Refuses a price that another source, near the same day, puts more than MAX_SOURCE_DISAGREEMENT× away. */
+export function checkAgainstOtherSource(
+  what: string,
+  price: number,
+  day: number,
+  other: { readonly name: string; readonly price: number; readonly day: number } | null,
+  refused: unknown,
+): void {
+  if (!other || !(other.price > 0) || Math.abs(day - other.day) > MAX_REFERENCE_AGE_DAYS) return;
+  const ratio = price / other.price;
+  if (ratio > MAX_SOURCE_DISAGREEMENT || ratio * MAX_SOURCE_DISAGREEMENT < 1)
+    throw new ImplausibleError(
+      `${what} ${price} is ${ratio.toPrecision(3)}× ${other.name}'s ${other.price} (bound ${MAX_SOURCE_DISAGREEMENT}× between sources)`,
+      refused,
+    );
+}
+
+/**
  * Refreshes reported circulating supply from CoinGecko `/coins/markets` (keyless; a key only raises the limits).
  * A token whose row is missing or fails its checks keeps its previous figure; the file is replaced atomically and only
  * when some figure was fetched.
@@ -154,6 +184,8 @@ export async function refreshCirculating(
   now: Date,
   /** Per token: our max supply and schedule, to refuse implausible figures. */
   bounds: ReadonlyMap<string, SupplyBounds> = new Map(),
+  /** Per token: the latest venue close and its day, to check CoinGecko's price against. */
+  closes: ReadonlyMap<string, { readonly price: number; readonly day: number }> = new Map(),
 ): Promise<{ outcome: SourceOutcome; figures: ReadonlyMap<string, ReportedCirculating> }> {
   const previous = readLiveCirculating(dataDir);
   let rows: Map<string, CgMarket>;
@@ -186,6 +218,15 @@ export async function refreshCirculating(
         bounds.get(token),
         previous.get(token),
       );
+      const close = closes.get(token);
+      if (typeof r.price_usd === "number")
+        checkAgainstOtherSource(
+          "CoinGecko price",
+          r.price_usd,
+          Math.floor(Date.parse(r.as_of) / DAY_MS),
+          close ? { name: "the venue's last close", ...close } : null,
+          r,
+        );
       next.set(token, r);
       updated.push(token);
       if (newest === null || r.as_of > newest) newest = r.as_of;

@@ -1,6 +1,6 @@
 import type { SchedulePiece, TokenRecord, UnlockSnapshot } from "../../unlocks/data/types.js";
 import { pool } from "../candles/refresh.js";
-import { describeError, failure, retryAfterOf } from "../errors.js";
+import { failure, retryAfterOf } from "../errors.js";
 import type { FetchLike } from "../http.js";
 import type { SourceOutcome } from "../status.js";
 import { type DlEmission, fetchEmission } from "./emission.js";

@@ -4,7 +4,7 @@ import { writeFileAtomic } from "../../files/atomic-write.js";
 import type { UnlockSnapshot } from "../../unlocks/data/types.js";
 import { fetchExchangeInfo, pairOf } from "../candles/binance.js";
 import { venueOf } from "../candles/refresh.js";
-import { describeError, failure, retryAfterOf } from "../errors.js";
+import { failure, retryAfterOf } from "../errors.js";
 import { type FetchLike, getJson, joinUrl } from "../http.js";
 import type { SourceOutcome } from "../status.js";
 
