@@ -23,6 +23,7 @@ import {
   serializeRecording,
 } from "../src/benchmark/recording.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
+import { boundedFetch, type FetchLike } from "../src/sources/http.js";
 import { bazaarDir, readShippedMarket, writeSnapshot } from "./market-files.js";
 
 const options = {
@@ -75,6 +76,8 @@ async function main(): Promise<void> {
     }
     const now = new Date();
     const listing = await fetchBazaarListing(facilitatorUrl, {
+      // The same caps as the refresh loop: each page within 16 MiB and 30 s, HTTPS only, no redirect off the host.
+      fetchImpl: boundedFetch(globalThis.fetch as unknown as FetchLike),
       type: "http",
       pageSize: v["page-size"] === undefined ? 100 : Number(v["page-size"]),
       maxPages: v["max-pages"] === undefined ? 100 : Number(v["max-pages"]),
