@@ -72,7 +72,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
       const instance = problemInstance(request);
-      if (!hostMakesUrl(request, withoutPpRef(request.url)))
+      const path = withoutPpRef(request.url);
+      if (!hostMakesUrl(request, path))
         return reply.send(
           apply(
             reply,
@@ -81,6 +82,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
             ),
           ),
         );
+      // Read once: the origin (Host, protocol) and the path each cost a getter or a scan.
+      const url = `${baseUrl(request)}${path}`;
       const decision = await decideCall(
         core,
         route,
@@ -90,12 +93,12 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           idempotencyKey: header(request, "idempotency-key"),
           query: request.query,
           body: request.body,
-          resourceUrl: resourceUrl(request),
+          resourceUrl: url,
           instance,
           client: request.ip,
           log: request.log,
         },
-        challengeFor(request, route),
+        challenges(route, url),
       );
       if (decision.kind === "proceed") {
         request.payment = { ...decision.payment, done: false };
