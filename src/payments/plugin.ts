@@ -119,9 +119,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
-  app.addHook("onSend", async (request, reply, payload) => {
-    const ctx = request.payment;
-    if (!ctx || ctx.done) return payload;
+  const settle = async (request: FastifyRequest, reply: FastifyReply, payload: unknown, ctx: PaymentContext) => {
     ctx.done = true;
     const type = reply.getHeader("content-type");
     const completion = await completePayment(core, ctx, {
@@ -138,6 +136,16 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     );
     const body = apply(reply, a);
     return body === undefined ? payload : body;
+  };
+  // A callback hook: every answer passes here, and one without a payment (every 402) must not wait a promise, so a
+  // 402 is written before the guard returns.
+  app.addHook("onSend", (request, reply, payload, done) => {
+    const ctx = request.payment;
+    if (!ctx || ctx.done) return done(null, payload);
+    settle(request, reply, payload, ctx).then(
+      (body) => done(null, body),
+      (err: Error) => done(err),
+    );
   });
 
   app.addHook("onReady", async () => maintenance.start(opts.maintenanceMs ?? 0));
