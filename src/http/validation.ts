@@ -34,17 +34,21 @@ function textShapeCheck(schema: {
         : [],
   );
   const byKey = new Map(checked.map((c) => [c.key, c]));
+  const bad = (query: Record<string, unknown>, c: (typeof checked)[number]): boolean => {
+    const raw = query[c.key];
+    return typeof raw === "string" && Object.hasOwn(query, c.key) && !c.shape.test(raw);
+  };
   return (value) => {
     if (checked.length === 0 || typeof value !== "object" || value === null) return NO_ERRORS;
     const query = value as Record<string, unknown>;
-    const bad = (c: (typeof checked)[number]) =>
-      Object.hasOwn(query, c.key) && typeof query[c.key] === "string" && !c.shape.test(query[c.key] as string);
-    if (!checked.some(bad)) return NO_ERRORS;
+    let any = false;
+    for (const c of checked) if (bad(query, c)) any = true;
+    if (!any) return NO_ERRORS;
     // Reported in the query's own order, as its parameters were written.
     const errors: ErrorObject[] = [];
     for (const key of Object.keys(query)) {
       const c = byKey.get(key);
-      if (c && bad(c))
+      if (c && bad(query, c))
         errors.push({
           keyword: "type",
           instancePath: `/${key}`,
