@@ -25,8 +25,12 @@ import { BENCH_PAY_TO, BENCH_ROUTE, captureReply } from "./serve.js";
 export type CompareTarget = { kind: "commit"; ref: string } | { kind: "saved"; file: string };
 
 /** `--compare` names a saved result (an existing .json file) or anything git resolves to a commit. */
-export function compareTarget(arg: string, fileExists: (path: string) => boolean = existsSync): CompareTarget {
-  if (arg.trim() === "") throw new Error("--compare: give a commit (hash, tag, branch) or a saved result .json");
+export function compareTarget(
+  arg: string,
+  fileExists: (path: string) => boolean = existsSync,
+): CompareTarget {
+  if (arg.trim() === "")
+    throw new Error("--compare: give a commit (hash, tag, branch) or a saved result .json");
   if (arg.endsWith(".json")) {
     if (!fileExists(arg)) throw new Error(`--compare: no saved result at ${arg}`);
     return { kind: "saved", file: arg };
@@ -69,6 +73,8 @@ export interface CompareResult {
   today: string;
   rounds: number;
   pinned: boolean;
+  /** The earlier side was read from a saved run, not measured in this one. */
+  saved?: boolean;
   unpaid: Partial<Record<Side, LoadResult[]>>;
   paid: Partial<Record<Side, LoadResult[]>>;
   /** Bytes on the wire per answer (headers and body), per side. */
@@ -84,7 +90,10 @@ const git = (args: string[], cwd = ROOT): string => {
 /** Dependencies and devDependencies that differ between two package.json files (name: before → after). */
 export function dependencyDrift(before: string, after: string): string[] {
   const deps = (text: string): Record<string, string> => {
-    const p = JSON.parse(text) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+    const p = JSON.parse(text) as {
+      dependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+    };
     return { ...p.dependencies, ...p.devDependencies };
   };
   const a = deps(before);
@@ -100,7 +109,8 @@ function treeOf(ref: string, log: (line: string) => void): { dir: string; sha: s
   const sha = git(["rev-parse", "--verify", `${ref}^{commit}`]);
   const dir = join(ROOT, "var", "bench-trees", sha.slice(0, 12));
   if (!existsSync(join(dir, "package.json"))) git(["worktree", "add", "--detach", "--force", dir, sha]);
-  if (!existsSync(join(dir, "node_modules"))) symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+  if (!existsSync(join(dir, "node_modules")))
+    symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
   if (!existsSync(join(dir, "scripts", "bench", "serve.ts")))
     throw new Error(`${ref} has no scripts/bench/serve.ts: too old for --compare`);
   const drift = dependencyDrift(
@@ -108,7 +118,9 @@ function treeOf(ref: string, log: (line: string) => void): { dir: string; sha: s
     readFileSync(join(ROOT, "package.json"), "utf8"),
   );
   if (drift.length)
-    log(`note: ${ref} declares other dependencies than the working tree; it runs on today's: ${drift.join(", ")}`);
+    log(
+      `note: ${ref} declares other dependencies than the working tree; it runs on today's: ${drift.join(", ")}`,
+    );
   return { dir, sha };
 }
 
@@ -146,12 +158,17 @@ export interface CompareOptions {
 export async function benchCompare(o: CompareOptions): Promise<CompareResult> {
   const { rounds, seconds, paid: PAID, procs, tmp, log } = o;
   const saved =
-    o.target.kind === "saved" ? (JSON.parse(readFileSync(o.target.file, "utf8")) as { compare?: CompareResult }) : undefined;
-  if (saved && !saved.compare) throw new Error(`${(o.target as { file: string }).file}: no "compare" result in it`);
+    o.target.kind === "saved"
+      ? (JSON.parse(readFileSync(o.target.file, "utf8")) as { compare?: CompareResult })
+      : undefined;
+  if (saved && !saved.compare)
+    throw new Error(`${(o.target as { file: string }).file}: no "compare" result in it`);
   const tree = o.target.kind === "commit" ? treeOf(o.target.ref, log) : undefined;
   const dirty = git(["status", "--porcelain", "--untracked-files=no"]) !== "";
   const today = `${git(["rev-parse", "--short=12", "HEAD"])}${dirty ? " + uncommitted changes" : ""}`;
-  const previous = tree ? tree.sha.slice(0, 12) : `${saved?.compare?.today} (saved in ${(o.target as { file: string }).file})`;
+  const previous = tree
+    ? tree.sha.slice(0, 12)
+    : `${saved?.compare?.today} (saved in ${(o.target as { file: string }).file})`;
   // The load generator (this process) and the facilitator on core 0, every server on core 1.
   const pinned = canPin && cpus().length >= 2 && pinProcess(process.pid, "0");
   const serverCpu = pinned ? { cpus: "1" } : {};
@@ -185,8 +202,13 @@ export async function benchCompare(o: CompareOptions): Promise<CompareResult> {
   writeFileSync(sameFile, JSON.stringify(await captureReply(unpaidUrl("today"))));
   const pool = await signAuthorizations(rounds * PAID + 4, BENCH_PAY_TO, "20000");
   const probeProof = async (s: Side, i: number) =>
-    paymentHeaders(pool.slice(rounds * PAID + i, rounds * PAID + i + 1), await requirementsOf(unpaidUrl(s)))[0] as string;
-  const paidBody = await (await fetch(unpaidUrl("today"), { headers: { "payment-signature": await probeProof("today", 0) } })).text();
+    paymentHeaders(
+      pool.slice(rounds * PAID + i, rounds * PAID + i + 1),
+      await requirementsOf(unpaidUrl(s)),
+    )[0] as string;
+  const paidBody = await (
+    await fetch(unpaidUrl("today"), { headers: { "payment-signature": await probeProof("today", 0) } })
+  ).text();
   const paidFile = join(tmp, "paid-body.json");
   writeFileSync(paidFile, paidBody);
   servers.set("fastify", (await start("fastify", "fastify-same", sameFile))[1]);
@@ -205,13 +227,15 @@ export async function benchCompare(o: CompareOptions): Promise<CompareResult> {
   const pids = (s: Side) => (servers.get(s) as BenchProcess).child.pid;
   const unpaidSides = [...servers.keys()];
   const paidSides = unpaidSides.filter((s) => s !== "fastify");
-  const expected = (s: Side) => (s === "fastify" ? (JSON.parse(readFileSync(sameFile, "utf8")) as { status: number }).status : 402);
+  const expected = (s: Side) =>
+    s === "fastify" ? (JSON.parse(readFileSync(sameFile, "utf8")) as { status: number }).status : 402;
 
   for (const s of unpaidSides)
     await runLoad({ url: unpaidUrl(s), connections: 32, durationS: 2, expectStatus: expected(s) });
 
   const headersFor = new Map<Side, string[]>();
-  for (const s of paidSides) headersFor.set(s, paymentHeaders(pool.slice(0, rounds * PAID), await requirementsOf(unpaidUrl(s))));
+  for (const s of paidSides)
+    headersFor.set(s, paymentHeaders(pool.slice(0, rounds * PAID), await requirementsOf(unpaidUrl(s))));
   const result: CompareResult = { previous, today, rounds, pinned, unpaid: {}, paid: {}, bytes };
   const push = (m: Partial<Record<Side, LoadResult[]>>, s: Side, r: LoadResult) => {
     m[s] = [...(m[s] ?? []), r];
@@ -262,6 +286,7 @@ export async function benchCompare(o: CompareOptions): Promise<CompareResult> {
     result.unpaid.previous = saved.compare.unpaid.today;
     result.paid.previous = saved.compare.paid.today;
     result.bytes.previous = saved.compare.bytes.today;
+    result.saved = true;
   }
   return result;
 }
@@ -273,9 +298,17 @@ const cpuOf = (rs: LoadResult[] | undefined) => (rs ?? []).map((r) => r.cpuUsPer
 export function compareReport(c: CompareResult): string[] {
   const lines: string[] = [];
   const pad = (s: string, n: number) => s.padEnd(n);
-  lines.push(`previous = ${c.previous}; today = ${c.today}; ${c.rounds} rounds${c.pinned ? ", servers pinned" : ""}`);
+  lines.push(
+    `previous = ${c.previous}; today = ${c.today}; ${c.rounds} rounds${c.pinned ? ", servers pinned" : ""}`,
+  );
+  if (c.saved)
+    lines.push(
+      "previous is a saved run: its ratios to today are across runs, valid only on the same quiet machine",
+    );
   lines.push("");
-  lines.push(`${pad("per side: median (min–max) over rounds", 44)} ${pad("req/s", 24)} ${pad("server CPU µs/req", 24)} bytes/answer`);
+  lines.push(
+    `${pad("per side: median (min–max) over rounds", 44)} ${pad("req/s", 24)} ${pad("server CPU µs/req", 24)} bytes/answer`,
+  );
   for (const [phase, m] of [
     ["unpaid", c.unpaid],
     ["paid", c.paid],
@@ -295,18 +328,50 @@ export function compareReport(c: CompareResult): string[] {
     lines.push(`  ${pad(name, 58)} ${pad(formatSpread(s), 20)} ${mark}`);
   };
   if (c.unpaid.previous?.length) {
-    row("unpaid req/s: today / previous", ratioSpread(rates(c.unpaid.today), rates(c.unpaid.previous)), { op: "≥", v: 1 });
-    row("unpaid CPU/req: today / previous", ratioSpread(cpuOf(c.unpaid.today), cpuOf(c.unpaid.previous)), { op: "≤", v: 1 });
-    row("paid req/s: today / previous", ratioSpread(rates(c.paid.today), rates(c.paid.previous)), { op: "≥", v: 1 });
-    row("paid CPU/req: today / previous", ratioSpread(cpuOf(c.paid.today), cpuOf(c.paid.previous)), { op: "≤", v: 1 });
+    row("unpaid req/s: today / previous", ratioSpread(rates(c.unpaid.today), rates(c.unpaid.previous)), {
+      op: "≥",
+      v: 1,
+    });
+    row("unpaid CPU/req: today / previous", ratioSpread(cpuOf(c.unpaid.today), cpuOf(c.unpaid.previous)), {
+      op: "≤",
+      v: 1,
+    });
+    row("paid req/s: today / previous", ratioSpread(rates(c.paid.today), rates(c.paid.previous)), {
+      op: "≥",
+      v: 1,
+    });
+    row("paid CPU/req: today / previous", ratioSpread(cpuOf(c.paid.today), cpuOf(c.paid.previous)), {
+      op: "≤",
+      v: 1,
+    });
   }
-  for (const s of ["previous", "today"] as const) {
+  // A saved earlier side has its own references in its own file: here only today's are compared with this run's.
+  for (const s of c.saved ? (["today"] as const) : (["previous", "today"] as const)) {
     if (!c.unpaid[s]?.length) continue;
-    row(`402 req/s: ${s} / bare Fastify (same bytes)`, ratioSpread(rates(c.unpaid[s]), rates(c.unpaid.fastify)), s === "today" ? { op: "≥", v: 0.8 } : undefined);
-    row(`402 req/s: ${s} / @x402/hono`, ratioSpread(rates(c.unpaid[s]), rates(c.unpaid.hono)), s === "today" ? { op: "≥", v: 2 } : undefined);
-    row(`402 CPU/req: ${s} / bare Fastify (same bytes)`, ratioSpread(cpuOf(c.unpaid[s]), cpuOf(c.unpaid.fastify)));
-    row(`paid req/s: ${s} / @x402/hono`, ratioSpread(rates(c.paid[s]), rates(c.paid.hono)), s === "today" ? { op: "≥", v: 2.5 } : undefined);
-    row(`paid CPU/req: ${s} / @x402/hono`, ratioSpread(cpuOf(c.paid[s]), cpuOf(c.paid.hono)), s === "today" ? { op: "≤", v: 0.25 } : undefined);
+    row(
+      `402 req/s: ${s} / bare Fastify (same bytes)`,
+      ratioSpread(rates(c.unpaid[s]), rates(c.unpaid.fastify)),
+      s === "today" ? { op: "≥", v: 0.8 } : undefined,
+    );
+    row(
+      `402 req/s: ${s} / @x402/hono`,
+      ratioSpread(rates(c.unpaid[s]), rates(c.unpaid.hono)),
+      s === "today" ? { op: "≥", v: 2 } : undefined,
+    );
+    row(
+      `402 CPU/req: ${s} / bare Fastify (same bytes)`,
+      ratioSpread(cpuOf(c.unpaid[s]), cpuOf(c.unpaid.fastify)),
+    );
+    row(
+      `paid req/s: ${s} / @x402/hono`,
+      ratioSpread(rates(c.paid[s]), rates(c.paid.hono)),
+      s === "today" ? { op: "≥", v: 2.5 } : undefined,
+    );
+    row(
+      `paid CPU/req: ${s} / @x402/hono`,
+      ratioSpread(cpuOf(c.paid[s]), cpuOf(c.paid.hono)),
+      s === "today" ? { op: "≤", v: 0.25 } : undefined,
+    );
   }
   return lines;
 }

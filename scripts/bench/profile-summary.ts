@@ -85,7 +85,8 @@ function main(): void {
     },
   });
   const file = positionals[0];
-  if (!file) throw new Error("usage: profile-summary.ts <file.cpuprofile> [--requests N] [--top N] [--match TEXT]");
+  if (!file)
+    throw new Error("usage: profile-summary.ts <file.cpuprofile> [--requests N] [--top N] [--match TEXT]");
   const s = summarize(
     JSON.parse(readFileSync(file, "utf8")) as CpuProfile,
     Number(values["last-ms"]) || Number.POSITIVE_INFINITY,
@@ -103,7 +104,12 @@ function main(): void {
   process.stdout.write(`\nby function${values.match ? ` (matching ${values.match})` : ""}:\n`);
   for (const [k, us] of fns.slice(0, top)) process.stdout.write(`${line(k, us)}\n`);
   if (values.match)
-    process.stdout.write(`${line(`total matching ${values.match}`, fns.reduce((n, [, us]) => n + us, 0))}\n`);
+    process.stdout.write(
+      `${line(
+        `total matching ${values.match}`,
+        fns.reduce((n, [, us]) => n + us, 0),
+      )}\n`,
+    );
 }
 
 if (process.argv[1]?.endsWith("profile-summary.ts")) main();

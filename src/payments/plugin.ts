@@ -119,7 +119,12 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
-  const settle = async (request: FastifyRequest, reply: FastifyReply, payload: unknown, ctx: PaymentContext) => {
+  const settle = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    ctx: PaymentContext,
+  ) => {
     ctx.done = true;
     const type = reply.getHeader("content-type");
     const completion = await completePayment(core, ctx, {

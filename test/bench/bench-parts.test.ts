@@ -164,9 +164,16 @@ describe("bench: comparison with an earlier commit", () => {
   });
 
   it("lists the dependencies whose declared versions differ between two package.json files", () => {
-    const before = JSON.stringify({ dependencies: { a: "^1.0.0", b: "^2.0.0" }, devDependencies: { t: "1" } });
+    const before = JSON.stringify({
+      dependencies: { a: "^1.0.0", b: "^2.0.0" },
+      devDependencies: { t: "1" },
+    });
     const after = JSON.stringify({ dependencies: { a: "^1.0.0", b: "^2.1.0", c: "^3.0.0" } });
-    expect(dependencyDrift(before, after)).toEqual(["b: ^2.0.0 → ^2.1.0", "c: absent → ^3.0.0", "t: 1 → absent"]);
+    expect(dependencyDrift(before, after)).toEqual([
+      "b: ^2.0.0 → ^2.1.0",
+      "c: absent → ^3.0.0",
+      "t: 1 → absent",
+    ]);
     expect(dependencyDrift(before, before)).toEqual([]);
   });
 
@@ -201,9 +208,37 @@ describe("bench: comparison with an earlier commit", () => {
     }).join("\n");
     expect(lines).toMatch(/unpaid req\/s: today \/ previous\s+1\.25 \(1\.20–1\.30\)\s+≥ 1 {2}met/);
     expect(lines).toMatch(/unpaid CPU\/req: today \/ previous\s+0\.78 \(0\.75–0\.80\)\s+≤ 1 {2}met/);
-    expect(lines).toMatch(/402 req\/s: today \/ bare Fastify \(same bytes\)\s+0\.83 \(0\.80–0\.87\)\s+≥ 0\.8 {2}met/);
+    expect(lines).toMatch(
+      /402 req\/s: today \/ bare Fastify \(same bytes\)\s+0\.83 \(0\.80–0\.87\)\s+≥ 0\.8 {2}met/,
+    );
     expect(lines).toMatch(/402 req\/s: today \/ @x402\/hono\s+2\.28 \(2\.17–2\.40\)\s+≥ 2 {2}met/);
     expect(lines).toMatch(/paid CPU\/req: today \/ @x402\/hono\s+0\.23 \(0\.22–0\.24\)\s+≤ 0\.25 {2}met/);
     expect(lines).toMatch(/paid req\/s: today \/ @x402\/hono\s+2\.88 \(2\.75–3\.00\)\s+≥ 2\.5 {2}met/);
+    expect(lines).toMatch(/402 req\/s: previous \/ bare Fastify/);
+  });
+
+  it("compares a saved earlier run with today only, never with this run's references", () => {
+    const one = {
+      reqPerSec: 100,
+      cpuUsPerRequest: 50,
+      p50Ms: 1,
+      p99Ms: 2,
+      requests: 100,
+      unexpected: 0,
+      errors: 0,
+    };
+    const lines = compareReport({
+      previous: "aaaa (saved in before.json)",
+      today: "bbbb",
+      rounds: 1,
+      pinned: false,
+      saved: true,
+      unpaid: { previous: [one], today: [one], fastify: [one], hono: [one] },
+      paid: { previous: [one], today: [one], hono: [one] },
+      bytes: {},
+    }).join("\n");
+    expect(lines).toMatch(/previous is a saved run/);
+    expect(lines).toMatch(/unpaid CPU\/req: today \/ previous\s+1\.00/);
+    expect(lines).not.toMatch(/previous \/ bare Fastify|previous \/ @x402\/hono/);
   });
 });

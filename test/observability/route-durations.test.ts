@@ -12,9 +12,10 @@ describe("the HTTP duration histogram", () => {
     durations.observe("GET", "/v1/unlocks/upcoming", 200, 12);
     const text = await registry.metrics();
     const at = (labels: string) => {
-      const m = new RegExp(`^http_request_duration_seconds${labels.replace(/[{}+.]/g, "\\$&")} (\\S+)$`, "m").exec(
-        text,
-      );
+      const m = new RegExp(
+        `^http_request_duration_seconds${labels.replace(/[{}+.]/g, "\\$&")} (\\S+)$`,
+        "m",
+      ).exec(text);
       return m ? Number(m[1]) : undefined;
     };
     const paidLabels = 'method="GET",route="/v1/unlocks/upcoming",status_code="402"';
