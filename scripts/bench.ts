@@ -18,6 +18,9 @@
  * does it last.
  * `--only mcp` just the server's CPU per paid call of one operation over HTTP and as its MCP tool
  * (scripts/bench/mcp.ts).
+ * `--compare <commit|saved.json>` runs the working tree against an earlier commit (its own worktree), interleaved on
+ * the same machine, beside bare Fastify replying the same bytes and @x402/hono, and prints each ratio with its spread
+ * over rounds (scripts/bench/compare.ts); with `--json out.json` the result can be compared against later.
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
@@ -30,6 +33,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { benchFreeFlood, type FreeFloodResult, freeFloodPool, logFreeFlood } from "./bench/free-flood.js";
 import { type LoadResult, runLoad, runSequential, type Spread, spread } from "./bench/load.js";
+import { benchCompare, compareReport, compareTarget } from "./bench/compare.js";
 import { benchMcp, logMcp } from "./bench/mcp.js";
 import { type BenchProcess, memoryOf, startBenchProcess } from "./bench/processes.js";
 import { paymentHeaders, requirementsOf, signAuthorizations } from "./bench/proofs.js";
@@ -50,6 +54,7 @@ const { values: args } = parseArgs({
     "cpu-prof": { type: "string" },
     json: { type: "string" },
     only: { type: "string" },
+    compare: { type: "string" },
   },
 });
 const clamp = (v: string | undefined, lo: number, hi: number, dflt: number) =>
@@ -293,6 +298,27 @@ async function main(): Promise<void> {
       `bench: ${ROUNDS} interleaved rounds, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs`,
     );
     sampleLoad();
+    if (args.compare !== undefined) {
+      const compare = await benchCompare({
+        target: compareTarget(args.compare),
+        rounds: ROUNDS,
+        seconds: SECONDS,
+        paid: PAID,
+        procs,
+        tmp,
+        log,
+      });
+      sampleLoad();
+      log("");
+      for (const line of compareReport(compare)) log(line);
+      log(
+        `\nload average (1 min) during the run: ${(report.loadavg as number[][]).map((l) => fmt(l[0] ?? Number.NaN, 1)).join(", ")} on ${cpus().length} CPUs`,
+      );
+      log(`bench took ${fmt((performance.now() - started) / 1000, 0)} s`);
+      Object.assign(report, { compare });
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
     if (ONLY_REFRESH) {
       Object.assign(report, { refresh: benchRefresh() });
       if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);

@@ -1,5 +1,5 @@
 /** Child processes of the bench: started by path, stopped by their own pid, measured through /proc. */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -13,6 +13,21 @@ export interface BenchProcess {
   stop(): Promise<void>;
 }
 
+/** Whether `taskset` can pin a process to a core here (Linux with util-linux, more than one CPU). */
+export const canPin = (() => {
+  try {
+    return spawnSync("taskset", ["-p", String(process.pid)], { encoding: "utf8" }).status === 0;
+  } catch {
+    return false;
+  }
+})();
+
+/** Pins a running process (and its threads) to the given CPU list; false when taskset is unavailable. */
+export function pinProcess(pid: number, cpus: string): boolean {
+  if (!canPin) return false;
+  return spawnSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { stdio: "ignore" }).status === 0;
+}
+
 /** Runs `node --import tsx <script> ...args` and waits for `READY <url>` on its stdout. */
 export async function startBenchProcess(
   script: string,
@@ -21,10 +36,15 @@ export async function startBenchProcess(
   env: Record<string, string> = {},
   /** Extra node flags, e.g. `--cpu-prof` (not allowed in NODE_OPTIONS). */
   nodeArgs: readonly string[] = [],
+  /** Another checkout to run the script in (an earlier commit's tree), and CPUs to pin the process to (taskset -c). */
+  where: { cwd?: string; cpus?: string } = {},
 ): Promise<BenchProcess> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script, ...args], {
-    cwd: ROOT,
+  const command = [process.execPath, ...nodeArgs, "--import", "tsx", script, ...args];
+  // taskset execs node in place, so the child's pid is the server's own (its /proc CPU time).
+  const pinned = where.cpus !== undefined && canPin ? ["taskset", "-c", where.cpus, ...command] : command;
+  const child = spawn(pinned[0] as string, pinned.slice(1), {
+    cwd: where.cwd ?? ROOT,
     env: { ...process.env, NODE_ENV: "test", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

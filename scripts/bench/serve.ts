@@ -3,6 +3,8 @@
  * [unlocksSnapshot]`. Prints `READY <url>` once listening. Every seller answers GET /v1/unlocks/upcoming at 0.02 USD
  * (20000 atomic USDC on eip155:8453, to the same payTo) through the same facilitator.
  *  - fastify:     bare Fastify 5, no payment: a 200 with the body in <bodyFile> (pressure402's 402 body, same size).
+ *  - fastify-same: bare Fastify 5 replying the very bytes of pressure402's 402: <bodyFile> is a JSON
+ *                 `{ status, headers, body }` captured from it (sameBytesReply); Node adds Date and Connection to both.
  *  - express:     @x402/express paymentMiddleware; once paid, the body in <bodyFile> (pressure402's paid body).
  *  - hono:        @x402/hono paymentMiddleware on @hono/node-server; the same paid body.
  *  - pressure402: buildApp with the test configuration and an embedded SQLite ledger in a temp dir.
@@ -30,7 +32,28 @@ import { createUnlockService } from "../../src/unlocks/service.js";
 
 export const BENCH_PAY_TO = "0x00000000000000000000000000000000000000aa" as const;
 export const BENCH_ROUTE = "/v1/unlocks/upcoming";
-export type ServerKind = "fastify" | "express" | "hono" | "pressure402";
+export type ServerKind = "fastify" | "fastify-same" | "express" | "hono" | "pressure402";
+
+/** A response captured to be replayed byte for byte by `fastify-same`. */
+export interface SameBytesReply {
+  status: number;
+  /** In the order sent, without those Node writes itself (Date, Connection, Keep-Alive, Content-Length). */
+  headers: Array<[string, string]>;
+  body: string;
+}
+
+const NODE_WRITES = new Set(["date", "connection", "keep-alive", "content-length", "transfer-encoding"]);
+
+/** The status, headers and body of a response, for `fastify-same` to send the same bytes. */
+export async function captureReply(url: string): Promise<SameBytesReply> {
+  const res = await fetch(url);
+  const body = await res.text();
+  const headers: Array<[string, string]> = [];
+  res.headers.forEach((value, name) => {
+    if (!NODE_WRITES.has(name)) headers.push([name, value]);
+  });
+  return { status: res.status, headers, body };
+}
 
 const HOST = "127.0.0.1";
 const referenceRoutes = {
@@ -44,6 +67,17 @@ const referenceRoutes = {
 async function fastifyServer(body: string): Promise<string> {
   const app = Fastify({ logger: false });
   app.get(BENCH_ROUTE, async (_request, reply) => reply.type("application/json; charset=utf-8").send(body));
+  return app.listen({ host: HOST, port: 0 });
+}
+
+async function fastifySameServer(reply: SameBytesReply): Promise<string> {
+  const app = Fastify({ logger: false });
+  const body = Buffer.from(reply.body);
+  app.get(BENCH_ROUTE, async (_request, res) => {
+    res.code(reply.status);
+    for (const [name, value] of reply.headers) res.header(name, value);
+    return res.send(body);
+  });
   return app.listen({ host: HOST, port: 0 });
 }
 
@@ -113,6 +147,7 @@ async function main(): Promise<void> {
   const body = () => readFileSync(bodyFile as string, "utf8");
   let url: string;
   if (kind === "fastify") url = await fastifyServer(body());
+  else if (kind === "fastify-same") url = await fastifySameServer(JSON.parse(body()) as SameBytesReply);
   else if (kind === "express") url = await expressServer(facilitatorUrl, body());
   else if (kind === "hono") url = await honoServer(facilitatorUrl, body());
   else if (kind === "pressure402" || kind === "pressure402-limited")

@@ -65,7 +65,10 @@ export function problem(
 }
 
 /** The problem's `instance`: the request path, without the query (which may carry client data). */
-export const problemInstance = (request: FastifyRequest): string => request.url.split("?")[0] ?? request.url;
+export const problemInstance = (request: FastifyRequest): string => {
+  const q = request.url.indexOf("?");
+  return q < 0 ? request.url : request.url.slice(0, q);
+};
 
 export function sendProblem(
   reply: FastifyReply,

@@ -36,25 +36,33 @@ export const boundedError = (error: string): string =>
 
 /**
  * A route's 402 challenges, each built once: the price, terms and encoding never change for a route, and a challenge
- * varies only with the resource URL (path and query) and the error text. Bounded (least recently used out), so a
- * client walking random query strings costs memory for at most `max` entries.
+ * varies only with the resource URL (path and query) and the error text. Bounded, so a client walking random query
+ * strings costs memory for at most `max` entries.
  */
 export function challengeCache(
   route: RoutePrice,
   terms: PaymentTerms,
   max = 256,
 ): (resourceUrl: string, error: string, v1Error?: string) => Challenge {
-  const cache = new Map<string, Challenge>();
+  // By resource URL, then by error text: the texts are a handful of constants per route, so no key is built per
+  // request (a joined key of URL and text was a fresh string to hash on every 402).
+  const cache = new Map<string, Map<string, Map<string | undefined, Challenge>>>();
+  let entries = 0;
   return (resourceUrl, fullError, fullV1Error) => {
+    let byError = cache.get(resourceUrl);
+    if (!byError) {
+      byError = new Map();
+      cache.set(resourceUrl, byError);
+    }
+    let byV1 = byError.get(fullError);
+    if (!byV1) {
+      byV1 = new Map();
+      byError.set(fullError, byV1);
+    }
+    const hit = byV1.get(fullV1Error);
+    if (hit) return hit;
     const error = boundedError(fullError);
     const v1Error = fullV1Error === undefined ? undefined : boundedError(fullV1Error);
-    const key = `${resourceUrl}\n${error}\n${v1Error ?? ""}`;
-    const hit = cache.get(key);
-    if (hit) {
-      cache.delete(key);
-      cache.set(key, hit);
-      return hit;
-    }
     const body = Object.freeze(
       route.acceptsV1
         ? paymentRequiredV1(route, terms, resourceUrl, v1Error ?? error)
@@ -67,8 +75,15 @@ export function challengeCache(
       body,
       bytes: Buffer.from(JSON.stringify(body)),
     };
-    cache.set(key, built);
-    if (cache.size > max) cache.delete(cache.keys().next().value as string);
+    // Bounded as a whole: a client walking random query strings (or a facilitator's free-text reasons) at most
+    // refills the cache from empty, each challenge rebuilt in tens of µs.
+    if (++entries > max) {
+      cache.clear();
+      entries = 1;
+      cache.set(resourceUrl, new Map([[fullError, new Map([[fullV1Error, built]])]]));
+      return built;
+    }
+    byV1.set(fullV1Error, built);
     return built;
   };
 }

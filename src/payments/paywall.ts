@@ -107,6 +107,11 @@ export function paywallPages() {
 
 const varyAccept = (reply: FastifyReply) => {
   const vary = reply.getHeader("vary") as Header;
+  // What CORS leaves on every answer: no list to read.
+  if (vary === "Origin") {
+    reply.header("vary", "Origin, Accept");
+    return;
+  }
   const list =
     vary === undefined
       ? []
@@ -142,12 +147,7 @@ export function registerPaywall(app: FastifyInstance): void {
     pages.set(key, built);
     return { key, built };
   };
-  app.addHook("onSend", async (request, reply, payload) => {
-    if (reply.statusCode !== 402 || request.method !== "GET") return payload;
-    // Browsers and agents get different bodies at the same URL: caches must keep them apart.
-    varyAccept(reply);
-    const header = reply.getHeader("payment-required");
-    if (!wantsPaywall(request) || typeof header !== "string") return payload;
+  const pageBody = async (request: FastifyRequest, reply: FastifyReply, header: string, payload: unknown) => {
     const { key, built: pending } = pageFor(header, request.protocol);
     const built = await pending;
     if (!built) return payload;
@@ -158,6 +158,18 @@ export function registerPaywall(app: FastifyInstance): void {
     const encoding = precompressedEncoding(request, reply);
     if (!encoding) return built.html;
     return bodies.get("paywall", `${key}\n${encoding}`, () => compressBody(built.html, encoding));
+  };
+  // A callback hook: every answer passes here, and only a browser's 402 needs to wait for anything.
+  app.addHook("onSend", (request, reply, payload, done) => {
+    if (reply.statusCode !== 402 || request.method !== "GET") return done(null, payload);
+    // Browsers and agents get different bodies at the same URL: caches must keep them apart.
+    varyAccept(reply);
+    const header = reply.getHeader("payment-required");
+    if (!wantsPaywall(request) || typeof header !== "string") return done(null, payload);
+    pageBody(request, reply, header, payload).then(
+      (body) => done(null, body),
+      (err: Error) => done(err),
+    );
   });
 }
 

@@ -72,7 +72,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   function guard(route: PaidRoute): preHandlerAsyncHookHandler {
     return async function requirePayment(request, reply) {
       const instance = problemInstance(request);
-      if (!hostMakesUrl(request, withoutPpRef(request.url)))
+      const path = withoutPpRef(request.url);
+      if (!hostMakesUrl(request, path))
         return reply.send(
           apply(
             reply,
@@ -81,6 +82,8 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
             ),
           ),
         );
+      // Read once: the origin (Host, protocol) and the path each cost a getter or a scan.
+      const url = `${baseUrl(request)}${path}`;
       const decision = await decideCall(
         core,
         route,
@@ -90,12 +93,12 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           idempotencyKey: header(request, "idempotency-key"),
           query: request.query,
           body: request.body,
-          resourceUrl: resourceUrl(request),
+          resourceUrl: url,
           instance,
           client: request.ip,
           log: request.log,
         },
-        challengeFor(request, route),
+        challenges(route, url),
       );
       if (decision.kind === "proceed") {
         request.payment = { ...decision.payment, done: false };
@@ -116,9 +119,12 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   });
 
   // Settle only what the handler answered successfully; withhold the body unless the settlement went through.
-  app.addHook("onSend", async (request, reply, payload) => {
-    const ctx = request.payment;
-    if (!ctx || ctx.done) return payload;
+  const settle = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    ctx: PaymentContext,
+  ) => {
     ctx.done = true;
     const type = reply.getHeader("content-type");
     const completion = await completePayment(core, ctx, {
@@ -135,6 +141,16 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     );
     const body = apply(reply, a);
     return body === undefined ? payload : body;
+  };
+  // A callback hook: every answer passes here, and one without a payment (every 402) must not wait a promise, so a
+  // 402 is written before the guard returns.
+  app.addHook("onSend", (request, reply, payload, done) => {
+    const ctx = request.payment;
+    if (!ctx || ctx.done) return done(null, payload);
+    settle(request, reply, payload, ctx).then(
+      (body) => done(null, body),
+      (err: Error) => done(err),
+    );
   });
 
   app.addHook("onReady", async () => maintenance.start(opts.maintenanceMs ?? 0));

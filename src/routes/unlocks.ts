@@ -57,14 +57,18 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
       preHandler: [app.payments.guard(handlers.upcoming.price)],
       // Runs after the payments hook (which settles and records the identity body) and before @fastify/compress,
       // which leaves a body that already has a Content-Encoding alone: the cached compressed copy goes out instead.
-      onSend: async (request, reply, payload) => {
+      // A callback hook (the work is synchronous): an async one would make every 402 of the route wait a promise.
+      onSend: (request, reply, payload, done) => {
         const served = servedFromCache.get(request);
-        if (!served || payload !== served.body || reply.statusCode !== 200) return payload;
-        if (served.body.length < COMPRESS_MIN_BYTES) return payload;
+        if (!served || payload !== served.body || reply.statusCode !== 200) return done(null, payload);
+        if (served.body.length < COMPRESS_MIN_BYTES) return done(null, payload);
         const encoding = precompressedEncoding(request, reply);
-        if (!encoding) return payload;
-        return upcomingBodies.get(served.generation, `${served.key}|${encoding}`, () =>
-          compressBody(served.body, encoding),
+        if (!encoding) return done(null, payload);
+        done(
+          null,
+          upcomingBodies.get(served.generation, `${served.key}|${encoding}`, () =>
+            compressBody(served.body, encoding),
+          ),
         );
       },
     },

@@ -2,6 +2,15 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  compareReport,
+  compareTarget,
+  dependencyDrift,
+  formatSpread,
+  ratioSpread,
+  roundRatios,
+  verdict,
+} from "../../scripts/bench/compare.js";
 import { startInstantFacilitator } from "../../scripts/bench/instant-facilitator.js";
 import { spread } from "../../scripts/bench/load.js";
 import { paymentHeaders, signAuthorizations } from "../../scripts/bench/proofs.js";
@@ -120,5 +129,116 @@ describe("bench: synthetic store", () => {
       expect(t.name).toMatch(/synthetic bench copy/);
       expect(t.market.synthetic && t.supply.synthetic).toBe(true);
     }
+  });
+});
+
+describe("bench: comparison with an earlier commit", () => {
+  it("takes an existing .json as a saved result and anything else as a commit for git to resolve", () => {
+    expect(compareTarget("3ed0897", () => false)).toEqual({ kind: "commit", ref: "3ed0897" });
+    expect(compareTarget("v1.0.0~1", () => false)).toEqual({ kind: "commit", ref: "v1.0.0~1" });
+    expect(compareTarget("before.json", (p) => p === "before.json")).toEqual({
+      kind: "saved",
+      file: "before.json",
+    });
+    expect(() => compareTarget("missing.json", () => false)).toThrow(/no saved result/);
+    expect(() => compareTarget(" ", () => true)).toThrow(/give a commit/);
+  });
+
+  it("divides round by round and skips a round where either side is missing or not positive", () => {
+    expect(roundRatios([200, 300, 400], [100, 100, 200])).toEqual([2, 3, 2]);
+    expect(roundRatios([200, Number.NaN, 400, 10], [100, 100, 0])).toEqual([2]);
+    expect(ratioSpread([100, 90, 120], [50, 60, 40])).toEqual({ min: 1.5, median: 2, max: 3 });
+    expect(ratioSpread([], [])).toMatchObject({ median: Number.NaN });
+  });
+
+  it("says a goal is met only when every round is on its side, and a range across it is no result", () => {
+    expect(verdict({ min: 1.02, median: 1.1, max: 1.3 }, "≥", 1)).toBe("met");
+    expect(verdict({ min: 0.7, median: 0.8, max: 0.95 }, "≥", 1)).toBe("not met");
+    expect(verdict({ min: 0.9, median: 1.05, max: 1.2 }, "≥", 1)).toBe("straddles");
+    expect(verdict({ min: 0.2, median: 0.22, max: 0.25 }, "≤", 0.25)).toBe("met");
+    expect(verdict({ min: 0.3, median: 0.4, max: 0.5 }, "≤", 0.25)).toBe("not met");
+    expect(verdict({ min: 0.2, median: 0.26, max: 0.3 }, "≤", 0.25)).toBe("straddles");
+    expect(verdict({ min: Number.NaN, median: Number.NaN, max: Number.NaN }, "≥", 1)).toBe("not met");
+    expect(formatSpread({ min: 0.5, median: 1, max: 1.25 })).toBe("1.00 (0.50–1.25)");
+    expect(formatSpread({ min: Number.NaN, median: Number.NaN, max: Number.NaN })).toBe("unknown");
+  });
+
+  it("lists the dependencies whose declared versions differ between two package.json files", () => {
+    const before = JSON.stringify({
+      dependencies: { a: "^1.0.0", b: "^2.0.0" },
+      devDependencies: { t: "1" },
+    });
+    const after = JSON.stringify({ dependencies: { a: "^1.0.0", b: "^2.1.0", c: "^3.0.0" } });
+    expect(dependencyDrift(before, after)).toEqual([
+      "b: ^2.0.0 → ^2.1.0",
+      "c: absent → ^3.0.0",
+      "t: 1 → absent",
+    ]);
+    expect(dependencyDrift(before, before)).toEqual([]);
+  });
+
+  it("reports each ratio against the previous release and the references, with its goal", () => {
+    const run = (reqPerSec: number[], cpu: number[]) =>
+      reqPerSec.map((r, i) => ({
+        reqPerSec: r,
+        cpuUsPerRequest: cpu[i] as number,
+        p50Ms: 1,
+        p99Ms: 2,
+        requests: 100,
+        unexpected: 0,
+        errors: 0,
+      }));
+    const lines = compareReport({
+      previous: "aaaa",
+      today: "bbbb",
+      rounds: 2,
+      pinned: true,
+      unpaid: {
+        previous: run([100, 100], [80, 80]),
+        today: run([120, 130], [60, 64]),
+        fastify: run([150, 150], [30, 32]),
+        hono: run([50, 60], [150, 160]),
+      },
+      paid: {
+        previous: run([10, 10], [1000, 1000]),
+        today: run([12, 11], [880, 960]),
+        hono: run([4, 4], [4000, 4000]),
+      },
+      bytes: { today: { unpaid402: 4568, paid200: 1000 } },
+    }).join("\n");
+    expect(lines).toMatch(/unpaid req\/s: today \/ previous\s+1\.25 \(1\.20–1\.30\)\s+≥ 1 {2}met/);
+    expect(lines).toMatch(/unpaid CPU\/req: today \/ previous\s+0\.78 \(0\.75–0\.80\)\s+≤ 1 {2}met/);
+    expect(lines).toMatch(
+      /402 req\/s: today \/ bare Fastify \(same bytes\)\s+0\.83 \(0\.80–0\.87\)\s+≥ 0\.8 {2}met/,
+    );
+    expect(lines).toMatch(/402 req\/s: today \/ @x402\/hono\s+2\.28 \(2\.17–2\.40\)\s+≥ 2 {2}met/);
+    expect(lines).toMatch(/paid CPU\/req: today \/ @x402\/hono\s+0\.23 \(0\.22–0\.24\)\s+≤ 0\.25 {2}met/);
+    expect(lines).toMatch(/paid req\/s: today \/ @x402\/hono\s+2\.88 \(2\.75–3\.00\)\s+≥ 2\.5 {2}met/);
+    expect(lines).toMatch(/402 req\/s: previous \/ bare Fastify/);
+  });
+
+  it("compares a saved earlier run with today only, never with this run's references", () => {
+    const one = {
+      reqPerSec: 100,
+      cpuUsPerRequest: 50,
+      p50Ms: 1,
+      p99Ms: 2,
+      requests: 100,
+      unexpected: 0,
+      errors: 0,
+    };
+    const lines = compareReport({
+      previous: "aaaa (saved in before.json)",
+      today: "bbbb",
+      rounds: 1,
+      pinned: false,
+      saved: true,
+      unpaid: { previous: [one], today: [one], fastify: [one], hono: [one] },
+      paid: { previous: [one], today: [one], hono: [one] },
+      bytes: {},
+    }).join("\n");
+    expect(lines).toMatch(/previous is a saved run/);
+    expect(lines).toMatch(/unpaid CPU\/req: today \/ previous\s+1\.00/);
+    expect(lines).not.toMatch(/previous \/ bare Fastify|previous \/ @x402\/hono/);
   });
 });
