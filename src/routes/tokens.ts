@@ -5,7 +5,7 @@ import { TokensResponse } from "../schemas/freshness.js";
 import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
 import { latestMarketProvenance } from "../unlocks/market-context.js";
 import type { UnlockService } from "../unlocks/service.js";
-import { circulatingToday, coverageOf } from "../unlocks/supply.js";
+import { anchorOf, circulatingToday } from "../unlocks/supply.js";
 
 /** A reported figure as a plain decimal string (no exponent), as the live records carry it. */
 const decimalOf = (n: number): string =>
@@ -55,7 +55,7 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
           const fig = circulatingToday(t, reports, today);
           const anchor = fig.report;
           const live = anchor && anchor.source !== "coinmarketcap" ? reported.get(t.symbol) : undefined;
-          const coverage = coverageOf(t, fig, reports);
+          const anchorAge = anchorOf(fig);
           const provenance = latestMarketProvenance(store, t);
           return {
             symbol: t.symbol,
@@ -92,8 +92,7 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
               circulating: fig.value === null ? null : Math.round(fig.value * 100) / 100,
               circulating_rule: fig.rule,
               method: fig.method,
-              circulating_anchor_age_days: coverage.circulating_anchor_age_days,
-              circulating_anchor_accuracy: coverage.circulating_anchor_accuracy,
+              ...anchorAge,
             },
             derivatives: derivatives.get(t.symbol) ?? null,
           };

@@ -424,12 +424,22 @@ function coverageNote(t: TokenRecord, share: number | null): string | null {
   );
 }
 
+/** How old a figure's anchoring report is, in days, and the held-out accuracy code at that age (nulls without one). */
+export function anchorOf(fig: CirculatingFigure): {
+  circulating_anchor_age_days: number | null;
+  circulating_anchor_accuracy: AnchorAccuracyCode | null;
+} {
+  if (fig.report === null) return { circulating_anchor_age_days: null, circulating_anchor_accuracy: null };
+  const age = Math.max(0, parseDay(fig.observedAt) - (fig.report.day + 1));
+  return { circulating_anchor_age_days: age, circulating_anchor_accuracy: anchorAccuracyCode(age) };
+}
+
 export function coverageOf(
   t: TokenRecord,
   fig: CirculatingFigure,
   reports: readonly CirculatingReport[] | undefined,
 ): Coverage {
-  const anchorAge = fig.report === null ? null : Math.max(0, parseDay(fig.observedAt) - (fig.report.day + 1));
+  const { circulating_anchor_age_days: anchorAge } = anchorOf(fig);
   return {
     circulating_is_lower_bound: fig.lowerBound,
     supply_model: t.supply_model ?? "vesting",
