@@ -52,6 +52,9 @@ import {
   type GeckoMarketRow,
   HELD_OUT,
   type HeldOutTally,
+  CURVE_MIN_TOKEN_MONTHS,
+  heldOutCurve,
+  heldOutHorizon,
   heldOutPoints,
   heldOutTallies,
   PASS_THROUGH_MONTHS,
@@ -118,17 +121,8 @@ function heldOutSection(store: ReturnType<typeof loadUnlockStore>, json: Record<
   const points = heldOutPoints(store.tokens, store.reports);
   const { all, tokens } = heldOutTallies(points);
   const met = all.n > 0 && all.anchoredWithin / all.n >= 0.9;
-  const months = (a: string, b: string) =>
-    (Number(b.slice(0, 4)) - Number(a.slice(0, 4))) * 12 + Number(b.slice(5, 7)) - Number(a.slice(5, 7));
-  const byHorizon = new Map<number, { n: number; w: number }>();
-  for (const p of points) {
-    if (p.anchorDate === null) continue;
-    const h = months(p.anchorDate, p.date);
-    const cur = byHorizon.get(h) ?? { n: 0, w: 0 };
-    cur.n++;
-    if (p.anchored !== null && Math.abs(p.anchored / p.reported - 1) <= 0.1) cur.w++;
-    byHorizon.set(h, cur);
-  }
+  const curve = heldOutCurve(points);
+  const horizon = heldOutHorizon(curve);
   const ratio = (x: number | null) => (x === null ? "—" : x.toFixed(3));
   const lines = [
     `### Circulating supply, held out: anchored on reports up to ${HELD_OUT.anchorUntil}, predicting ${HELD_OUT.from} … ${HELD_OUT.to}`,
@@ -142,10 +136,14 @@ function heldOutSection(store: ReturnType<typeof loadUnlockStore>, json: Record<
     `**Measured beside it, not adopted:** the report plus only the share of the schedule's releases the token's reports took up over the ${PASS_THROUGH_MONTHS} months before the cutoff (clipped to 0–1; 1 where the schedule released under 2 % then): ` +
       `${all.passThroughWithin} of ${all.n} (${pct(all.passThroughWithin, all.n)}). It is not adopted: it fits a per-token factor to a few monthly reports, discounts a cliff that has not happened yet by how an aggregator counted earlier ones, and still misses the target; the gain is on tokens whose reports took up only part of their releases before the cutoff too (ENS, WLD, TAO, JTO, GRASS, VANA, ZKJ); where an aggregator stopped counting only later (TRUMP, APE) it gains nothing.`,
     "",
-    `By months since the anchoring report: ${[...byHorizon.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([h, c]) => `${h}: ${c.w} of ${c.n} (${pct(c.w, c.n)})`)
-      .join("; ")}.`,
+    `**The held-out curve by anchor age:** of the figures anchored on a report that many months old, how many landed within 10 % of the report. Every answer flags its anchor's age (\`supply_coverage.circulating_anchor_age_days\`) and the point of this curve it falls on (\`circulating_anchor_accuracy\`: \`held_out_<n>m\`, or \`beyond_held_out_horizon\` past the ${horizon} months measured with at least ${CURVE_MIN_TOKEN_MONTHS} token-months each; the older ages below rest on one token and are not used). The live reported source anchors the figure whenever it is fresher than the shipped report, which keeps a running service in the first row.`,
+    "",
+    "| anchor age (months) | token-months | within 10 % | share | code |",
+    "|---:|---:|---:|---:|---|",
+    ...curve.map(
+      (c) =>
+        `| ${c.months} | ${c.n} | ${c.within} | ${pct(c.within, c.n)} | ${c.months <= horizon ? `\`held_out_${c.months}m\`` : `not used (fewer than ${CURVE_MIN_TOKEN_MONTHS} token-months)`} |`,
+    ),
     "",
     "| token | rule | token-months | anchored within 10 % | median anchored ÷ reported | rebuilt within 10 % | median rebuilt ÷ reported | pass-through within 10 % |",
     "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -155,7 +153,7 @@ function heldOutSection(store: ReturnType<typeof loadUnlockStore>, json: Record<
     ),
     "",
   ];
-  json.circulating_held_out = { ...HELD_OUT, target_met: met, all, tokens };
+  json.circulating_held_out = { ...HELD_OUT, target_met: met, all, tokens, curve, horizon_months: horizon };
   return lines;
 }
 

@@ -47,7 +47,7 @@ import { tokensRoutes } from "./routes/tokens.js";
 import { unlockRoutes } from "./routes/unlocks.js";
 import { benchmarkHandler } from "./operations/benchmark.js";
 import { unlockHandlers } from "./operations/unlocks.js";
-import { registerFreshnessMetrics } from "./observability/freshness.js";
+import { registerFreshnessMetrics, servedDataAsOf } from "./observability/freshness.js";
 import type { FreshnessSource } from "./refresh/freshness.js";
 import type { LiveUnlocks, UnlockGeneration } from "./refresh/live-unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
@@ -165,7 +165,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     : metrics.observer;
   const circuit = () => deps.gateway.position();
   metrics.beforeScrape = () => metrics.observer.circuitState(circuit());
-  registerFreshnessMetrics(metrics.registry, deps.freshness, clock);
+  registerFreshnessMetrics(metrics.registry, deps.freshness, clock, () =>
+    servedDataAsOf((deps.liveUnlocks?.current().service ?? deps.unlocks).data(), deps.freshness),
+  );
   await registerMetrics(app, metrics, { token: config.metricsToken });
   const ledgerStats = deps.ledger.inFlightStats?.bind(deps.ledger);
   if (ledgerStats) registerLedgerMetrics(metrics.registry, ledgerStats, deps.paymentsClock);

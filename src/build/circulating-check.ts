@@ -312,3 +312,44 @@ export function heldOutTallies(points: readonly HeldOutPoint[]): {
     tokens: [...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([s, ps]) => of(s, ps)),
   };
 }
+
+/** Whole calendar months from an anchoring report's date to the date it predicts (both YYYY-MM-DD). */
+export const monthsBetween = (a: string, b: string): number =>
+  (Number(b.slice(0, 4)) - Number(a.slice(0, 4))) * 12 + Number(b.slice(5, 7)) - Number(a.slice(5, 7));
+
+/** One point of the held-out curve: predictions anchored `months` before the report they predict. */
+export interface HeldOutCurvePoint {
+  readonly months: number;
+  readonly n: number;
+  readonly within: number;
+}
+
+/** A curve point needs this many token-months to be stated as an expected accuracy. */
+export const CURVE_MIN_TOKEN_MONTHS = 20;
+
+/**
+ * The held-out curve by anchor age: of the predictions anchored on a report `months` earlier (rule
+ * `reported+schedule`), how many land within 10 % of the report. Sorted by age.
+ */
+export function heldOutCurve(points: readonly HeldOutPoint[]): HeldOutCurvePoint[] {
+  const by = new Map<number, { n: number; within: number }>();
+  for (const p of points) {
+    if (p.anchorDate === null) continue;
+    const h = monthsBetween(p.anchorDate, p.date);
+    const cur = by.get(h) ?? { n: 0, within: 0 };
+    cur.n++;
+    if (near(p.anchored, p.reported)) cur.within++;
+    by.set(h, cur);
+  }
+  return [...by.entries()].sort(([a], [b]) => a - b).map(([months, c]) => ({ months, ...c }));
+}
+
+/** The longest age from one month up whose every month has at least CURVE_MIN_TOKEN_MONTHS predictions: the horizon. */
+export function heldOutHorizon(curve: readonly HeldOutCurvePoint[]): number {
+  let h = 0;
+  for (const p of curve) {
+    if (p.months !== h + 1 || p.n < CURVE_MIN_TOKEN_MONTHS) break;
+    h = p.months;
+  }
+  return h;
+}

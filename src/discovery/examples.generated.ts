@@ -63,6 +63,17 @@ export const EXAMPLES: Record<
             instrument: "USDT-margined perpetual futures (USDⓈ-M)",
             source_url:
               "https://github.com/silertrades/gravestone-data/blob/d718ae827105189257afa86cece6b651e0e1cbd7/da…",
+            segments: [
+              {
+                part: "shipped_history",
+                used_for: ["price"],
+                source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
+                url: "https://github.com/silertrades/gravestone-data/blob/d718ae827105189257afa86cece6b651e0e1cbd7/da…",
+                first_candle: "2026-02-17",
+                as_of: "2026-03-18",
+                fetched_at: "2026-03-19T22:02:13.000Z",
+              },
+            ],
             circulating_supply_estimate: 49300000000,
             circulating_method:
               "no reported figure before this day: tokens the complete schedule (every allocation the adapter …",
@@ -79,6 +90,8 @@ export const EXAMPLES: Record<
             circulating_rule: "schedule",
             circulating_report: null,
             circulating_rebuilt: 49300000000,
+            circulating_anchor_age_days: null,
+            circulating_anchor_accuracy: null,
             reported_vs_rebuilt: null,
             unexplained_report_changes: [],
             schedule_share_of_max_supply: null,
@@ -138,6 +151,17 @@ export const EXAMPLES: Record<
         instrument: "USDT-margined perpetual futures (USDⓈ-M)",
         source_url:
           "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
+        segments: [
+          {
+            part: "shipped_history",
+            used_for: ["price"],
+            source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
+            url: "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
+            first_candle: "2026-02-17",
+            as_of: "2026-03-18",
+            fetched_at: "2026-03-19T20:28:45.000Z",
+          },
+        ],
         circulating_supply_estimate: 6809771822.21,
         circulating_method:
           "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.40…",
@@ -159,6 +183,8 @@ export const EXAMPLES: Record<
           attribution: "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01",
         },
         circulating_rebuilt: 5809015186.52,
+        circulating_anchor_age_days: 395,
+        circulating_anchor_accuracy: "beyond_held_out_horizon",
         reported_vs_rebuilt: null,
         unexplained_report_changes: [],
         schedule_share_of_max_supply: 0.6359,
@@ -237,6 +263,8 @@ export const EXAMPLES: Record<
           attribution: "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01",
         },
         circulating_rebuilt: 5913468001.37,
+        circulating_anchor_age_days: 416,
+        circulating_anchor_accuracy: "beyond_held_out_horizon",
         reported_vs_rebuilt: null,
         unexplained_report_changes: [],
         schedule_share_of_max_supply: 0.6359,
@@ -253,6 +281,17 @@ export const EXAMPLES: Record<
         instrument: "USDT-margined perpetual futures (USDⓈ-M)",
         source_url:
           "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
+        segments: [
+          {
+            part: "shipped_history",
+            used_for: ["price"],
+            source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
+            url: "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
+            first_candle: "2026-02-17",
+            as_of: "2026-03-18",
+            fetched_at: "2026-03-19T20:28:45.000Z",
+          },
+        ],
         stale_days: 249,
         circulating_supply_estimate: 6914224637.06,
         circulating_method:
@@ -304,6 +343,17 @@ export const EXAMPLES: Record<
             instrument: "USDT-margined perpetual futures (USDⓈ-M)",
             source_url:
               "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
+            segments: [
+              {
+                part: "shipped_history",
+                used_for: ["price"],
+                source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
+                url: "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
+                first_candle: "2026-02-17",
+                as_of: "2026-03-18",
+                fetched_at: "2026-03-19T20:28:45.000Z",
+              },
+            ],
             circulating_supply_estimate: 6925518271.56,
             circulating_method:
               "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.52…",
@@ -325,6 +375,8 @@ export const EXAMPLES: Record<
               attribution: "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01",
             },
             circulating_rebuilt: 5924761635.87,
+            circulating_anchor_age_days: 440,
+            circulating_anchor_accuracy: "beyond_held_out_horizon",
             reported_vs_rebuilt: null,
             unexplained_report_changes: [],
             schedule_share_of_max_supply: 0.6359,

@@ -3,7 +3,13 @@ import type { FastifyRequest } from "fastify";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
 import { TokensResponse } from "../schemas/freshness.js";
 import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
+import { latestMarketProvenance } from "../unlocks/market-context.js";
 import type { UnlockService } from "../unlocks/service.js";
+import { anchorOf, circulatingToday } from "../unlocks/supply.js";
+
+/** A reported figure as a plain decimal string (no exponent), as the live records carry it. */
+const decimalOf = (n: number): string =>
+  n.toLocaleString("en-US", { useGrouping: false, maximumFractionDigits: 8 });
 
 export interface TokensRouteOptions {
   /** The unlock service a request is answered from (the generation pinned to it). */
@@ -25,7 +31,7 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
         tags: ["unlocks"],
         summary: "Covered tokens, schedule completeness and per-source freshness (free)",
         description:
-          "Free. Every token the unlock routes know, with its schedule's completeness, the candle day its price comes from (stale_days: how old), the latest reported circulating supply fetched (evidence, with source and as-of), and each data source's last refresh.",
+          "Free. Every token the unlock routes know, with its schedule's completeness, the candle day its price comes from (stale_days: how old), today's circulating supply and the report it is anchored on (source, as-of, anchor age), the URL, as-of and fetch time of each stretch of candles its price comes from, and each data source's last refresh.",
         response: { 200: TokensResponse },
       },
     },
@@ -44,7 +50,13 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
           const pieces = t.schedules;
           const starts = pieces.map((p) => p.start).sort();
           const ends = pieces.map((p) => p.end ?? p.start).sort();
-          const r = reported.get(t.symbol);
+          const reports = store.reports.get(t.symbol.toLowerCase());
+          // The figure the paid summary states today, and the report it rests on: one story, free and paid.
+          const fig = circulatingToday(t, reports, today);
+          const anchor = fig.report;
+          const live = anchor && anchor.source !== "coinmarketcap" ? reported.get(t.symbol) : undefined;
+          const anchorAge = anchorOf(fig);
+          const provenance = latestMarketProvenance(store, t);
           return {
             symbol: t.symbol,
             name: t.name,
@@ -63,16 +75,25 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
               stale_days: today - parseDay(t.market.as_of),
               venue: t.market.venue ?? null,
               source: t.market.source,
+              source_url: provenance.source_url,
+              segments: provenance.segments,
             },
-            circulating_reported: r
+            circulating_reported: anchor
               ? {
-                  circulating_supply: r.circulating_supply,
-                  source: r.source,
-                  coin_id: r.coin_id,
-                  as_of: r.as_of,
+                  circulating_supply: live?.circulating_supply ?? decimalOf(anchor.value),
+                  source: anchor.source,
+                  coin_id: live?.coin_id ?? null,
+                  as_of: live?.as_of ?? anchor.date,
                 }
               : null,
-            supply: { as_of: t.supply.as_of, source: t.supply.source },
+            supply: {
+              as_of: fig.observedAt,
+              source: fig.source,
+              circulating: fig.value === null ? null : Math.round(fig.value * 100) / 100,
+              circulating_rule: fig.rule,
+              method: fig.method,
+              ...anchorAge,
+            },
             derivatives: derivatives.get(t.symbol) ?? null,
           };
         }),

@@ -29,10 +29,26 @@ export const SourceFreshness = Type.Object(
   closed,
 );
 
-const AsOf = Type.Object(
+/** One stretch of candles a market figure was read from: shipped history or the live refresh's extension. */
+export const MarketSegment = Type.Object(
   {
-    as_of: NullableStr("UTC date (or ISO time) of the figure"),
-    source: NullableStr("Where it comes from"),
+    part: Type.Union([Type.Literal("shipped_history"), Type.Literal("live_extension")], {
+      description:
+        "shipped_history: the candle file shipped with the service; live_extension: candles the refresh appended from the venue",
+    }),
+    used_for: Type.Array(Type.Union([Type.Literal("price"), Type.Literal("adv_30d")]), {
+      description: "Which figures read candles from this stretch",
+    }),
+    source: Type.String({ description: "Venue, instrument and kind of data" }),
+    url: Type.String({
+      description: "Where the candles come from: the shipped file's commit, or the venue's endpoint",
+    }),
+    first_candle: Type.String({ description: "UTC day of the first candle of this stretch the figures use" }),
+    as_of: Type.String({ description: "UTC day of the last candle of this stretch the figures use" }),
+    fetched_at: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "ISO time the candles were fetched from the venue (a shipped file: its commit); null when not recorded",
+    }),
   },
   closed,
 );
@@ -78,6 +94,13 @@ export const TokenCoverage = Type.Object(
         stale_days: Type.Integer({ description: "Days from price_as_of to today (UTC)" }),
         venue: NullableStr("Exchange of the series"),
         source: Type.String(),
+        source_url: NullableStr(
+          "Where the price's candle comes from (its segment's url), as paid answers say",
+        ),
+        segments: Type.Array(MarketSegment, {
+          description:
+            "Each stretch of candles the latest price and ADV were read from (shipped history, live extension), as paid answers carry it",
+        }),
       },
       closed,
     ),
@@ -86,9 +109,11 @@ export const TokenCoverage = Type.Object(
         Type.Object(
           {
             circulating_supply: Type.String({ description: "Decimal string, as reported" }),
-            source: Type.String(),
-            coin_id: Type.String(),
-            as_of: Type.String(),
+            source: Type.String({
+              description: "coinmarketcap (shipped monthly snapshot) or coingecko (live)",
+            }),
+            coin_id: NullableStr("The live source's coin id; null for a shipped report"),
+            as_of: Type.String({ description: "When it was reported (a shipped report: its day)" }),
           },
           closed,
         ),
@@ -96,10 +121,27 @@ export const TokenCoverage = Type.Object(
       ],
       {
         description:
-          "Latest reported circulating supply fetched (evidence only; not a score input); null when none",
+          "The latest reported circulating supply the service holds (shipped or live): the report today's circulating figure is anchored on; null when none",
       },
     ),
-    supply: AsOf,
+    supply: Type.Object(
+      {
+        as_of: NullableStr("UTC day the circulating figure is for (today)"),
+        source: NullableStr("Who reported the anchoring figure (or the schedule's source, or none)"),
+        circulating: Type.Union([Type.Number(), Type.Null()], {
+          description: "Circulating supply today, as the paid risk summary states it; null when unknown",
+        }),
+        circulating_rule: Type.String({ description: "reported+schedule, schedule or unknown" }),
+        method: Type.String({ description: "How the figure was obtained" }),
+        circulating_anchor_age_days: Type.Union([Type.Integer(), Type.Null()], {
+          description: "Days from the end of the anchoring report's day to today; null without a report",
+        }),
+        circulating_anchor_accuracy: NullableStr(
+          "held_out_<n>m or beyond_held_out_horizon: what accuracy to expect at that anchor age (docs/risk-model.md); null without a report",
+        ),
+      },
+      closed,
+    ),
     derivatives: Type.Union([DerivativesEvidence, Type.Null()], {
       description:
         "What hedgers see before an unlock: funding and open interest on the token's perpetual, with as-of (evidence only; not a score input); null when not fetched",

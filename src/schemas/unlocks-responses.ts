@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { DerivativesEvidence } from "./freshness.js";
+import { DerivativesEvidence, MarketSegment } from "./freshness.js";
 
 /**
  * Every 200 object is closed: it declares every field the service sends (the serializer drops anything undeclared
@@ -58,7 +58,15 @@ const MarketFigures = Type.Object(
     instrument: Type.Union([Type.String(), Type.Null()], {
       description: "Instrument, e.g. USDT-margined perpetual",
     }),
-    source_url: Type.Union([Type.String(), Type.Null()], { description: "Where the series comes from" }),
+    source_url: Type.Union([Type.String(), Type.Null()], {
+      description: "Where the price's candle comes from (its segment's url)",
+    }),
+    segments: Type.Optional(
+      Type.Array(MarketSegment, {
+        description:
+          "Each stretch of candles the price and the ADV were read from (shipped history, live extension), with source, url, as-of and fetched-at",
+      }),
+    ),
     stale_days: Int("Days from price_as_of to today (UTC)"),
     circulating_supply_estimate: NullableNum(
       "Estimated circulating supply before the unlock; null when unknown",
@@ -125,6 +133,14 @@ export const SupplyCoverage = Type.Object(
     circulating_rebuilt: NullableNum(
       "What the complete schedule alone has unlocked by then (the rebuilt figure, kept beside the anchored one); null without one",
     ),
+    circulating_anchor_age_days: Type.Union([Type.Integer(), Type.Null()], {
+      description:
+        "Days from the end of the anchoring report's day to the figure's day; null when no report anchors it",
+    }),
+    circulating_anchor_accuracy: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "What accuracy to expect at that anchor age, from the held-out test (docs/risk-model.md): held_out_<n>m (the anchor is about n months old, within what the test measured) or beyond_held_out_horizon (older than anything it measured); null when no report anchors it",
+    }),
     reported_vs_rebuilt: Type.Union(
       [
         Type.Object(

@@ -17,7 +17,7 @@ import {
   FRESH_LIQUIDITY_CONFIDENCE,
   liquidityConfidence,
   marketAgeDays,
-  STALE_AFTER_DAYS,
+  scoreKindWithAge,
 } from "./supply.js";
 
 /**
@@ -256,6 +256,7 @@ export function preparedAt(store: UnlockStore, index: EventIndex, row: number): 
       venue: c.venue,
       instrument: c.instrument,
       source_url: c.priceSourceUrl,
+      segments: [...c.segments],
       circulating_supply_estimate: c.circulatingBefore === null ? null : round(c.circulatingBefore, 2),
       circulating_method: c.circulatingMethod,
     },
@@ -319,16 +320,13 @@ export function lowerBound(index: EventIndex, rows: ArrayLike<number>, day: numb
 export function itemFor(p: Prepared, t: number): RiskItem {
   const age = marketAgeDays(p.priceDay, p.scored.event.day, t);
   const liquidity = liquidityConfidence(age);
-  const stale = age > STALE_AFTER_DAYS;
   return {
     ...p.base,
     days_until: p.scored.event.day - t,
     // The score's confidence: the schedule's, times how much the market inputs have decayed (1 when fresh).
     confidence: round(p.base.confidence * (liquidity / FRESH_LIQUIDITY_CONFIDENCE), 4),
     schedule_confidence: p.base.confidence,
-    score_kind: stale
-      ? `${p.base.score_kind}; STALE market inputs: price and volume are ${age} days older than the event or today (liquidity confidence ${round(liquidity, 4)})`
-      : p.base.score_kind,
+    score_kind: scoreKindWithAge(p.base.score_kind, age),
     market: {
       ...p.base.market,
       stale_days: t - p.priceDay,

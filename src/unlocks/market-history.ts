@@ -20,7 +20,13 @@ export interface MarketFile {
   readonly quote_currency: string;
   readonly first_date: string;
   readonly last_date: string;
-  readonly source: { readonly repo: string; readonly path: string; readonly commit: string };
+  readonly source: {
+    readonly repo: string;
+    readonly path: string;
+    readonly commit: string;
+    /** When the file was committed: its collector fetched the candles then (closed candles only). */
+    readonly commit_date?: string;
+  };
 }
 
 export interface MarketIndex {
@@ -57,6 +63,12 @@ export function readCandles(dir: string, file: string): Candle[] {
 
 const sourceUrl = (f: MarketFile): string =>
   `https://github.com/${f.source.repo}/blob/${f.source.commit}/${f.source.path}`;
+
+/** When the file's candles were fetched from the venue, as an ISO UTC time (its commit); absent when not recorded. */
+const fetchedAt = (f: MarketFile): { fetched_at?: string } => {
+  const t = f.source.commit_date ? Date.parse(f.source.commit_date) : Number.NaN;
+  return Number.isNaN(t) ? {} : { fetched_at: new Date(t).toISOString() };
+};
 
 /** Binance spot first, then Bybit: spot is the closer match to the primary perp's price (data/market-history README). */
 const ALT_ORDER = ["Binance|spot", "Bybit|USDT perpetual (linear)"];
@@ -110,6 +122,7 @@ export function buildTokenSeries(
       quote: before.file.quote_currency,
       volume: false,
       source_url: sourceUrl(before.file),
+      ...fetchedAt(before.file),
     });
   segments.push({
     from: formatDay(mainStart + 1),
@@ -119,6 +132,7 @@ export function buildTokenSeries(
     quote: primary.quote_currency,
     volume: true,
     source_url: sourceUrl(primary),
+    ...fetchedAt(primary),
   });
   const beforeCount = before?.rows.length ?? 0;
   return {

@@ -1,6 +1,7 @@
 import type { Reaction, ReactionSummary } from "./backtest.js";
 import type { UnlockStore } from "./data/snapshot.js";
 import type { RecipientCategory } from "./data/types.js";
+import type { SegmentProvenance } from "./market-context.js";
 import type { RiskLevel } from "./risk-model.js";
 import type { EvidenceRecord, ScoredEvent } from "./scoring.js";
 import type { Coverage } from "./supply.js";
@@ -27,6 +28,8 @@ export interface MarketFigures {
   venue: string | null;
   instrument: string | null;
   source_url: string | null;
+  /** Each stretch of candles the price and the ADV were read from, with source, url, as-of and fetched-at. */
+  segments?: SegmentProvenance[];
   /** Days from price_as_of to today (UTC). */
   stale_days: number;
   circulating_supply_estimate: number | null;

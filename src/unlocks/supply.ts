@@ -1,5 +1,5 @@
 import { type CirculatingReport, latestReportBefore } from "./circulating-reported.js";
-import { formatDay } from "./data/dates.js";
+import { formatDay, parseDay } from "./data/dates.js";
 import type { SupplyPiece, SupplySchedule, TokenRecord } from "./data/types.js";
 import { releasedBefore } from "./events.js";
 
@@ -101,6 +101,8 @@ export function circulatingAt(
   reports: readonly CirculatingReport[] | undefined,
   day: number,
   lagDays = 0,
+  /** Today's figure only: a live report dated `day` itself is fresher than any before it, and anchors it. */
+  sameDayLive = false,
 ): CirculatingFigure {
   const to = day - lagDays;
   const sched = token.supply_schedule;
@@ -110,7 +112,7 @@ export function circulatingAt(
     lagDays === 0
       ? ""
       : `. Counted to ${formatDay(to - 1)}: the adapter dates releases up to ±${lagDays} days from the curated schedule, so the ${lagDays} days before are left out`;
-  const report = latestReportBefore(reports, to);
+  const report = (sameDayLive ? liveReportOn(reports, to) : null) ?? latestReportBefore(reports, to);
   if (report !== null) {
     const pieces = sched?.pieces ?? token.schedules;
     const upTo = sched ? unlocked : unlockedBefore(pieces, to);
@@ -125,8 +127,10 @@ export function circulatingAt(
       observedAt: formatDay(day),
       source: report.source,
       method:
-        `${report.attribution}: ${big(report.value)}, plus ${big(since)} ${what} releases from ${formatDay(report.day + 1)} ` +
-        `to ${formatDay(to - 1)}${sched && !sched.complete ? " (sections the adapter could not evaluate are left out: a lower bound)" : ""}${lagNote}`,
+        report.day >= to
+          ? `${report.attribution}: ${big(report.value)}, reported today (nothing is added)`
+          : `${report.attribution}: ${big(report.value)}, plus ${big(since)} ${what} releases from ${formatDay(report.day + 1)} ` +
+            `to ${formatDay(to - 1)}${sched && !sched.complete ? " (sections the adapter could not evaluate are left out: a lower bound)" : ""}${lagNote}`,
       lowerBound: lower,
       report,
       rebuilt,
@@ -165,6 +169,83 @@ export function circulatingAt(
     report: null,
     rebuilt,
   };
+}
+
+/** A live (not CoinMarketCap's monthly) report dated `day`, or null. */
+function liveReportOn(
+  reports: readonly CirculatingReport[] | undefined,
+  day: number,
+): CirculatingReport | null {
+  return reports?.find((r) => r.day === day && r.source !== "coinmarketcap") ?? null;
+}
+
+/**
+ * Circulating supply today (00:00 UTC of `t`, releases counted to the end of yesterday): the anchored figure, where a
+ * live report fetched today anchors it in preference to any older report (the shipped monthly snapshots end months
+ * earlier). An event's own figure never takes a report of its own day (it could already count the release).
+ */
+export function circulatingToday(
+  token: TokenRecord,
+  reports: readonly CirculatingReport[] | undefined,
+  t: number,
+): CirculatingFigure {
+  return circulatingAt(token, reports, t, 0, true);
+}
+
+/**
+ * The held-out curve by anchor age (docs/risk-model.md, "Circulating supply, held out"): of the figures anchored on a
+ * report `months` old, how many landed within 10 % of the report they predicted. Produced by `npm run calibrate`
+ * (heldOutCurve in src/build/circulating-check.ts); test/unlocks/circulating-curve.test.ts recomputes it from the
+ * shipped data and fails when these differ. Only ages with at least 20 token-months are kept.
+ */
+export const HELD_OUT_CURVE: readonly { months: number; n: number; within: number }[] = [
+  { months: 1, n: 77, within: 73 },
+  { months: 2, n: 73, within: 67 },
+  { months: 3, n: 73, within: 65 },
+  { months: 4, n: 71, within: 59 },
+  { months: 5, n: 71, within: 55 },
+  { months: 6, n: 71, within: 53 },
+];
+
+/** The oldest anchor the held-out test measured, in months. */
+export const HELD_OUT_HORIZON_MONTHS = HELD_OUT_CURVE[HELD_OUT_CURVE.length - 1]?.months ?? 0;
+
+const DAYS_PER_MONTH = 30.44;
+
+/** An anchor's age bucket: `held_out_<n>m` (n = its age in whole months, at least 1), or beyond what was measured. */
+export type AnchorAccuracyCode = `held_out_${number}m` | "beyond_held_out_horizon";
+
+/** The held-out accuracy code of an anchor `ageDays` old: the curve's point at its age in months (1 at least). */
+export function anchorAccuracyCode(ageDays: number): AnchorAccuracyCode {
+  const months = Math.max(1, Math.round(ageDays / DAYS_PER_MONTH));
+  return months > HELD_OUT_HORIZON_MONTHS ? "beyond_held_out_horizon" : `held_out_${months}m`;
+}
+
+const pctOf = (p: { n: number; within: number }) => `${((p.within / p.n) * 100).toFixed(1)} %`;
+
+/**
+ * What accuracy to expect of a circulating figure whose anchor has the given code, from the held-out curve: one
+ * sentence per code, for a response's legend. Null for an unknown code.
+ */
+export function anchorAccuracyText(code: string): string | null {
+  const last = HELD_OUT_CURVE[HELD_OUT_CURVE.length - 1];
+  if (code === "beyond_held_out_horizon")
+    return last
+      ? `anchored on a report older than the ${HELD_OUT_HORIZON_MONTHS} months the held-out test measured: accuracy unknown; at ${last.months} months ${last.within} of ${last.n} figures (${pctOf(last)}) were within 10 % of the next report, and it fell with every month`
+      : null;
+  const m = /^held_out_(\d+)m$/.exec(code);
+  const p = m ? HELD_OUT_CURVE.find((c) => c.months === Number(m[1])) : undefined;
+  if (!p) return null;
+  return `anchored on a report about ${p.months} month${p.months === 1 ? "" : "s"} old: in the held-out test ${p.within} of ${p.n} such figures (${pctOf(p)}) were within 10 % of the next report`;
+}
+
+/** Every code and its sentence (the legend's entries). */
+export function anchorAccuracyLegend(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const p of HELD_OUT_CURVE)
+    out[`held_out_${p.months}m`] = anchorAccuracyText(`held_out_${p.months}m`) as string;
+  out.beyond_held_out_horizon = anchorAccuracyText("beyond_held_out_horizon") as string;
+  return out;
 }
 
 /** Reported and rebuilt circulating supply more than this far apart (either way) are called out on the token. */
@@ -307,6 +388,10 @@ export interface Coverage {
     attribution: string;
   } | null;
   circulating_rebuilt: number | null;
+  /** Days from the end of the anchoring report's day to the figure's day; null without a report. */
+  circulating_anchor_age_days: number | null;
+  /** The held-out accuracy to expect at that age (anchorAccuracyText says it); null without a report. */
+  circulating_anchor_accuracy: AnchorAccuracyCode | null;
   reported_vs_rebuilt: ReportedVsRebuilt | null;
   /** The latest changes between two reports the schedule does not explain (by more than 25 % of the earlier). */
   unexplained_report_changes: ReportRevision[];
@@ -339,11 +424,22 @@ function coverageNote(t: TokenRecord, share: number | null): string | null {
   );
 }
 
+/** How old a figure's anchoring report is, in days, and the held-out accuracy code at that age (nulls without one). */
+export function anchorOf(fig: CirculatingFigure): {
+  circulating_anchor_age_days: number | null;
+  circulating_anchor_accuracy: AnchorAccuracyCode | null;
+} {
+  if (fig.report === null) return { circulating_anchor_age_days: null, circulating_anchor_accuracy: null };
+  const age = Math.max(0, parseDay(fig.observedAt) - (fig.report.day + 1));
+  return { circulating_anchor_age_days: age, circulating_anchor_accuracy: anchorAccuracyCode(age) };
+}
+
 export function coverageOf(
   t: TokenRecord,
   fig: CirculatingFigure,
   reports: readonly CirculatingReport[] | undefined,
 ): Coverage {
+  const { circulating_anchor_age_days: anchorAge } = anchorOf(fig);
   return {
     circulating_is_lower_bound: fig.lowerBound,
     supply_model: t.supply_model ?? "vesting",
@@ -361,6 +457,8 @@ export function coverageOf(
             attribution: fig.report.attribution,
           },
     circulating_rebuilt: fig.rebuilt === null ? null : Math.round(fig.rebuilt * 100) / 100,
+    circulating_anchor_age_days: anchorAge,
+    circulating_anchor_accuracy: anchorAge === null ? null : anchorAccuracyCode(anchorAge),
     reported_vs_rebuilt: reportedVsRebuilt(t, reports),
     unexplained_report_changes: reportRevisions(t, reports),
     schedule_share_of_max_supply: (() => {
@@ -390,4 +488,14 @@ export function marketAgeDays(priceCandleDay: number, eventDay: number, t: numbe
 /** Liquidity confidence as its evidence ages: 0.8 · 0.5^(age / 30). Documented in docs/risk-model.md. */
 export function liquidityConfidence(ageDays: number): number {
   return FRESH_LIQUIDITY_CONFIDENCE * 0.5 ** (Math.max(0, ageDays) / LIQUIDITY_HALF_LIFE_DAYS);
+}
+
+/**
+ * The score's kind with the STALE clause when the market inputs are older than a week: the same sentence on an item
+ * and on the answer that carries it.
+ */
+export function scoreKindWithAge(base: string, ageDays: number): string {
+  return ageDays > STALE_AFTER_DAYS
+    ? `${base}; STALE market inputs: price and volume are ${ageDays} days older than the event or today (liquidity confidence ${Math.round(liquidityConfidence(ageDays) * 1e4) / 1e4})`
+    : base;
 }

@@ -13,7 +13,8 @@ import {
 } from "./event-index.js";
 import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
 import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
-import { circulatingAt, coverageOf } from "./supply.js";
+import { latestMarketProvenance } from "./market-context.js";
+import { circulatingToday, coverageOf, marketAgeDays, scoreKindWithAge } from "./supply.js";
 
 /** A linear month event starts at most this many days before any day it streams on. */
 const MAX_MONTH_DAYS = 31;
@@ -133,7 +134,9 @@ export function summaryIn(
   const usdUnlocking = inWindow.reduce((s, w) => s + w.usd, 0);
   // Circulating supply today: every release up to yesterday's end, anchored on the latest report before today.
   const reports = store.reports.get(rec.symbol.toLowerCase());
-  const pit = circulatingAt(rec, reports, t);
+  const pit = circulatingToday(rec, reports, t);
+  const latest = latestMarketProvenance(store, rec);
+  const marketAge = marketAgeDays(parseDay(rec.market.as_of), t, t);
   const circ = pit.value ?? 0;
   const circMethod = pit.method;
   const byCat = new Map<RecipientCategory, CategoryTotal>();
@@ -193,7 +196,8 @@ export function summaryIn(
       depth_2pct_usd: rec.market.depth_2pct_usd,
       venue: rec.market.venue ?? null,
       instrument: rec.market.instrument ?? null,
-      source_url: rec.market.source_url,
+      source_url: latest.source_url,
+      segments: latest.segments,
       stale_days: t - parseDay(rec.market.as_of),
       circulating_supply_estimate: circ > 0 ? round(circ, 2) : null,
       circulating_method: circMethod,
@@ -203,7 +207,7 @@ export function summaryIn(
       .sort((a, b) => b.amount_usd - a.amount_usd),
     top_events: top,
     model_version: MODEL_VERSION,
-    score_kind: SCORE_KIND,
+    score_kind: scoreKindWithAge(SCORE_KIND, marketAge),
     as_of: store.snapshot.as_of,
     synthetic: rec.market.synthetic || inWindow.some((w) => index.synthetic[w.row] === 1),
   };

@@ -37,12 +37,14 @@ function metricNames(promql: string): Set<string> {
 const DATA_REFRESH = new Set([
   "pressure402_data_source_age_seconds",
   "pressure402_data_source_period_seconds",
+  "pressure402_data_source_granularity_seconds",
+  "pressure402_data_source_last_success_timestamp_seconds",
 ]);
 
 describe("deploy/prometheus/alerts.yml", () => {
   it("passes promtool check rules", () => {
     const out = execFileSync(promtool(), ["check", "rules", RULES], { encoding: "utf8" });
-    expect(out).toMatch(/SUCCESS: 8 rules found/);
+    expect(out).toMatch(/SUCCESS: 9 rules found/);
   });
 
   it("passes its promtool unit tests (each alert fires when it should, not before)", () => {
@@ -54,6 +56,30 @@ describe("deploy/prometheus/alerts.yml", () => {
     expect(run.stdout).toContain("SUCCESS");
   });
 
+  it("the README's data-source rules are the shipped ones, word for word", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const shipped = readFileSync(RULES, "utf8");
+    /** Each rule's alert name, expression and `for`, from `- alert:` to its `for:` line. */
+    const rulesIn = (text: string) =>
+      new Map(
+        [...text.matchAll(/- alert: (Pressure402DataSource\w+)\n([\s\S]*?)\n\s*for: (\S+)/g)].map((m) => [
+          m[1] as string,
+          `${(m[2] as string)
+            .split("\n")
+            .filter((l) => !l.trim().startsWith("#"))
+            .map((l) => l.trim())
+            .join(" ")} for ${m[3]}`,
+        ]),
+      );
+    const fromReadme = rulesIn(readme);
+    expect([...fromReadme.keys()].sort()).toEqual([
+      "Pressure402DataSourceNeverRefreshed",
+      "Pressure402DataSourceStale",
+    ]);
+    const fromShipped = rulesIn(shipped);
+    for (const [name, rule] of fromReadme) expect(rule, name).toBe(fromShipped.get(name));
+  });
+
   it("covers what operators are paged for", () => {
     const rules = readFileSync(RULES, "utf8");
     for (const alert of [
@@ -61,6 +87,7 @@ describe("deploy/prometheus/alerts.yml", () => {
       "Pressure402CircuitOpen",
       "Pressure402ReceiptsStuckSettling",
       "Pressure402DataSourceStale",
+      "Pressure402DataSourceNeverRefreshed",
       "Pressure402NoPaidCalls",
       "Pressure402ServerErrors",
     ])
@@ -119,7 +146,39 @@ describe("the rules and the dashboard query metrics the service exports", () => 
     );
     const text = await registry.metrics();
     for (const name of DATA_REFRESH) expect(text).toContain(`# TYPE ${name} gauge`);
-    expect(text).toMatch(/pressure402_data_source_age_seconds\{source="binance"\} 7200/);
+    // The candle of 2026-11-25 is current to 2026-11-26 00:00 UTC: 12 hours before the scrape.
+    expect(text).toMatch(/pressure402_data_source_age_seconds\{source="binance"\} 43200/);
+    expect(text).toMatch(/pressure402_data_source_granularity_seconds\{source="binance"\} 86400/);
+  });
+
+  it("the age exists from the start, from the served data's as-of, before any refresh succeeds", async () => {
+    const registry = new client.Registry();
+    const never = (source: "binance" | "coingecko") => ({
+      source,
+      last_attempt: "2026-11-26T11:00:00.000Z",
+      last_success: null,
+      data_as_of: null,
+      last_error: "1 of 1 failed, previous data kept: ARB (unreachable)",
+      updated: 0,
+      failed: 1,
+      retry_not_before: null,
+    });
+    registerFreshnessMetrics(
+      registry,
+      {
+        intervalSeconds: 3600,
+        sources: () => [never("binance"), never("coingecko")],
+        circulating: () => new Map(),
+      },
+      () => new Date("2026-11-26T12:00:00.000Z"),
+      () => ({ binance: "2026-03-18" }),
+    );
+    const text = await registry.metrics();
+    // 2026-03-19 00:00 UTC to 2026-11-26 12:00 UTC: 252.5 days.
+    expect(text).toMatch(/pressure402_data_source_age_seconds\{source="binance"\} 21816000\n/);
+    // No data at all from coingecko: no age (the never-refreshed rule covers it), and no success timestamp.
+    expect(text).not.toMatch(/pressure402_data_source_age_seconds\{source="coingecko"\}/);
+    expect(text).not.toMatch(/pressure402_data_source_last_success_timestamp_seconds\{/);
   });
 
   it("alerts.yml", () => {

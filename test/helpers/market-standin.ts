@@ -101,6 +101,9 @@ export async function binanceStandIn(
       .writeHead(200, { "content-type": "application/json" })
       .end(poison === "truncated" ? body.slice(0, Math.floor(body.length / 2)) : body);
   });
+  // An idle socket the server closes just as the client reuses it fails with ECONNRESET: with Node's 5 s default the
+  // refresh tests would depend on how long the steps between two ticks take on a loaded machine.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return Object.assign(state, {

@@ -5,7 +5,9 @@ import type { Candle } from "../../unlocks/market-history.js";
 /**
  * Extends (or overwrites the overlapping tail of) a 00:00 UTC price series with freshly fetched daily
  * candles of the same venue: candle D becomes index D+1, as in the shipped files. A gap between the
- * old series and the new candles is filled with nulls, never with invented prices.
+ * old series and the new candles is filled with nulls, never with invented prices. New candles join the last segment
+ * only when they come from the same endpoint: a shipped file and the live API are two segments, each with its own
+ * URL and fetch time.
  */
 export function mergeCandles(
   old: PriceSeries | null,
@@ -43,8 +45,12 @@ export function mergeCandles(
     last &&
     last.venue === seg.venue &&
     last.instrument === seg.instrument &&
+    last.source_url === seg.source_url &&
     parseDay(last.to) === firstNew - 1
-      ? [...kept.slice(0, -1), { ...last, to: formatDay(lastNew) }]
+      ? [
+          ...kept.slice(0, -1),
+          { ...last, to: formatDay(lastNew), ...(seg.fetched_at ? { fetched_at: seg.fetched_at } : {}) },
+        ]
       : [...kept, { ...seg, from: formatDay(firstNew), to: formatDay(lastNew), volume: true }];
   // Series recorded alongside the closes keep their days; the new days are unknown (null), never carried forward.
   const aligned = (values: readonly (number | null)[] | undefined): (number | null)[] | undefined => {

@@ -41,19 +41,22 @@ export function venueOf(series: PriceSeries | null): Venue | null {
   return null;
 }
 
-const segmentFor = (venue: Venue, base: string, symbol: string) =>
+/** The live segment a refresh appends: the endpoint actually read, and when it was read. */
+const segmentFor = (venue: Venue, base: string, symbol: string, now: Date) =>
   venue === "binance"
     ? {
         venue: BINANCE_VENUE,
         instrument: BINANCE_INSTRUMENT,
         quote: "USDT",
         source_url: `${base.replace(/\/+$/, "")}/fapi/v1/klines?symbol=${pairOf(symbol)}&interval=1d`,
+        fetched_at: now.toISOString(),
       }
     : {
         venue: BYBIT_VENUE,
         instrument: BYBIT_INSTRUMENT,
         quote: "USDT",
         source_url: `${base.replace(/\/+$/, "")}/v5/market/kline?category=linear&symbol=${pairOf(symbol)}&interval=D`,
+        fetched_at: now.toISOString(),
       };
 
 /** The close of the candle of `day` in a 00:00 UTC series (index day+1), or null. */
@@ -105,7 +108,7 @@ async function extend(
   const newest = (candles[candles.length - 1] as Candle).day;
   if (newest <= last) return null;
   const base = venue === "binance" ? src.binanceBase : src.bybitBase;
-  return { series: mergeCandles(series, candles, segmentFor(venue, base, symbol)), lastDay: newest };
+  return { series: mergeCandles(series, candles, segmentFor(venue, base, symbol, now)), lastDay: newest };
 }
 
 /**

@@ -120,6 +120,8 @@ export const SeriesSegment = Type.Object({
   /** false where volume is left null because it comes from another venue than the rest. */
   volume: Type.Boolean(),
   source_url: Type.String(),
+  /** When these candles were fetched from the venue (ISO time): the shipped file's commit, or the live refresh. */
+  fetched_at: Type.Optional(Type.String()),
 });
 export type SeriesSegment = Static<typeof SeriesSegment>;
 
