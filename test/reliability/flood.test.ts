@@ -3,6 +3,7 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config.js";
 import { type CapacityFacilitator, startCapacityFacilitator } from "../helpers/capacity-facilitator.js";
 import { type HttpApp, startHttpApp, UPCOMING_PATH } from "../helpers/fault-facilitator.js";
 import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
@@ -14,7 +15,14 @@ import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
  * until the test releases them: the outcome is decided by counters and barriers, not by how fast anything runs.
  * Load shedding (MAX_EVENT_LOOP_DELAY_MS) is off here: it measures time, and the counters must decide before it does.
  */
-const DEFAULTS = { TRUST_PROXY: "true", RATE_LIMIT_MAX: "300", RATE_LIMIT_WINDOW_MS: "60000" };
+/** The shipped defaults of the limits under test (the test helpers lift the rate and in-flight limits otherwise). */
+const shipped = parseConfig({ NODE_ENV: "test" });
+const DEFAULTS = {
+  TRUST_PROXY: "true",
+  RATE_LIMIT_MAX: String(shipped.rateLimit.max),
+  RATE_LIMIT_WINDOW_MS: String(shipped.rateLimit.windowMs),
+  CLIENT_MAX_IN_FLIGHT: String(shipped.clientMaxInFlight),
+};
 const FLOODER = "198.51.100.66";
 const CAPACITY = 16;
 const TOOL = { name: "unlocks_upcoming", arguments: { days: 30 } };
