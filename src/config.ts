@@ -46,7 +46,7 @@ export const EnvSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 1000, maximum: 600_000 }),
   RATE_LIMIT_MAX: Type.Integer({ default: 300, minimum: 1 }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ default: 60_000, minimum: 1000 }),
-  CLIENT_MAX_IN_FLIGHT: Type.Integer({ default: 8, minimum: 1, maximum: 10_000 }),
+  CLIENT_MAX_IN_FLIGHT: Type.Integer({ default: 8, minimum: 1 }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ default: 1000, minimum: 0 }),
   HEALTH_REFRESH_MS: Type.Integer({ default: 5000, minimum: 100, maximum: 600_000 }),
   METRICS_HOST: Type.String({ default: "127.0.0.1", minLength: 1 }),
