@@ -353,21 +353,29 @@ export function createFacilitatorGateway(
     // limited under a key of its own, so proofs that merely name a victim cannot take the victim's slots or put the
     // victim in back-off; and a proven payer's parallel calls are not capped (back-off after faults still applies).
     const key = proven ? payer : `unproven:${payer}`;
-    const slot = payers.admit(key, now(), !proven);
-    if (!slot.allowed) throw new PayerLimited(slot);
-    let outcome: "answer" | "fault" | "neutral" = "neutral";
+    // A proof not signed by an EOA first waits for (or is refused) a slot of the non-EOA lane, so such proofs can never
+    // hold more of the facilitator than the lane; an EOA's proof goes straight through. The payer's own slot is taken
+    // only once the lane lets it through: a proof waiting in line holds nobody's slot. A payer in back-off does not
+    // wait in line for nothing.
+    const backedOff = payers.peek(key);
+    if (backedOff && backedOff.until > now())
+      throw new PayerLimited({ retryAfterMs: backedOff.until - now(), why: "backoff" });
     let leave: (() => void) | undefined;
-    try {
-      // A proof not signed by an EOA waits for (or is refused) a slot of the non-EOA lane, so such proofs can never
-      // hold more of the facilitator than the lane; an EOA's proof goes straight through.
-      if (!eoa) {
-        try {
-          leave = await lane.enter(payer, client);
-        } catch (error) {
-          if (error instanceof LaneFull) throw new PayerLimited({ retryAfterMs: 1000, why: "lane" });
-          throw error;
-        }
+    if (!eoa) {
+      try {
+        leave = await lane.enter(payer, client);
+      } catch (error) {
+        if (error instanceof LaneFull) throw new PayerLimited({ retryAfterMs: 1000, why: "lane" });
+        throw error;
       }
+    }
+    const slot = payers.admit(key, now(), !proven);
+    if (!slot.allowed) {
+      leave?.();
+      throw new PayerLimited(slot);
+    }
+    let outcome: "answer" | "fault" | "neutral" = "neutral";
+    try {
       // Only an EOA's own signature makes a witness against the facilitator: a contract wallet vouched for by the chain
       // may still be slow on purpose under the facilitator's own (larger) gas, so its faults stay its own.
       const verdict = await guarded("verify", call, eoa ? { witness: payer } : "payer_only");
