@@ -39,10 +39,14 @@ export const EnvSchema = Type.Object({
   CIRCUIT_COOLDOWN_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   SMART_WALLET_CHECK_TIMEOUT_MS: Type.Integer({ default: 750, minimum: 50, maximum: 10_000 }),
   SMART_WALLET_GAS_CAP: Type.Integer({ default: 1_000_000, minimum: 50_000, maximum: 30_000_000 }),
+  SMART_WALLET_VERIFY_MAX_IN_FLIGHT: Type.Integer({ default: 8, minimum: 1, maximum: 1000 }),
+  SMART_WALLET_VERIFY_PER_CONTRACT: Type.Integer({ default: 2, minimum: 1, maximum: 1000 }),
+  SMART_WALLET_VERIFY_PER_SENDER: Type.Integer({ default: 2, minimum: 1, maximum: 1000 }),
   BODY_LIMIT_BYTES: Type.Integer({ default: 16_384, minimum: 1024, maximum: 1_048_576 }),
   REQUEST_TIMEOUT_MS: Type.Integer({ default: 30_000, minimum: 1000, maximum: 600_000 }),
   RATE_LIMIT_MAX: Type.Integer({ default: 300, minimum: 1 }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ default: 60_000, minimum: 1000 }),
+  CLIENT_MAX_IN_FLIGHT: Type.Integer({ default: 8, minimum: 1 }),
   MAX_EVENT_LOOP_DELAY_MS: Type.Integer({ default: 1000, minimum: 0 }),
   HEALTH_REFRESH_MS: Type.Integer({ default: 5000, minimum: 100, maximum: 600_000 }),
   METRICS_HOST: Type.String({ default: "127.0.0.1", minLength: 1 }),
@@ -137,9 +141,13 @@ export interface Config {
   circuit: { failureThreshold: number; cooldownMs: number };
   /** The chain check of smart-wallet signatures before the facilitator (needs CHAIN_RPC_URL or the devnet). */
   smartWalletCheck: { timeoutMs: number; gasCap: bigint };
+  /** Facilitator verifies of proofs not signed by an EOA: in flight at most, per contract, per sender. */
+  smartWalletLane: { maxInFlight: number; perContract: number; perSender: number };
   bodyLimit: number;
   requestTimeoutMs: number;
   rateLimit: { max: number; windowMs: number };
+  /** Requests of one client address being answered at once; past it, 429. */
+  clientMaxInFlight: number;
   maxEventLoopDelayMs: number;
   /** Period of the background health refresh behind /ready (facilitator /supported + a ledger write). */
   healthRefreshMs: number;
@@ -396,9 +404,15 @@ export function parseConfig(source: Record<string, string | undefined> = process
       timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS,
       gasCap: BigInt(env.SMART_WALLET_GAS_CAP),
     },
+    smartWalletLane: {
+      maxInFlight: env.SMART_WALLET_VERIFY_MAX_IN_FLIGHT,
+      perContract: env.SMART_WALLET_VERIFY_PER_CONTRACT,
+      perSender: env.SMART_WALLET_VERIFY_PER_SENDER,
+    },
     bodyLimit: env.BODY_LIMIT_BYTES,
     requestTimeoutMs: env.REQUEST_TIMEOUT_MS,
     rateLimit: { max: env.RATE_LIMIT_MAX, windowMs: env.RATE_LIMIT_WINDOW_MS },
+    clientMaxInFlight: env.CLIENT_MAX_IN_FLIGHT,
     maxEventLoopDelayMs: env.MAX_EVENT_LOOP_DELAY_MS,
     healthRefreshMs: env.HEALTH_REFRESH_MS,
     metricsHost: env.METRICS_HOST,

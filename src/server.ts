@@ -171,7 +171,11 @@ async function serve(config: Config, stores: Stores, devnet: DevnetLaunch | unde
     benchmark: liveBenchmark.service,
     ledger,
     ledgerShared,
-    gateway: createFacilitatorGateway(client, { ...config.circuit, ...smartWalletOption(config, devnet) }),
+    gateway: createFacilitatorGateway(client, {
+      ...config.circuit,
+      ...smartWalletOption(config, devnet),
+      smartWalletLane: config.smartWalletLane,
+    }),
     chain,
     paymentsMaintenanceMs: config.reconcileIntervalMs,
     payTo,

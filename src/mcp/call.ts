@@ -27,6 +27,7 @@ import {
   toolResult,
 } from "./results.js";
 import { type PaidTool, toolInput } from "./tools.js";
+import { unpaidChallenge } from "./unpaid.js";
 
 /** Each operation's checks and answer, by its key in the table of paid operations. */
 export type PaidHandlers = { readonly [K in OperationKey]: PaidHandler<never> };
@@ -132,7 +133,10 @@ export async function callPaidTool(
   const proof = meta?.[META_PAYMENT];
   const retryKey = meta?.[META_RETRY_KEY];
   const baseUrl = server.baseUrl(request);
-  const challenge = toolChallenge(tool, handler.price, server.core.terms, baseUrl, proof !== undefined);
+  const challenge =
+    proof === undefined
+      ? unpaidChallenge(tool, handler.price, server.core.terms, baseUrl)
+      : toolChallenge(tool, handler.price, server.core.terms, baseUrl, true);
   const decision = await decideCall(
     server.core,
     handler.price,

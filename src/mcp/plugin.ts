@@ -130,6 +130,20 @@ function nonObjectArguments(body: unknown) {
   };
 }
 
+/**
+ * A JSON-RPC batch (an array of messages): allowed by the 2025-03-26 revision only, removed since (2025-06-18: "MUST
+ * be a single JSON-RPC request, notification, or response"). Refused whole, nothing in it run: a batch of tool calls
+ * would be many calls for the price of one request against the client's rate limit and in-flight share.
+ */
+const BATCH_REFUSED = {
+  jsonrpc: "2.0",
+  id: null,
+  error: {
+    code: ErrorCode.InvalidRequest,
+    message: "Invalid Request: JSON-RPC batches are not supported; send one message per POST.",
+  },
+};
+
 /** `/mcp`: the MCP streamable HTTP transport in stateless mode with JSON responses (no SSE stream, no sessions). */
 const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
   const tools: ToolServer = {
@@ -140,6 +154,7 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
   };
   const idle: Pooled[] = [];
   app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
+    if (Array.isArray(request.body)) return reply.code(400).type("application/json").send(BATCH_REFUSED);
     const invalid = nonObjectArguments(request.body);
     if (invalid) return reply.code(200).type("application/json").send(invalid);
     const pooled = idle.pop() ?? pooledServer(tools, opts.version, opts.network ?? BASE_MAINNET);

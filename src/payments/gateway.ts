@@ -27,6 +27,7 @@ import { createPayerLimits, type PayerLimitOptions, type PayerLimits } from "./p
 import type { ExactPayload } from "./proof.js";
 import { type AuthorizationDomain, authorizationDomainOf, signedByPayer } from "./signature.js";
 import type { SmartWalletCheck } from "./smart-wallet.js";
+import { createVerifyLane, LaneFull, type VerifyLane, type VerifyLaneOptions } from "./verify-lanes.js";
 
 export interface FacilitatorTarget {
   url: string;
@@ -72,14 +73,16 @@ export const SETTLEMENT_PENDING = "settlement_pending";
  * ones timed out or failed (back-off). 429 + Retry-After, nothing charged; the facilitator's circuit is untouched.
  */
 export class PayerLimited extends FacilitatorFault {
-  constructor({ retryAfterMs, why }: { retryAfterMs: number; why: "busy" | "backoff" }) {
+  constructor({ retryAfterMs, why }: { retryAfterMs: number; why: "busy" | "backoff" | "lane" }) {
     super(
       429,
       "payer_limited",
       Math.max(1, Math.ceil(retryAfterMs / 1000)),
       why === "busy"
         ? "too many payment verifications of this payer are running"
-        : "this payer's recent payment verifications failed; backing off",
+        : why === "lane"
+          ? "too many verifications of smart-wallet payments are running"
+          : "this payer's recent payment verifications failed; backing off",
     );
   }
 }
@@ -141,6 +144,11 @@ export interface GatewayOptions extends CircuitOptions {
   smartWallet?: SmartWalletCheck;
   /** Per-contract limits of that check, stricter than the payer limits (defaults: DEFAULT_SMART_WALLET_LIMITS). */
   smartWalletLimits?: Partial<PayerLimitOptions>;
+  /**
+   * The facilitator capacity proofs not signed by an EOA may use (smart wallets and junk, bounded per contract and
+   * per sender); EOA-signed proofs are never held by it. Defaults: DEFAULT_VERIFY_LANE.
+   */
+  smartWalletLane?: Partial<VerifyLaneOptions>;
 }
 
 /**
@@ -178,6 +186,8 @@ export interface FacilitatorGateway {
   readonly payers?: PayerLimits;
   /** Per-contract slots and back-off of the smart-wallet chain check. */
   readonly contracts?: PayerLimits;
+  /** The facilitator verifies of non-EOA proofs: in flight now and at most. */
+  readonly smartWalletLane?: Pick<VerifyLane, "inFlight" | "peak">;
   /** The circuit's position now (metrics, readiness). */
   position(): CircuitLabel;
   /** The background health probe's outcome (GET /supported answered or not): the facilitator's own health. */
@@ -261,6 +271,7 @@ export function createFacilitatorGateway(
   const circuit = closedCircuit();
   const payers = createPayerLimits(opts.payerLimits);
   const contracts = createPayerLimits({ ...DEFAULT_SMART_WALLET_LIMITS, ...opts.smartWalletLimits });
+  const lane = createVerifyLane(opts.smartWalletLane);
   /** Per contract, the checks waiting for its running one, woken one at a time as each check ends. */
   const waiting = new Map<string, (() => void)[]>();
   async function contractSlot(payer: string): Promise<void> {
@@ -342,8 +353,27 @@ export function createFacilitatorGateway(
     // limited under a key of its own, so proofs that merely name a victim cannot take the victim's slots or put the
     // victim in back-off; and a proven payer's parallel calls are not capped (back-off after faults still applies).
     const key = proven ? payer : `unproven:${payer}`;
+    // A proof not signed by an EOA first waits for (or is refused) a slot of the non-EOA lane, so such proofs can never
+    // hold more of the facilitator than the lane; an EOA's proof goes straight through. The payer's own slot is taken
+    // only once the lane lets it through: a proof waiting in line holds nobody's slot. A payer in back-off does not
+    // wait in line for nothing.
+    const backedOff = payers.peek(key);
+    if (backedOff && backedOff.until > now())
+      throw new PayerLimited({ retryAfterMs: backedOff.until - now(), why: "backoff" });
+    let leave: (() => void) | undefined;
+    if (!eoa) {
+      try {
+        leave = await lane.enter(payer, client);
+      } catch (error) {
+        if (error instanceof LaneFull) throw new PayerLimited({ retryAfterMs: 1000, why: "lane" });
+        throw error;
+      }
+    }
     const slot = payers.admit(key, now(), !proven);
-    if (!slot.allowed) throw new PayerLimited(slot);
+    if (!slot.allowed) {
+      leave?.();
+      throw new PayerLimited(slot);
+    }
     let outcome: "answer" | "fault" | "neutral" = "neutral";
     try {
       // Only an EOA's own signature makes a witness against the facilitator: a contract wallet vouched for by the chain
@@ -357,6 +387,7 @@ export function createFacilitatorGateway(
       if (error instanceof FacilitatorFault && costly.has(error)) outcome = "fault";
       throw error;
     } finally {
+      leave?.();
       payers.settle(key, outcome, now());
     }
   }
@@ -432,6 +463,7 @@ export function createFacilitatorGateway(
     circuit,
     payers,
     contracts,
+    smartWalletLane: lane,
     position: () => circuitLabel(circuit, opts.cooldownMs, now()),
     probed: (reachable) => {
       if (!reachable) recordFailure(circuit, opts, now());

@@ -76,6 +76,7 @@ async function startChild(env: Record<string, string>) {
       PAY_TO: devnet.payTo,
       CHAIN_RPC_URL: devnet.rpcUrl,
       RATE_LIMIT_MAX: "100000",
+      CLIENT_MAX_IN_FLIGHT: "100000",
       MAX_EVENT_LOOP_DELAY_MS: "0", // no load shedding: this test is about crashes, not overload
       ...env,
     },

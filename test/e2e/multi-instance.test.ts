@@ -104,6 +104,7 @@ function instanceEnv(): Record<string, string> {
     CHAIN_RPC_URL: devnet.rpcUrl,
     PUBLIC_BASE_URL: PUBLIC,
     RATE_LIMIT_MAX: "100000",
+    CLIENT_MAX_IN_FLIGHT: "100000",
     MAX_EVENT_LOOP_DELAY_MS: "0", // load shedding off: this test is about the ledger, not about overload
     BENCHMARK_PROVISIONAL_CAP: "3",
     LOG_LEVEL: "info",

@@ -29,6 +29,7 @@ export const testConfig = (env: Record<string, string> = {}): Config =>
     NODE_ENV: "test",
     LOG_LEVEL: "silent",
     RATE_LIMIT_MAX: "100000",
+    CLIENT_MAX_IN_FLIGHT: "100000",
     MAX_EVENT_LOOP_DELAY_MS: "0",
     ...env,
   });

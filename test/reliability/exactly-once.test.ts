@@ -3,6 +3,7 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { generatePrivateKey } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import type { PaymentObserver, PaymentOutcome } from "../../src/payments/events.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
@@ -18,7 +19,7 @@ import {
 } from "../helpers/fault-facilitator.js";
 import { useFaultStack } from "../helpers/fault-stack.js";
 import { junkProofs } from "../helpers/junk.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
 
 // Paid exactly once, delivered at least once, against the real HTTP app, the real facilitator client and gateway, and a facilitator
 // that models a chain (one transfer per nonce). Every wait is a barrier or a count, never a sleep.
@@ -297,10 +298,14 @@ describe("5. the provisional cap is reserved atomically before verification", ()
       ...TERMS,
       maxTimeoutSeconds: stack.http.config.paymentTimeoutSeconds,
     });
-    const calls = Array.from({ length: 50 }, () =>
+    // Each buyer signs with its own key (an EOA): unsigned proofs would share the non-EOA lane's 2 verifies per sender.
+    const calls = Array.from({ length: 50 }, async () =>
       fetch(`${(stack.http as HttpApp).url}/v1/benchmark/endpoint`, {
         method: "POST",
-        headers: { "content-type": "application/json", "payment-signature": b64(v2Proof(accepted)) },
+        headers: {
+          "content-type": "application/json",
+          "payment-signature": b64(await signedV2Proof(accepted, undefined, generatePrivateKey())),
+        },
         body: JSON.stringify({ endpoint_url: "https://2s.io/api/crypto/token-price" }),
       }).then((r) => r.status),
     );
