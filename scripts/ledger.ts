@@ -123,7 +123,11 @@ try {
   fail(`cannot read the chain at ${rpc} (${(err as Error).message.split("\n")[0]})`, 1);
 }
 
-const { ledger } = await openConfiguredLedger({ ledgerPath, ledgerUrl });
+const { ledger } = await openConfiguredLedger({
+  ledgerPath,
+  ledgerUrl,
+  ledgerSecretKey: env.LEDGER_SECRET_KEY || undefined,
+});
 let exitCode = 0;
 try {
   const legacy = ledgerUrl ? [] : readLegacyReceipts(ledgerPath, ["settled", "pending"]);
