@@ -87,7 +87,7 @@ describe("postgres ledger", () => {
     try {
       expect(lines).toEqual([
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /),
-        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 /),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 /),
       ]);
       const receipts = await upgraded.receipts();
       expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
@@ -357,7 +357,7 @@ describe("postgres ledger", () => {
     expect(() => parseConfig({ LEDGER_SECRET_KEY: short })).not.toThrow(new RegExp(short));
   });
 
-  it("secrets stored in plaintext before migration 3 become keyed digests in place; every receipt is kept", async () => {
+  it("secrets stored in plaintext before migration 4 become keyed digests in place; every receipt is kept", async () => {
     const url = await server.freshSchema();
     const pool = new pg.Pool({ connectionString: url, max: 1 });
     const oldKey = "old-order-key-1";
@@ -404,7 +404,7 @@ describe("postgres ledger", () => {
     const b = await openPostgresLedger(url, { secretKey }); // a second instance, same key
     try {
       expect(lines).toEqual([
-        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 \(secrets/),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 \(secrets/),
       ]);
       const receipts = await a.receipts();
       expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
