@@ -8,6 +8,9 @@ import { SECRET_KEY_PATTERN } from "./ledger/secrets.js";
 /** The embedded SQLite ledger when LEDGER_PATH is unset (the operator commands read the same file). */
 export const DEFAULT_LEDGER_PATH = "var/ledger.sqlite";
 
+/** The network paid on when NETWORK is unset: the one place it is chosen by default (the operator commands too). */
+export const DEFAULT_NETWORK = BASE_MAINNET.caip2;
+
 /**
  * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
  * (a test keeps the three in step). Values arrive as strings; `parseConfig` coerces them and names the variable
@@ -26,7 +29,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
-  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: BASE_MAINNET.caip2 }),
+  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: DEFAULT_NETWORK }),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
   CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
