@@ -62,7 +62,11 @@ if (!ledgerUrl && !existsSync(ledgerPath))
 
 let receipts: Awaited<ReturnType<typeof readLedgerReceipts>>;
 try {
-  const { ledger } = await openConfiguredLedger({ ledgerPath, ledgerUrl });
+  const { ledger } = await openConfiguredLedger({
+    ledgerPath,
+    ledgerUrl,
+    ledgerSecretKey: env.LEDGER_SECRET_KEY || undefined,
+  });
   try {
     receipts = await readLedgerReceipts(ledger, BILLED_STATUSES);
     // A file upgraded from the pre-port schema keeps those receipts aside; they are revenue all the same.

@@ -3,9 +3,13 @@ import { resolve } from "node:path";
 import { type Static, Type } from "typebox";
 import { Value } from "typebox/value";
 import { BASE_MAINNET, BASE_SEPOLIA, PAYMENT_NETWORKS, type PaymentNetwork } from "./chain/networks.js";
+import { SECRET_KEY_PATTERN } from "./ledger/secrets.js";
 
 /** The embedded SQLite ledger when LEDGER_PATH is unset (the operator commands read the same file). */
 export const DEFAULT_LEDGER_PATH = "var/ledger.sqlite";
+
+/** The network paid on when NETWORK is unset: the one place it is chosen by default (the operator commands too). */
+export const DEFAULT_NETWORK = BASE_MAINNET.caip2;
 
 /**
  * Environment schema. Every variable here is listed in `.env.example` and in the README's configuration table
@@ -25,7 +29,7 @@ export const EnvSchema = Type.Object({
   CDP_API_KEY_SECRET: Type.Optional(Type.String({ minLength: 1 })),
   CDP_API_KEY_SECRET_FILE: Type.Optional(Type.String({ minLength: 1 })),
   CHAIN_RPC_URL: Type.Optional(Type.String({ pattern: "^https?://[^\\s]+$" })),
-  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: BASE_MAINNET.caip2 }),
+  NETWORK: Type.Enum(Object.keys(PAYMENT_NETWORKS), { default: DEFAULT_NETWORK }),
   PAY_TO: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" })),
   OWNERSHIP_PROOF: Type.Optional(Type.String({ pattern: "^0x[0-9a-fA-F]{130}(,0x[0-9a-fA-F]{130})*$" })),
   CONTACT_EMAIL: Type.Optional(Type.String({ pattern: "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$", maxLength: 254 })),
@@ -34,6 +38,7 @@ export const EnvSchema = Type.Object({
   LEDGER_PATH: Type.String({ default: DEFAULT_LEDGER_PATH, minLength: 1 }),
   RECONCILE_INTERVAL_MS: Type.Integer({ default: 30_000, minimum: 100, maximum: 3_600_000 }),
   LEDGER_URL: Type.Optional(Type.String({ pattern: "^postgres(ql)?://[^\\s]+$" })),
+  LEDGER_SECRET_KEY: Type.Optional(Type.String({ pattern: SECRET_KEY_PATTERN })),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
   CIRCUIT_FAILURE_THRESHOLD: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
   CIRCUIT_COOLDOWN_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
@@ -93,6 +98,8 @@ const FIX: Partial<Record<keyof Env, string>> = {
   NETWORK: `set ${BASE_MAINNET.caip2} (Base mainnet, real USDC) or ${BASE_SEPOLIA.caip2} (Base Sepolia, test USDC, for a rehearsal)`,
   LEDGER_URL:
     "set a postgres:// or postgresql:// URL (PostgreSQL is the only shared ledger), or unset it for the SQLite file at LEDGER_PATH",
+  LEDGER_SECRET_KEY:
+    "set 64 to 128 hex digits (openssl rand -hex 32), the same on every instance sharing the ledger, or unset it for the SQLite key file beside LEDGER_PATH",
   CONTACT_EMAIL: "set an email address such as api@example.com",
   CONTACT_URL: "set an http(s) URL such as https://example.com/support",
   DATA_DIR: "set a writable directory (a volume in a container); the refreshed data and its state live there",
@@ -135,6 +142,11 @@ export interface Config {
   ledgerPath: string;
   /** `postgres://…`: the ledger lives in PostgreSQL (several instances may share it); unset: SQLite at ledgerPath. */
   ledgerUrl: string | undefined;
+  /**
+   * Hex key the ledger's secrets are hashed under (LEDGER_SECRET_KEY); required with ledgerUrl. Unset with SQLite:
+   * the key file beside the ledger (`<LEDGER_PATH>.key`).
+   */
+  ledgerSecretKey: string | undefined;
   /** Period of the payments maintenance pass: heartbeat, dead-instance release, lost-settlement reconciler, purge. */
   reconcileIntervalMs: number;
   idempotencyTtlSeconds: number;
@@ -327,7 +339,9 @@ export function parseConfig(source: Record<string, string | undefined> = process
       [...new Set(names)].map((name) =>
         describeInvalid(
           name,
-          name === "METRICS_TOKEN" || name === "COINGECKO_API_KEY" ? "(hidden)" : hidePassword(source[name]),
+          name === "METRICS_TOKEN" || name === "COINGECKO_API_KEY" || name === "LEDGER_SECRET_KEY"
+            ? "(hidden)"
+            : hidePassword(source[name]),
         ),
       ),
     );
@@ -361,6 +375,11 @@ export function parseConfig(source: Record<string, string | undefined> = process
   if (facilitator.kind === "devnet" && network.caip2 !== BASE_MAINNET.caip2)
     throw new ConfigError(
       `NETWORK=${env.NETWORK}: the embedded devnet runs as Base mainnet (chain id 8453, USDC at its mainnet address); set FACILITATOR_URL to a facilitator that settles ${network.label} (https://x402.org/facilitator for the public testnet one), or unset NETWORK`,
+    );
+
+  if (env.LEDGER_URL && !env.LEDGER_SECRET_KEY)
+    throw new ConfigError(
+      "LEDGER_SECRET_KEY: required with LEDGER_URL; set 64 hex digits (openssl rand -hex 32), the same on every instance sharing the ledger, so that each can check the secrets the others stored (the ledger keeps only their keyed digests)",
     );
 
   if (env.NODE_ENV === "production") {
@@ -397,6 +416,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     paymentTimeoutSeconds: env.PAYMENT_TIMEOUT_SECONDS,
     ledgerPath: env.LEDGER_PATH,
     ledgerUrl: env.LEDGER_URL,
+    ledgerSecretKey: env.LEDGER_SECRET_KEY,
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },

@@ -2,7 +2,7 @@ import { verifyMessage } from "viem";
 import type { PaidRoute } from "../payments/plugin.js";
 import { formatUsdc } from "../chain/usdc.js";
 import { type DiscoverableRoute, DISCOVERABLE } from "./catalog.js";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 import { agentGuidance, paymentRail } from "./openapi.js";
 
 /**
@@ -19,7 +19,7 @@ export interface WellKnownX402 {
 export function wellKnownX402(
   origin: string,
   proofs: readonly string[],
-  network: PaymentNetwork = BASE_MAINNET,
+  network: PaymentNetwork,
 ): WellKnownX402 {
   return {
     version: 1,
@@ -89,11 +89,7 @@ function describeInput(d: DiscoverableRoute): string {
 }
 
 /** `/llms.txt` (llmstxt.org): what each route answers, what it costs, and the order to call them in. */
-export function llmsTxt(
-  origin: string,
-  prices: readonly PaidRoute[],
-  network: PaymentNetwork = BASE_MAINNET,
-): string {
+export function llmsTxt(origin: string, prices: readonly PaidRoute[], network: PaymentNetwork): string {
   const price = (route: string) => prices.find((p) => p.route === route);
   const rail = paymentRail(network);
   const lines = [

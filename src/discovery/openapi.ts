@@ -1,12 +1,12 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 import type { PaidRoute } from "../payments/plugin.js";
 import { PRICES, paymentInfo } from "../operations/prices.js";
 import { commonErrorResponses } from "../routes/responses.js";
 import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 
 /** What an agent should know before calling anything; also the head of /llms.txt. */
-export const agentGuidance = (network: PaymentNetwork = BASE_MAINNET) =>
+export const agentGuidance = (network: PaymentNetwork) =>
   "Pay-per-call API, no account or API key. Every paid route first answers 402 with x402 payment requirements in the " +
   `PAYMENT-REQUIRED header (base64 JSON): sign the USDC authorization it asks for (scheme exact, network ${network.caip2}) ` +
   "and repeat the identical request with the proof in PAYMENT-SIGNATURE (x402 v2; the four unlock routes also take " +
@@ -16,20 +16,19 @@ export const agentGuidance = (network: PaymentNetwork = BASE_MAINNET) =>
   "/v1/token/risk-summary to compare tokens, POST /v1/unlock/backtest to check an event against history. " +
   "POST /v1/benchmark/endpoint is independent: it prices another x402 endpoint against its market. Send an " +
   "Idempotency-Key to retry safely: the same key, proof and request replay the paid response without a second charge.";
-export const AGENT_GUIDANCE = agentGuidance();
 
 export interface OpenApiOptions {
   version: string;
   publicBaseUrl: string | undefined;
   /** `info.contact` (CONTACT_EMAIL, CONTACT_URL); left out when neither is configured. */
   contact?: { email?: string; url?: string };
-  /** The chain and USDC paid with; Base mainnet when unset. */
-  network?: PaymentNetwork;
+  /** The chain and USDC paid with (NETWORK). */
+  network: PaymentNetwork;
 }
 
 /** The document-level part of the OpenAPI description (@fastify/swagger's `openapi` option). */
 export function openapiDocument(opts: OpenApiOptions) {
-  const network = opts.network ?? BASE_MAINNET;
+  const network = opts.network;
   return {
     openapi: "3.1.0",
     info: {
@@ -102,7 +101,7 @@ function inBrowser(d: DiscoverableRoute): string {
  * Completes each route's OpenAPI operation as it is registered: operationId, security (the payment headers), request
  * and response examples on paid routes, and the statuses every route can answer. Must be added before the routes.
  */
-export function describeRoutes(app: FastifyInstance, network: PaymentNetwork = BASE_MAINNET): void {
+export function describeRoutes(app: FastifyInstance, network: PaymentNetwork): void {
   app.addHook("onRoute", (route: RouteOptions) => {
     const schema = route.schema as (Record<string, unknown> & { hide?: boolean }) | undefined;
     if (!schema || schema.hide) return;
@@ -135,6 +134,5 @@ export function describeRoutes(app: FastifyInstance, network: PaymentNetwork = B
 }
 
 /** The x402 network and asset, for documents that state them once. */
-export const paymentRail = (network: PaymentNetwork = BASE_MAINNET) =>
+export const paymentRail = (network: PaymentNetwork) =>
   ({ network: network.caip2, asset: network.usdc.address, scheme: "exact" }) as const;
-export const PAYMENT_RAIL = paymentRail();

@@ -1,5 +1,6 @@
 import { type Config, ConfigError } from "../config.js";
 import type { LedgerPort } from "./port.js";
+import { parseSecretKey } from "./secrets.js";
 import { openSqliteLedger } from "./sqlite.js";
 
 export interface OpenedLedger {
@@ -12,15 +13,28 @@ export interface OpenedLedger {
   shared: boolean;
 }
 
-/** The ledger the configuration asks for: PostgreSQL with LEDGER_URL, else the embedded SQLite file. */
+/**
+ * The ledger the configuration asks for: PostgreSQL with LEDGER_URL, else the embedded SQLite file. Its secrets are
+ * hashed under LEDGER_SECRET_KEY, which PostgreSQL requires (every instance sharing it must hash alike); SQLite
+ * without it uses the key file beside the ledger.
+ */
 export async function openConfiguredLedger(
-  config: Pick<Config, "ledgerPath" | "ledgerUrl">,
+  config: Pick<Config, "ledgerPath" | "ledgerUrl" | "ledgerSecretKey">,
 ): Promise<OpenedLedger> {
+  const secretKey = config.ledgerSecretKey ? parseSecretKey(config.ledgerSecretKey) : undefined;
   if (config.ledgerUrl) {
+    if (!secretKey)
+      throw new ConfigError(
+        "LEDGER_SECRET_KEY: required with LEDGER_URL; set 64 hex digits (openssl rand -hex 32), the same on every instance sharing the ledger",
+      );
     // Loaded only when configured: a SQLite deployment never loads the pg driver.
     const { openPostgresLedger } = await import("./postgres.js");
     try {
-      return { ledger: await openPostgresLedger(config.ledgerUrl), backend: "postgres", shared: true };
+      return {
+        ledger: await openPostgresLedger(config.ledgerUrl, { secretKey }),
+        backend: "postgres",
+        shared: true,
+      };
     } catch (err) {
       // One line naming the variable; the driver's message names host, user or database, never the password.
       const why = err instanceof Error ? err.message : String(err);
@@ -29,5 +43,5 @@ export async function openConfiguredLedger(
       );
     }
   }
-  return { ledger: openSqliteLedger(config.ledgerPath), backend: "sqlite", shared: false };
+  return { ledger: openSqliteLedger(config.ledgerPath, { secretKey }), backend: "sqlite", shared: false };
 }

@@ -8,6 +8,7 @@ import { caip2OfV1 } from "../chain/networks.js";
  * - a payment's identity is its authorization (network, asset, payer, nonce), unique in the ledger;
  * - an on-chain transaction is credited to one receipt only (unique transaction hash);
  * - Idempotency-Keys are scoped to the payer;
+ * - secrets (Idempotency-Keys, retry keys, payment-identifier ids) are stored only as keyed digests (secrets.ts);
  * - claims (in-flight locks) and idempotency records are tagged with the process incarnation that holds them, so a
  *   dead incarnation's can be released without touching a live one's.
  *
@@ -50,8 +51,12 @@ export interface Receipt {
   amount: string;
   payTo: string;
   ppRef: string | null;
+  /**
+   * The keyed digest of the secret bound to the paying request (its Idempotency-Key or the retry key issued with it):
+   * the ledger never holds the secret itself; `LedgerPort.boundSecret` tells whether a presented one matches.
+   */
   idempotencyKey: string | null;
-  /** The x402 `payment-identifier` id the paying request carried: like the key, a secret the chain never sees. */
+  /** The keyed digest of the x402 `payment-identifier` id the paying request carried (a secret the chain never sees). */
   paymentId: string | null;
   status: ReceiptStatus;
   transaction: string | null;
@@ -121,12 +126,6 @@ export type BindResult =
   | { ok: true }
   /** The payer's key or id already stands for another request or another authorization: nothing was written. */
   | { ok: false; reason: "different_request" | "different_payment"; secret: "key" | "payment_id" };
-
-/**
- * The idempotency row of a payment-identifier id. Its prefix ends in a space, which no Idempotency-Key (visible ASCII
- * only) contains, so an id and a key never share a row.
- */
-export const paymentIdRecordKey = (id: string) => `payment-identifier ${id}`;
 
 export type SettlementRecord = {
   status: "settled" | "pending";
@@ -208,6 +207,14 @@ export interface LedgerPort {
   receipts(): Promise<Receipt[]>;
   /** Read-only, for metrics: receipts in the states still in flight, and when the oldest settlement began. */
   inFlightStats?(): Promise<InFlightStats>;
+  /**
+   * Which of the presented secrets (Idempotency-Key or retry key, payment-identifier id) is the one bound to the
+   * receipt, if any. The ledger stores only keyed digests of secrets, so this is the only way to compare them.
+   */
+  boundSecret(
+    receipt: Pick<Receipt, "idempotencyKey" | "paymentId">,
+    presented: { key?: string | undefined; paymentId?: string | undefined },
+  ): "key" | "payment_id" | undefined;
 
   startIncarnation(id: string, now: Date): Promise<void>;
   heartbeat(id: string, now: Date): Promise<void>;

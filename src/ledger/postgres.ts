@@ -27,6 +27,14 @@ import {
   receiptFromRow,
   UNDELIVERED_SQL,
 } from "./rows.js";
+import {
+  boundSecret,
+  hashedBinding,
+  hashedClaim,
+  processSecretKey,
+  type SecretHasher,
+  secretHasher,
+} from "./secrets.js";
 
 /**
  * The ledger port on PostgreSQL, for several instances sharing one ledger. The guarantees are the SQLite adapter's,
@@ -65,6 +73,7 @@ const isUniqueViolation = (err: unknown): boolean =>
 export async function migratePostgres(
   pool: pg.Pool,
   migrations: readonly Migration[] = POSTGRES_MIGRATIONS,
+  hasher: SecretHasher = secretHasher(processSecretKey()),
 ): Promise<number[]> {
   const client = await pool.connect();
   const applied: number[] = [];
@@ -82,7 +91,8 @@ export async function migratePostgres(
         if (done.has(m.version)) continue;
         await client.query("BEGIN");
         try {
-          await client.query(m.sql);
+          if (m.sql) await client.query(m.sql);
+          await m.run?.(client, { hasher });
           await client.query("INSERT INTO ledger_migrations (version, name) VALUES ($1, $2)", [
             m.version,
             m.name,
@@ -108,6 +118,11 @@ export interface PostgresLedgerOptions {
   maxConnections?: number;
   /** Where upgrade steps are reported (default: stderr); an operator must see that the schema changed. */
   log?: (line: string) => void;
+  /**
+   * The key secrets are hashed under (LEDGER_SECRET_KEY): every instance sharing the database must be given the same
+   * one. Default: a key of this process only (tests), under which no other process can match a stored secret.
+   */
+  secretKey?: Buffer | undefined;
 }
 
 /** Connects, applies pending migrations and returns the port. `url` is a `postgres://` connection string. */
@@ -116,9 +131,10 @@ export async function openPostgresLedger(url: string, opts: PostgresLedgerOption
   // An idle connection dropped by the server must not crash the process; the next query reconnects.
   pool.on("error", () => undefined);
   const log = opts.log ?? ((line: string) => process.stderr.write(`pressure402: ${line}\n`));
+  const hasher = secretHasher(opts.secretKey ?? processSecretKey());
   try {
     const existed = await hasLedger(pool);
-    const applied = await migratePostgres(pool);
+    const applied = await migratePostgres(pool, POSTGRES_MIGRATIONS, hasher);
     if (existed)
       for (const version of applied) {
         const m = POSTGRES_MIGRATIONS.find((x) => x.version === version);
@@ -130,7 +146,7 @@ export async function openPostgresLedger(url: string, opts: PostgresLedgerOption
     await pool.end();
     throw err;
   }
-  return postgresLedger(pool, url);
+  return postgresLedger(pool, url, hasher);
 }
 
 /** Whether this database already held a ledger before this start (so a migration is an upgrade, not a creation). */
@@ -267,7 +283,7 @@ const writeKey = (c: pg.PoolClient, b: KeyRecord) =>
     [...keyRecordValues(b, (d) => d)],
   );
 
-function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
+function postgresLedger(pool: pg.Pool, url: string, hasher: SecretHasher): LedgerPort {
   const locks = incarnationLocks(url);
   const claim = (req: ClaimRequest): Promise<ClaimResult> =>
     inTransaction(pool, async (c) => {
@@ -450,8 +466,9 @@ function postgresLedger(pool: pg.Pool, url: string): LedgerPort {
     });
 
   return {
-    claimAuthorization: claim,
-    bindIdempotencyKey,
+    claimAuthorization: (req) => claim(hashedClaim(hasher, req)),
+    bindIdempotencyKey: (binding) => bindIdempotencyKey(hashedBinding(hasher, binding)),
+    boundSecret: (receipt, presented) => boundSecret(hasher, receipt, presented),
     releaseClaim: (id, incarnation) =>
       inTransaction(pool, async (c) => {
         const gone = await c.query(

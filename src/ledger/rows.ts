@@ -1,11 +1,10 @@
-import {
-  type ClaimResult,
-  type KeyBinding,
-  type PaymentIdentity,
-  paymentIdRecordKey,
-  type Receipt,
-  type ReceiptStatus,
-  type StoredResponse,
+import type {
+  ClaimResult,
+  KeyBinding,
+  PaymentIdentity,
+  Receipt,
+  ReceiptStatus,
+  StoredResponse,
 } from "./port.js";
 
 /**
@@ -94,13 +93,15 @@ export interface IdempotencyRecord {
  */
 export type KeyRecord = Omit<KeyBinding, "key" | "paymentId"> & { key: string };
 
-/** The idempotency rows a binding writes: one per secret it names. */
+/**
+ * The idempotency rows a binding writes: one per secret it names. The binding's secrets are already digests
+ * (secrets.ts `hashedBinding`), each of its own kind, so a key and an id never share a row.
+ */
 export const bindingRecords = (b: KeyBinding): { record: KeyRecord; secret: "key" | "payment_id" }[] => {
   const { key, paymentId, ...rest } = b;
   const out: { record: KeyRecord; secret: "key" | "payment_id" }[] = [];
   if (key !== undefined) out.push({ record: { ...rest, key }, secret: "key" });
-  if (paymentId !== undefined)
-    out.push({ record: { ...rest, key: paymentIdRecordKey(paymentId) }, secret: "payment_id" });
+  if (paymentId !== undefined) out.push({ record: { ...rest, key: paymentId }, secret: "payment_id" });
   return out;
 };
 

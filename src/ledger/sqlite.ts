@@ -26,6 +26,17 @@ import {
   receiptFromRow,
   UNDELIVERED_SQL,
 } from "./rows.js";
+import {
+  boundSecret,
+  hashedBinding,
+  hashedClaim,
+  keyFileOf,
+  loadOrCreateKeyFile,
+  migratedSecret,
+  processSecretKey,
+  type SecretHasher,
+  secretHasher,
+} from "./secrets.js";
 import { noCheckpointer, type WalCheckpointerOptions, walCheckpointer } from "./wal-checkpointer.js";
 import { noFlush, walFlusher } from "./wal-flush.js";
 
@@ -135,6 +146,64 @@ const ADDED_COLUMNS = [
   ["payment_id", "the payment-identifier id a replay must present"],
 ] as const;
 
+/** `PRAGMA user_version` once the secrets are stored as keyed digests (a ledger before that is 0). */
+const SECRETS_HASHED_VERSION = 1;
+
+/**
+ * Replaces the plaintext secrets an older ledger stored (receipts' Idempotency-Key and payment-identifier id, the
+ * idempotency rows' keys, the legacy table's keys) by their keyed digests, in one transaction with the version mark,
+ * so it runs exactly once. No receipt is added, removed or otherwise changed.
+ */
+function hashStoredSecrets(
+  db: Database.Database,
+  h: SecretHasher,
+  log: (line: string) => void,
+  existed: boolean,
+) {
+  if ((db.pragma("user_version", { simple: true }) as number) >= SECRETS_HASHED_VERSION) return;
+  const counts = { receipts: 0, idempotency: 0, legacy: 0 };
+  db.transaction(() => {
+    const rows = db
+      .prepare(
+        "SELECT id, idempotency_key, payment_id FROM receipts WHERE idempotency_key IS NOT NULL OR payment_id IS NOT NULL",
+      )
+      .all() as { id: string; idempotency_key: string | null; payment_id: string | null }[];
+    const setReceipt = db.prepare("UPDATE receipts SET idempotency_key = ?, payment_id = ? WHERE id = ?");
+    for (const r of rows) {
+      setReceipt.run(
+        r.idempotency_key === null ? null : migratedSecret.receiptKey(h, r.idempotency_key),
+        r.payment_id === null ? null : migratedSecret.receiptPaymentId(h, r.payment_id),
+        r.id,
+      );
+      counts.receipts += 1;
+    }
+    const keys = db.prepare("SELECT payer, key FROM idempotency").all() as { payer: string; key: string }[];
+    const setKey = db.prepare("UPDATE idempotency SET key = ? WHERE payer = ? AND key = ?");
+    for (const k of keys) {
+      setKey.run(migratedSecret.idempotencyRow(h, k.key), k.payer, k.key);
+      counts.idempotency += 1;
+    }
+    const legacyCols = db.prepare("PRAGMA table_info(receipts_legacy)").all() as { name: string }[];
+    if (legacyCols.some((c) => c.name === "idempotency_key")) {
+      const legacy = db
+        .prepare(
+          "SELECT rowid AS rid, idempotency_key FROM receipts_legacy WHERE idempotency_key IS NOT NULL",
+        )
+        .all() as { rid: number; idempotency_key: string }[];
+      const setLegacy = db.prepare("UPDATE receipts_legacy SET idempotency_key = ? WHERE rowid = ?");
+      for (const r of legacy) {
+        setLegacy.run(migratedSecret.receiptKey(h, r.idempotency_key), r.rid);
+        counts.legacy += 1;
+      }
+    }
+    db.pragma(`user_version = ${SECRETS_HASHED_VERSION}`);
+  })();
+  if (existed)
+    log(
+      `ledger upgrade: secrets stored as keyed digests (${counts.receipts} receipts, ${counts.idempotency} idempotency records, ${counts.legacy} legacy receipts); every receipt is kept`,
+    );
+}
+
 /**
  * SQLite's own automatic checkpoint, in WAL pages. Checkpoints normally run in a worker (`wal-checkpointer.ts`); this
  * one only bounds the WAL (~40 MB) if the worker lags, and SQLite's default comes back if the worker fails.
@@ -147,6 +216,11 @@ export interface SqliteLedgerOptions {
   checkpoint?: WalCheckpointerOptions;
   /** Where schema upgrades are reported, one line each (default: stderr). */
   log?: (line: string) => void;
+  /**
+   * The key secrets are hashed under (LEDGER_SECRET_KEY). Default: the key file beside the ledger (`<path>.key`,
+   * created on first open, mode 0600); for `:memory:`, a key of this process only.
+   */
+  secretKey?: Buffer | undefined;
 }
 
 export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}): LedgerPort {
@@ -157,6 +231,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");
   const log = options.log ?? ((line: string) => process.stderr.write(`pressure402: ${line} (${path})\n`));
+  const hasher = secretHasher(
+    options.secretKey ?? (path === ":memory:" ? processSecretKey() : loadOrCreateKeyFile(keyFileOf(path))),
+  );
   migrateLegacy(db, log);
   const existed = (db.prepare("PRAGMA table_info(receipts)").all() as unknown[]).length > 0;
   db.exec(SCHEMA);
@@ -170,6 +247,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     `CREATE INDEX IF NOT EXISTS receipts_undelivered ON receipts(payer, request_fingerprint) WHERE response_expires_at IS NULL`,
   );
   db.exec("CREATE INDEX IF NOT EXISTS receipts_response_digest ON receipts(response_digest)");
+  hashStoredSecrets(db, hasher, log, existed);
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
   const durable = <T>(value: T): Promise<T> => wal.flush().then(() => value);
@@ -462,8 +540,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   );
 
   return {
-    claimAuthorization: async (req) => written(claim(req)),
-    bindIdempotencyKey: async (binding) => written(bindKey(binding)),
+    claimAuthorization: async (req) => written(claim(hashedClaim(hasher, req))),
+    bindIdempotencyKey: async (binding) => written(bindKey(hashedBinding(hasher, binding))),
+    boundSecret: (receipt, presented) => boundSecret(hasher, receipt, presented),
     releaseClaim: async (id, incarnation) => written(release(id, incarnation)),
     // On disk before the facilitator is asked to settle: after a power loss the settlement is still known as possible.
     beginSettlement: async (id, incarnation, now) =>

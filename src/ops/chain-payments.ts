@@ -1,9 +1,13 @@
-import { createPublicClient, type Hex, http, type PublicClient, parseAbi } from "viem";
+import { createPublicClient, type Hex, http, type Log, type PublicClient } from "viem";
+import { AUTHORIZATION_USED, authorizedTransfers, TRANSFER } from "../chain/eip3009.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 
 /**
  * The x402 payments the chain holds for a payee: every USDC transfer to it made by an EIP-3009 authorization (a
  * Transfer log and, in the same transaction, the token's AuthorizationUsed log of the same payer). A plain transfer
  * to the payee is not a paid call and is not listed. The chain is the record: the ledger is checked against this.
+ * What the RPC answers is checked, not believed: a log of another contract, to another payee or outside the range
+ * asked for is set aside as `rejected` (an honest RPC never returns one).
  */
 export interface ChainPayment {
   transaction: Hex;
@@ -16,10 +20,12 @@ export interface ChainPayment {
   amount: string;
 }
 
-const EVENTS = parseAbi([
-  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-  "event Transfer(address indexed from, address indexed to, uint256 value)",
-]);
+/** A log the RPC returned that is not a payment to us in the range asked for, and why. */
+export interface RejectedLog {
+  transaction: string;
+  block: string;
+  reason: string;
+}
 
 export interface ScanRange {
   fromBlock: bigint;
@@ -30,59 +36,100 @@ export interface ScanRange {
 }
 
 export function chainClient(rpcUrl: string): PublicClient {
-  return createPublicClient({ transport: http(rpcUrl, { retryCount: 2, timeout: 15_000 }) });
+  return createPublicClient({ cacheTime: 0, transport: http(rpcUrl, { retryCount: 2, timeout: 15_000 }) });
 }
 
-/** The payments to `payTo` in `asset` over the block range, in chain order, and the range actually read. */
+/** The payments to `payTo` in the network's USDC over the block range, in chain order, and the range actually read. */
 export async function scanPayments(
   client: PublicClient,
-  asset: `0x${string}`,
+  network: PaymentNetwork,
   payTo: `0x${string}`,
   range: ScanRange,
-): Promise<{ payments: ChainPayment[]; fromBlock: bigint; toBlock: bigint }> {
+): Promise<{ payments: ChainPayment[]; rejected: RejectedLog[]; fromBlock: bigint; toBlock: bigint }> {
+  const asset = network.usdc.address;
   const toBlock = range.toBlock ?? (await client.getBlockNumber());
   const chunk = range.chunkBlocks ?? 10_000n;
   const payments: ChainPayment[] = [];
+  const rejected: RejectedLog[] = [];
   const times = new Map<bigint, Date>();
+  const reject = (l: Log, reason: string) =>
+    rejected.push({ transaction: l.transactionHash ?? "", block: String(l.blockNumber ?? ""), reason });
   for (let from = range.fromBlock; from <= toBlock; from += chunk) {
     const to = from + chunk - 1n < toBlock ? from + chunk - 1n : toBlock;
     const transfers = await client.getLogs({
       address: asset,
-      event: EVENTS[1],
+      event: TRANSFER,
       args: { to: payTo },
       fromBlock: from,
       toBlock: to,
     });
     if (transfers.length === 0) continue;
-    const uses = await client.getLogs({ address: asset, event: EVENTS[0], fromBlock: from, toBlock: to });
-    const usesByTx = new Map<string, typeof uses>();
-    for (const u of uses) {
-      const list = usesByTx.get(u.transactionHash) ?? [];
-      list.push(u);
-      usesByTx.set(u.transactionHash, list);
-    }
+    const uses = await client.getLogs({
+      address: asset,
+      event: AUTHORIZATION_USED,
+      fromBlock: from,
+      toBlock: to,
+    });
+    const inRange = (l: Log) => l.blockNumber !== null && l.blockNumber >= from && l.blockNumber <= to;
+    const kept: Log[] = [];
     for (const t of transfers) {
-      const payer = t.args.from?.toLowerCase();
-      // The authorization of this transfer: used by the same payer in the same transaction, just before it.
-      const use = (usesByTx.get(t.transactionHash) ?? [])
-        .filter((u) => u.args.authorizer?.toLowerCase() === payer && u.logIndex < t.logIndex)
-        .sort((a, b) => b.logIndex - a.logIndex)[0];
-      if (!payer || !use?.args.nonce || t.args.value === undefined) continue;
-      let time = times.get(t.blockNumber);
+      if (t.address.toLowerCase() !== asset.toLowerCase())
+        reject(t, `a log of ${t.address}, not ${network.label} USDC`);
+      else if (t.args.to?.toLowerCase() !== payTo.toLowerCase())
+        reject(t, `a transfer to ${t.args.to}, not PAY_TO`);
+      else if (!inRange(t))
+        reject(t, `a log of block ${t.blockNumber}, outside the blocks asked for (${from}–${to})`);
+      else kept.push(t);
+    }
+    for (const p of authorizedTransfers([...uses.filter(inRange), ...kept], asset)) {
+      let time = times.get(p.blockNumber);
       if (!time) {
-        const block = await client.getBlock({ blockNumber: t.blockNumber });
+        const block = await client.getBlock({ blockNumber: p.blockNumber });
         time = new Date(Number(block.timestamp) * 1000);
-        times.set(t.blockNumber, time);
+        times.set(p.blockNumber, time);
       }
       payments.push({
-        transaction: t.transactionHash,
-        blockNumber: t.blockNumber,
+        transaction: p.transaction,
+        blockNumber: p.blockNumber,
         time,
-        payer,
-        nonce: use.args.nonce.toLowerCase(),
-        amount: t.args.value.toString(),
+        payer: p.payer,
+        nonce: p.nonce,
+        amount: p.amount,
       });
     }
   }
-  return { payments, fromBlock: range.fromBlock, toBlock };
+  payments.sort((a, b) => (a.blockNumber < b.blockNumber ? -1 : a.blockNumber > b.blockNumber ? 1 : 0));
+  return { payments, rejected, fromBlock: range.fromBlock, toBlock };
+}
+
+/**
+ * Whether the transaction's own receipt confirms the payment: it succeeded, and its logs hold this very authorized
+ * transfer (same payer, nonce, payee and amount, by the network's USDC). A second question to the chain about each
+ * payment before anything is written for it.
+ */
+export async function receiptConfirms(
+  client: Pick<PublicClient, "getTransactionReceipt">,
+  network: PaymentNetwork,
+  payTo: string,
+  p: Pick<ChainPayment, "transaction" | "payer" | "nonce" | "amount" | "blockNumber">,
+): Promise<boolean> {
+  const receipt = await client.getTransactionReceipt({ hash: p.transaction }).catch(() => undefined);
+  if (receipt?.status !== "success" || receipt.blockNumber !== p.blockNumber) return false;
+  return authorizedTransfers(receipt.logs, network.usdc.address).some(
+    (t) =>
+      t.transaction.toLowerCase() === p.transaction.toLowerCase() &&
+      t.payer === p.payer.toLowerCase() &&
+      t.nonce === p.nonce.toLowerCase() &&
+      t.to === payTo.toLowerCase() &&
+      t.amount === p.amount,
+  );
+}
+
+/** The block of a transaction, when the chain has it (verify places a receipt's transaction by it). */
+export async function blockOfTransaction(
+  client: Pick<PublicClient, "getTransactionReceipt">,
+  hash: string,
+): Promise<bigint | undefined> {
+  const receipt = await client.getTransactionReceipt({ hash: hash as Hex }).catch(() => undefined);
+  return receipt?.status === "success" ? receipt.blockNumber : undefined;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import Database from "better-sqlite3";
 import type { LedgerPort, PaymentIdentity, Receipt } from "../ledger/port.js";
-import type { ChainPayment } from "./chain-payments.js";
+import type { ChainPayment, RejectedLog } from "./chain-payments.js";
 
 /**
  * The ledger's life beside the chain: a consistent backup of a live SQLite file, a check of the billed receipts
@@ -76,23 +76,31 @@ export interface VerifyReport {
   matched: { receipts: number; atomic: string };
   /** Paid on chain, not billed in the ledger: `reconcile` restores them. */
   missingFromLedger: { transaction: string; payer: string; amount: string; block: string; state: string }[];
-  /** Billed in the ledger in this block range's time, but no such payment on chain in the range. */
+  /** Billed in the ledger, whose transaction the chain does not hold in the block range read. */
   notOnChain: { receipt: string; transaction: string | null; amount: string }[];
   /** Same authorization, different amount or transaction. */
   mismatched: { receipt: string; field: string; ledger: string; chain: string }[];
+  /** Logs the RPC returned that are no payment to us in the range (another contract, payee or block). */
+  rejectedLogs: RejectedLog[];
   ok: boolean;
 }
 
+/** How far a receipt's time may be from its transaction's block time (clocks, settlement latency). */
+const TIME_MARGIN_MS = 120_000;
+
 /**
- * Compares the chain's payments of a block range with the ledger. A billed receipt counts as "not on chain" only when
- * its time falls inside the range's (block times, with a margin) and the chain shows no such payment there.
+ * Compares the chain's payments of a block range with the ledger. A billed receipt the range's payments do not match
+ * is "not on chain" only when the chain places its transaction inside the range or nowhere (`blockOf`): receipts
+ * whose time is near the range are asked about, so one settled just before the first block is never counted.
  */
-export function verifyAgainstChain(
+export async function verifyAgainstChain(
   view: LedgerView,
-  payments: readonly ChainPayment[],
+  scan: { payments: readonly ChainPayment[]; rejected: readonly RejectedLog[] },
   range: { fromBlock: bigint; toBlock: bigint; fromTime: Date; toTime: Date },
   terms: { network: string; asset: string; payTo: string },
-): VerifyReport {
+  blockOf: (transaction: string) => Promise<bigint | undefined>,
+): Promise<VerifyReport> {
+  const payments = scan.payments;
   const ours = view.receipts.filter(
     (r) =>
       r.identity.network === terms.network &&
@@ -110,6 +118,7 @@ export function verifyAgainstChain(
     missingFromLedger: [],
     notOnChain: [],
     mismatched: [],
+    rejectedLogs: [...scan.rejected],
     ok: true,
   };
   let matched = 0n;
@@ -146,20 +155,30 @@ export function verifyAgainstChain(
     }
   }
   report.matched.atomic = matched.toString();
-  const margin = 120_000;
   for (const r of ours) {
     if (!BILLED.has(r.status) || seen.has(r.id)) continue;
     const at = Date.parse(r.settledAt ?? r.createdAt);
-    if (at < range.fromTime.getTime() - margin || at > range.toTime.getTime() + margin) continue;
+    if (at < range.fromTime.getTime() - TIME_MARGIN_MS || at > range.toTime.getTime() + TIME_MARGIN_MS)
+      continue;
+    // Near the range by its time: where the chain puts its transaction decides.
+    const block = r.transaction ? await blockOf(r.transaction) : undefined;
+    if (block !== undefined && (block < range.fromBlock || block > range.toBlock)) continue;
     report.notOnChain.push({ receipt: r.id, transaction: r.transaction, amount: r.amount });
   }
-  report.ok = !report.missingFromLedger.length && !report.notOnChain.length && !report.mismatched.length;
+  report.ok =
+    !report.missingFromLedger.length &&
+    !report.notOnChain.length &&
+    !report.mismatched.length &&
+    !report.rejectedLogs.length;
   return report;
 }
 
 export interface ReconcileReport {
   fromBlock: string;
   toBlock: string;
+  /** The chain's head when read, and the confirmations a payment needed to be written. */
+  head: string;
+  confirmations: number;
   chainPayments: number;
   /** Already billed (or in the legacy table): nothing to do. */
   alreadyBilled: number;
@@ -168,6 +187,11 @@ export interface ReconcileReport {
   /** No receipt existed: one was written from the chain. */
   restored: { receipt: string; transaction: string; amount: string; route: string }[];
   restoredAtomic: string;
+  /** Payments (and logs) the chain did not prove as ours: reported, never written. */
+  rejected: { transaction: string; payer?: string; amount?: string; block: string; reason: string }[];
+  /** What the ledger bills (settled and pending) before the run, and after it (dry run: would bill). */
+  billedBeforeAtomic: string;
+  billedAfterAtomic: string;
   dryRun: boolean;
 }
 
@@ -175,17 +199,26 @@ export interface ReconcileOptions {
   network: string;
   asset: string;
   payTo: string;
-  /** Route prices (atomic USDC): a restored receipt is filed under the one route of its amount, else "unknown". */
+  /** Route prices (atomic USDC): a payment is ours only at a route's price; it is filed under its route. */
   prices: readonly { route: string; amount: string }[];
+  /** The chain's head and how many blocks (the payment's included) must hold a payment before it is written. */
+  head: bigint;
+  confirmations: number;
+  /** The payment's own transaction receipt confirms it (src/ops/chain-payments.ts `receiptConfirms`). */
+  confirm: (p: ChainPayment) => Promise<boolean>;
+  /** Logs the scan set aside, reported with the rest. */
+  rejectedLogs?: readonly RejectedLog[];
   dryRun?: boolean;
 }
 
 /**
  * Writes a settled receipt for every chain payment the ledger does not bill, through the ledger port (SQLite and
  * PostgreSQL alike): the authorization is claimed, its settlement begun and recorded with the chain's transaction and
- * the block's time. Idempotent: a second run finds every payment billed and writes nothing. A restored receipt has
- * no request, proof version or pp_ref (the chain does not hold them): x402_version 0 and request fingerprint
- * `chain:<transaction>` mark it.
+ * the block's time. Only a payment the chain proves is written: the network's USDC paid PAY_TO exactly a route's price
+ * (a receipt's own price, for a receipt settled from the chain) by this authorization, with enough confirmations, and
+ * the transaction's own receipt says so; anything else is reported in `rejected`. Idempotent: a second run finds
+ * every payment billed and writes nothing. A restored receipt has no request, proof version or pp_ref (the chain does
+ * not hold them): x402_version 0 and request fingerprint `chain:<transaction>` mark it.
  */
 export async function reconcileFromChain(
   ledger: LedgerPort,
@@ -201,15 +234,41 @@ export async function reconcileFromChain(
   const credited = new Set(
     view.receipts.filter((r) => r.transaction).map((r) => r.transaction?.toLowerCase() as string),
   );
+  const billedBefore = view.receipts
+    .filter((r) => BILLED.has(r.status))
+    .reduce((s, r) => s + BigInt(r.amount), 0n);
   const report: ReconcileReport = {
     fromBlock: range.fromBlock.toString(),
     toBlock: range.toBlock.toString(),
+    head: opts.head.toString(),
+    confirmations: opts.confirmations,
     chainPayments: payments.length,
     alreadyBilled: 0,
     settled: [],
     restored: [],
     restoredAtomic: "0",
+    rejected: (opts.rejectedLogs ?? []).map((l) => ({ ...l })),
+    billedBeforeAtomic: billedBefore.toString(),
+    billedAfterAtomic: billedBefore.toString(),
     dryRun: opts.dryRun ?? false,
+  };
+  const priceOf = new Map<string, string>(opts.prices.map((p) => [p.route, p.amount]));
+  /** Why the chain does not prove this payment as ours, or undefined when it does. */
+  const refusal = async (p: ChainPayment, existing: Receipt | undefined): Promise<string | undefined> => {
+    if (existing) {
+      if (existing.payTo.toLowerCase() !== opts.payTo.toLowerCase())
+        return `receipt ${existing.id} is payable to ${existing.payTo}, not PAY_TO`;
+      const price = priceOf.get(existing.route);
+      if (price === undefined) return `receipt ${existing.id}'s route ${existing.route} has no price`;
+      if (existing.amount !== price || p.amount !== price)
+        return `paid ${p.amount}, receipt ${existing.id} is for ${existing.amount} and its route costs ${price}`;
+    } else if (!opts.prices.some((pr) => pr.amount === p.amount))
+      return `paid ${p.amount}, which is no route's price`;
+    const confirmations = opts.head - p.blockNumber + 1n;
+    if (confirmations < BigInt(opts.confirmations))
+      return `${confirmations < 0n ? 0n : confirmations} confirmations of ${opts.confirmations} needed`;
+    if (!(await opts.confirm(p))) return "its transaction's receipt does not show this payment";
+    return undefined;
   };
   const incarnation = `ledger-reconcile-${randomUUID()}`;
   let started = false;
@@ -227,6 +286,17 @@ export async function reconcileFromChain(
         report.alreadyBilled += 1;
         continue;
       }
+      const why = await refusal(p, existing);
+      if (why !== undefined) {
+        report.rejected.push({
+          transaction: tx,
+          payer: p.payer,
+          amount: p.amount,
+          block: p.blockNumber.toString(),
+          reason: why,
+        });
+        continue;
+      }
       if (!started && !report.dryRun) {
         await ledger.startIncarnation(incarnation, new Date());
         started = true;
@@ -240,6 +310,7 @@ export async function reconcileFromChain(
           });
           if (!done.ok) throw new Error(`receipt ${existing.id}: ${done.reason}`);
         }
+        credited.add(tx);
         report.settled.push({ receipt: existing.id, transaction: tx, amount: p.amount });
         restoredAtomic += BigInt(p.amount);
         continue;
@@ -283,6 +354,7 @@ export async function reconcileFromChain(
     if (started) await ledger.endIncarnation(incarnation, new Date());
   }
   report.restoredAtomic = restoredAtomic.toString();
+  report.billedAfterAtomic = (billedBefore + restoredAtomic).toString();
   return report;
 }
 

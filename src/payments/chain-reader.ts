@@ -1,13 +1,5 @@
-import {
-  createPublicClient,
-  type Hex,
-  http,
-  isAddress,
-  isHex,
-  type PublicClient,
-  parseAbi,
-  parseEventLogs,
-} from "viem";
+import { createPublicClient, type Hex, http, isAddress, isHex, type PublicClient } from "viem";
+import { authorizedTransfers, EIP3009_ABI } from "../chain/eip3009.js";
 
 /**
  * Settlement questions answered by the chain. When a settlement's outcome was lost (facilitator timeout after
@@ -56,12 +48,6 @@ export interface ChainReader {
 export class ChainLookupDeferred extends Error {
   override readonly name = "ChainLookupDeferred";
 }
-
-const EIP3009 = parseAbi([
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-  "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
-  "event Transfer(address indexed from, address indexed to, uint256 value)",
-]);
 
 /** Some margin around the window: the server's clock and the chain's block times differ slightly. */
 const CLOCK_MARGIN_SECONDS = 300n;
@@ -181,7 +167,7 @@ export async function findAuthorizationUse(
     const to = from + chunk - 1n < toBlock ? from + chunk - 1n : toBlock;
     const logs = await client.getContractEvents({
       address: q.asset as Hex,
-      abi: EIP3009,
+      abi: EIP3009_ABI,
       eventName: "AuthorizationUsed",
       args: { authorizer: q.payer as Hex, nonce: q.nonce as Hex },
       fromBlock: from,
@@ -202,23 +188,14 @@ export async function findAuthorizationUse(
 async function paysUs(client: PublicClient, hash: Hex, q: AuthorizationUseQuery): Promise<boolean> {
   const receipt = await client.getTransactionReceipt({ hash }).catch(() => undefined);
   if (receipt?.status !== "success") return false;
-  const used = parseEventLogs({ abi: EIP3009, eventName: "AuthorizationUsed", logs: receipt.logs }).some(
-    (l) =>
-      l.address.toLowerCase() === q.asset.toLowerCase() &&
-      l.args.authorizer.toLowerCase() === q.payer.toLowerCase() &&
-      l.args.nonce.toLowerCase() === q.nonce.toLowerCase(),
-  );
-  // Only a transfer of the full amount from the payer to our payTo, in the transaction that used this very
-  // authorization, counts as our settlement.
-  return (
-    used &&
-    parseEventLogs({ abi: EIP3009, eventName: "Transfer", logs: receipt.logs }).some(
-      (t) =>
-        t.address.toLowerCase() === q.asset.toLowerCase() &&
-        t.args.from.toLowerCase() === q.payer.toLowerCase() &&
-        t.args.to.toLowerCase() === q.payTo.toLowerCase() &&
-        t.args.value === BigInt(q.amount),
-    )
+  // Only a transfer of the full amount from the payer to our payTo, paired with this very authorization's use in the
+  // same transaction, counts as our settlement.
+  return authorizedTransfers(receipt.logs, q.asset).some(
+    (t) =>
+      t.payer === q.payer.toLowerCase() &&
+      t.nonce === q.nonce.toLowerCase() &&
+      t.to === q.payTo.toLowerCase() &&
+      t.amount === BigInt(q.amount).toString(),
   );
 }
 
@@ -240,7 +217,7 @@ export function chainReaderFor(client: PublicClient, opts: ChainReaderOptions = 
       return { kind: "settled", transaction: q.transaction };
     const used = await client.readContract({
       address: q.asset,
-      abi: EIP3009,
+      abi: EIP3009_ABI,
       functionName: "authorizationState",
       args: [q.payer, q.nonce as Hex],
     });

@@ -327,10 +327,13 @@ const secretReused = (secret: Secret, reason: "different_request" | "different_p
  * Which secret of the paying request this attempt presents, if any. The proof alone is never one: once settled, its
  * authorization and signature are public on chain, so anyone can present them.
  */
-function secretOf(a: Pick<Attempt, "idempotencyKey" | "paymentId">, r: Receipt): Secret | undefined {
-  if (a.idempotencyKey !== undefined && r.idempotencyKey === a.idempotencyKey) return "key";
-  if (a.paymentId !== undefined && r.paymentId === a.paymentId) return "payment_id";
-  return undefined;
+function secretOf(
+  core: PaymentCore,
+  a: Pick<Attempt, "idempotencyKey" | "paymentId">,
+  r: Receipt,
+): Secret | undefined {
+  // The ledger keeps only keyed digests of secrets: it alone can compare one.
+  return core.ledger.boundSecret(r, { key: a.idempotencyKey, paymentId: a.paymentId });
 }
 
 /**
@@ -353,7 +356,7 @@ function answerPaid(
   base: Omit<Payment, "receiptId" | "reclaimed">,
   r: Receipt,
 ): Admission {
-  const secret = secretOf(a, r);
+  const secret = secretOf(core, a, r);
   if (secret === undefined) {
     report(core, a, "refused");
     return { kind: "payment_required", error: ALREADY_USED };
@@ -454,7 +457,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
         },
       };
     case "in_progress":
-      return { kind: "busy", withKey: secretOf(a, claim.receipt) !== undefined };
+      return { kind: "busy", withKey: secretOf(core, a, claim.receipt) !== undefined };
     case "paid":
       return answerPaid(core, a, base, claim.receipt);
     case "unresolved": {
@@ -467,7 +470,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       }
       // Only the paying request's secret may take an unresolved payment over: its proof may already be public.
       if (
-        secretOf(a, claim.receipt) === undefined ||
+        secretOf(core, a, claim.receipt) === undefined ||
         claim.receipt.requestFingerprint !== a.requestFingerprint
       )
         return { kind: "unconfirmed" };

@@ -10,7 +10,8 @@ export interface DiscoveryRouteOptions {
   /** The payee's ownership proofs that verify for an origin (documents.ts ownershipProofCache). */
   proofsFor: (origin: string) => Promise<`0x${string}`[]>;
   /** The chain and USDC paid with. */
-  network?: PaymentNetwork;
+  /** The chain and USDC paid with (NETWORK), passed down from the configuration. */
+  network: PaymentNetwork;
 }
 
 /** Free discovery documents for indexers and agents: /.well-known/x402 and /llms.txt. */

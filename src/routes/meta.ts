@@ -3,7 +3,7 @@ import { Type } from "typebox";
 import { withOwnershipProofs } from "../discovery/documents.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../chain/usdc.js";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
 import { SourceFreshness } from "../schemas/freshness.js";
@@ -17,7 +17,8 @@ export interface MetaOptions {
   /** The payee's ownership proofs that verify for an origin, added to /openapi.json for agent-wallet discovery. */
   proofsFor: (origin: string) => Promise<`0x${string}`[]>;
   /** The chain and USDC paid with; Base mainnet when unset. */
-  network?: PaymentNetwork;
+  /** The chain and USDC paid with (NETWORK), passed down from the configuration. */
+  network: PaymentNetwork;
   /** Per-source data freshness (refresh state), listed on GET /. */
   freshness?: FreshnessSource | undefined;
   clock?: () => Date;
@@ -68,8 +69,8 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
     async () => ({
       name: "pressure402",
       version: opts.version,
-      network: (opts.network ?? BASE_MAINNET).caip2,
-      asset: (opts.network ?? BASE_MAINNET).usdc.address,
+      network: opts.network.caip2,
+      asset: opts.network.usdc.address,
       payTo: opts.payTo,
       facilitator: opts.facilitator,
       openapi: "/openapi.json",

@@ -97,6 +97,7 @@ const benchBody = JSON.stringify({ endpoint_url: "https://2s.io/api/crypto/token
 function instanceEnv(): Record<string, string> {
   return {
     LEDGER_URL: ledgerUrl,
+    LEDGER_SECRET_KEY: "5e".repeat(32), // shared by both instances, as README asks
     FACILITATOR_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
     // Long enough that a held settlement is never cut short by the client's own timeout.
     FACILITATOR_TIMEOUT_MS: "120000",

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { ClaimRequest, LedgerPort, PaymentIdentity } from "../../src/ledger/port.js";
+import type { ClaimRequest, LedgerPort, PaymentIdentity, Receipt } from "../../src/ledger/port.js";
 
 /**
  * The ledger port's contract, run against every adapter (SQLite here, PostgreSQL where a database is available):
@@ -236,7 +236,10 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
         });
       expect((await ledger.receipt(a.id))?.idempotencyKey).toBeNull(); // the claim alone writes no key
       expect(await bind(a.id, 1)).toEqual({ ok: true });
-      expect((await ledger.receipt(a.id))?.idempotencyKey).toBe("bound-1");
+      const boundA = (await ledger.receipt(a.id)) as Receipt;
+      expect(ledger.boundSecret(boundA, { key: "bound-1" })).toBe("key");
+      expect(boundA.idempotencyKey).not.toContain("bound-1"); // only a keyed digest is stored
+      expect(ledger.boundSecret(boundA, { key: "bound-2" })).toBeUndefined();
       expect(await bind(a.id, 1)).toEqual({ ok: true }); // the same binding again (a reclaimed retry)
       expect(await bind(b.id, 2)).toEqual({ ok: false, reason: "different_payment", secret: "key" });
       expect(await bind(a.id, 1, { requestFingerprint: "rf-2" })).toEqual({
@@ -262,7 +265,10 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
           now: T0,
         });
       expect(await bind(a.id, 1, { paymentId: id })).toEqual({ ok: true });
-      expect(await ledger.receipt(a.id)).toMatchObject({ paymentId: id, idempotencyKey: null });
+      const boundA = (await ledger.receipt(a.id)) as Receipt;
+      expect(boundA).toMatchObject({ idempotencyKey: null });
+      expect(ledger.boundSecret(boundA, { paymentId: id })).toBe("payment_id");
+      expect(ledger.boundSecret(boundA, { key: id })).toBeUndefined(); // an id is not a key of the same text
       expect(await bind(a.id, 1, { paymentId: id })).toEqual({ ok: true });
       expect(await bind(b.id, 2, { paymentId: id })).toEqual({
         ok: false,
@@ -275,10 +281,9 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       expect(await bind(b.id, 2, { key: "k-2", paymentId: "pay_0000000000000000000002" })).toEqual({
         ok: true,
       });
-      expect(await ledger.receipt(b.id)).toMatchObject({
-        paymentId: "pay_0000000000000000000002",
-        idempotencyKey: "k-2",
-      });
+      const boundB = (await ledger.receipt(b.id)) as Receipt;
+      expect(ledger.boundSecret(boundB, { paymentId: "pay_0000000000000000000002" })).toBe("payment_id");
+      expect(ledger.boundSecret(boundB, { key: "k-2" })).toBe("key");
       // An id and a key with the same text are different secrets.
       const c = await claimed(req(3));
       expect(await bind(c.id, 3, { key: id })).toEqual({ ok: true });

@@ -4,11 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config.js";
 import { openConfiguredLedger } from "../../src/ledger/factory.js";
 import { POSTGRES_MIGRATIONS } from "../../src/ledger/migrations/postgres.js";
-import type { ClaimRequest, LedgerPort } from "../../src/ledger/port.js";
+import type { ClaimRequest, LedgerPort, Receipt } from "../../src/ledger/port.js";
 import { migratePostgres, openPostgresLedger } from "../../src/ledger/postgres.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { ledgerContract } from "./contract.js";
 
+const KEY_HEX = "4b".repeat(32);
 let server: TestPostgres;
 beforeAll(async () => {
   server = await startTestPostgres();
@@ -84,7 +85,10 @@ describe("postgres ledger", () => {
     const lines: string[] = [];
     const upgraded = await openPostgresLedger(url, { log: (l) => lines.push(l) });
     try {
-      expect(lines).toEqual([expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /)]);
+      expect(lines).toEqual([
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 /),
+      ]);
       const receipts = await upgraded.receipts();
       expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
         ["r-old", "settled", "50000", `0x${"7".repeat(64)}`],
@@ -324,7 +328,7 @@ describe("postgres ledger", () => {
 
   it("LEDGER_URL selects PostgreSQL (shared by instances); without it the ledger is the SQLite file", async () => {
     const url = await server.freshSchema();
-    const opened = await openConfiguredLedger(parseConfig({ LEDGER_URL: url }));
+    const opened = await openConfiguredLedger(parseConfig({ LEDGER_URL: url, LEDGER_SECRET_KEY: KEY_HEX }));
     try {
       expect([opened.backend, opened.shared]).toEqual(["postgres", true]);
       expect((await opened.ledger.claimAuthorization(req(1))).kind).toBe("claimed");
@@ -339,6 +343,101 @@ describe("postgres ledger", () => {
     await sqlite.ledger.close();
   });
 
+  it("LEDGER_URL needs LEDGER_SECRET_KEY (instances must hash alike), whose value is never shown", async () => {
+    expect(() => parseConfig({ LEDGER_URL: "postgres://db/x" })).toThrow(
+      /^LEDGER_SECRET_KEY: required with LEDGER_URL/,
+    );
+    await expect(
+      openConfiguredLedger({ ledgerPath: "x", ledgerUrl: "postgres://db/x", ledgerSecretKey: undefined }),
+    ).rejects.toThrow(/^LEDGER_SECRET_KEY: required with LEDGER_URL/);
+    const short = "ab".repeat(16);
+    expect(() => parseConfig({ LEDGER_SECRET_KEY: short })).toThrow(
+      /LEDGER_SECRET_KEY: invalid value \(got "\(hidden\)"\)/,
+    );
+    expect(() => parseConfig({ LEDGER_SECRET_KEY: short })).not.toThrow(new RegExp(short));
+  });
+
+  it("secrets stored in plaintext before migration 4 become keyed digests in place; every receipt is kept", async () => {
+    const url = await server.freshSchema();
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    const oldKey = "old-order-key-1";
+    const oldId = "pay_old0000000000000002";
+    const payer = req(1).identity.payer;
+    try {
+      expect(await migratePostgres(pool, POSTGRES_MIGRATIONS.slice(0, 2))).toEqual([1, 2]);
+      const insert = (id: string, n: number, key: string | null, paymentId: string | null) =>
+        pool.query(
+          `INSERT INTO receipts (id, network, asset, payer, nonce, route, request_fingerprint, x402_version, amount,
+            pay_to, idempotency_key, payment_id, status, "transaction", created_at, updated_at, settled_at)
+           VALUES ($1, 'eip155:8453', $2, $3, $4, 'POST /v1/benchmark/endpoint', 'rf', 2, 500000, $5, $6, $7,
+            'settled', $8, $9, $9, $9)`,
+          [
+            id,
+            req(n).identity.asset,
+            payer,
+            nonce(n),
+            req(n).payTo,
+            key,
+            paymentId,
+            `0x${String(n).repeat(64)}`,
+            T0,
+          ],
+        );
+      await insert("r-1", 1, oldKey, null);
+      await insert("r-2", 2, null, oldId);
+      await insert("r-3", 3, null, null);
+      const idem = (key: string, n: number, receipt: string) =>
+        pool.query(
+          `INSERT INTO idempotency (payer, key, request_fingerprint, network, asset, nonce, receipt_id, incarnation,
+            created_at, expires_at) VALUES ($1, $2, 'rf', 'eip155:8453', $3, $4, $5, 'old', $6, $7)`,
+          [payer, key, req(n).identity.asset, nonce(n), receipt, T0, new Date("2099-01-01T00:00:00Z")],
+        );
+      await idem(oldKey, 1, "r-1");
+      await idem(`payment-identifier ${oldId}`, 2, "r-2");
+    } finally {
+      await pool.end();
+    }
+
+    const lines: string[] = [];
+    const secretKey = Buffer.alloc(32, 9);
+    const a = await openPostgresLedger(url, { log: (l) => lines.push(l), secretKey });
+    const b = await openPostgresLedger(url, { secretKey }); // a second instance, same key
+    try {
+      expect(lines).toEqual([
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 \(secrets/),
+      ]);
+      const receipts = await a.receipts();
+      expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
+        ["r-1", "settled", "500000", `0x${"1".repeat(64)}`],
+        ["r-2", "settled", "500000", `0x${"2".repeat(64)}`],
+        ["r-3", "settled", "500000", `0x${"3".repeat(64)}`],
+      ]);
+      const [r1, r2, r3] = receipts as [Receipt, Receipt, Receipt];
+      expect(b.boundSecret(r1, { key: oldKey })).toBe("key");
+      expect(b.boundSecret(r2, { paymentId: oldId })).toBe("payment_id");
+      expect(b.boundSecret(r3, { key: oldKey, paymentId: oldId })).toBeUndefined();
+      // The old key still guards its request on every instance.
+      expect(
+        await b.claimAuthorization(
+          req(9, { requestFingerprint: "rf-other", idempotency: { key: oldKey, ttlMs: 60_000 } }),
+        ),
+      ).toEqual({ kind: "idempotency_conflict", reason: "different_request" });
+      const check = new pg.Pool({ connectionString: url, max: 1 });
+      try {
+        const text = JSON.stringify([
+          (await check.query("SELECT * FROM receipts")).rows,
+          (await check.query("SELECT * FROM idempotency")).rows,
+        ]);
+        expect(text).not.toContain(oldKey);
+        expect(text).not.toContain(oldId);
+      } finally {
+        await check.end();
+      }
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
   it("a LEDGER_URL error names the variable without showing its password", () => {
     expect(() => parseConfig({ LEDGER_URL: "mysql://app:s3cret@db:3306/x" })).toThrow(
       /LEDGER_URL: .*mysql:\/\/app:\*\*\*@db:3306\/x/,
@@ -350,14 +449,14 @@ describe("postgres ledger", () => {
     const url = new URL(server.url);
     url.port = "1"; // nothing listens on port 1 of loopback
     await expect(openPostgresLedger(url.toString())).rejects.toThrow();
-    await expect(openConfiguredLedger(parseConfig({ LEDGER_URL: url.toString() }))).rejects.toThrow(
-      /^LEDGER_URL: cannot open the PostgreSQL ledger \(.*ECONNREFUSED.*\)/,
-    );
+    await expect(
+      openConfiguredLedger(parseConfig({ LEDGER_URL: url.toString(), LEDGER_SECRET_KEY: KEY_HEX })),
+    ).rejects.toThrow(/^LEDGER_URL: cannot open the PostgreSQL ledger \(.*ECONNREFUSED.*\)/);
     const wrong = new URL(server.url);
     wrong.password = "not-the-password";
-    const err = await openConfiguredLedger(parseConfig({ LEDGER_URL: wrong.toString() })).catch(
-      (e: Error) => e,
-    );
+    const err = await openConfiguredLedger(
+      parseConfig({ LEDGER_URL: wrong.toString(), LEDGER_SECRET_KEY: KEY_HEX }),
+    ).catch((e: Error) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as Error).message).toMatch(/^LEDGER_URL: .*password authentication failed/);
     expect((err as Error).message).not.toContain("not-the-password");

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import type { Receipt } from "../../src/ledger/port.js";
 import { openSqliteLedger } from "../../src/ledger/sqlite.js";
 import { mergeReceipts, readLedgerReceipts } from "../../src/ops/ledger-reader.js";
 import { readLegacyReceipts } from "../../src/ops/legacy-receipts.js";
@@ -138,11 +139,100 @@ describe("upgrading a ledger of every shipped schema", () => {
       const ledger = openSqliteLedger(path, { log: (l) => lines.push(l) });
       expect((await ledger.receipts()).map((r) => r.id).sort()).toEqual(["r-1", "r-2", "r-3", "r-4", "r-5"]);
       await ledger.close();
-      expect(lines.map((l) => /receipts\.(\w+)/.exec(l)?.[1])).toEqual([...added]);
+      expect(lines.slice(0, -1).map((l) => /receipts\.(\w+)/.exec(l)?.[1])).toEqual([...added]);
+      expect(lines.at(-1)).toMatch(/^ledger upgrade: secrets stored as keyed digests \(0 receipts, /);
       const total = await exported(path);
       expect(total).toMatchObject({ calls: 4, amountAtomic: "80000" });
     });
   }
+
+  it("secrets stored in plaintext by the previous schema become keyed digests in place; every receipt is kept", async () => {
+    const path = join(dir, "plain-secrets.sqlite");
+    const db = new Database(path);
+    db.exec(schema("4-response-digest"));
+    db.exec("ALTER TABLE receipts ADD COLUMN payment_id TEXT"); // what the previous release added at start-up
+    const payer = `0x${"c".repeat(40)}`;
+    const insert =
+      db.prepare(`INSERT INTO receipts (id, network, asset, payer, nonce, route, request_fingerprint, x402_version,
+      amount, pay_to, idempotency_key, payment_id, status, "transaction", created_at, updated_at, settled_at)
+      VALUES (?, 'eip155:8453', ?, ?, ?, 'GET /v1/unlocks/upcoming', 'rf', 2, '20000', ?, ?, ?, 'settled', ?, ?, ?, ?)`);
+    const at = "2026-11-10T00:00:00.000Z";
+    const oldKey = "old-order-key-1";
+    const oldId = "pay_old0000000000000002";
+    const nonceOf = (i: number) => `0x${i.toString(16).padStart(64, "0")}`;
+    insert.run("r-1", USDC, payer, nonceOf(1), PAY_TO, oldKey, null, tx(201), at, at, at);
+    insert.run("r-2", USDC, payer, nonceOf(2), PAY_TO, null, oldId, tx(202), at, at, at);
+    insert.run("r-3", USDC, payer, nonceOf(3), PAY_TO, null, null, tx(203), at, at, at);
+    const idem = db.prepare(`INSERT INTO idempotency (payer, key, request_fingerprint, network, asset, nonce,
+      receipt_id, incarnation, created_at, expires_at) VALUES (?, ?, 'rf', 'eip155:8453', ?, ?, ?, 'old', ?, ?)`);
+    idem.run(payer, oldKey, USDC, nonceOf(1), "r-1", at, "2099-01-01T00:00:00.000Z");
+    idem.run(payer, `payment-identifier ${oldId}`, USDC, nonceOf(2), "r-2", at, "2099-01-01T00:00:00.000Z");
+    db.close();
+
+    const secretKey = Buffer.alloc(32, 7);
+    const lines: string[] = [];
+    const ledger = openSqliteLedger(path, { log: (l) => lines.push(l), secretKey });
+    const receipts = await ledger.receipts();
+    expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
+      ["r-1", "settled", "20000", tx(201)],
+      ["r-2", "settled", "20000", tx(202)],
+      ["r-3", "settled", "20000", tx(203)],
+    ]);
+    expect(lines).toEqual([
+      "ledger upgrade: secrets stored as keyed digests (2 receipts, 2 idempotency records, 0 legacy receipts); every receipt is kept",
+    ]);
+    // The buyers' secrets still name their payments, for a replay and against reuse.
+    const [r1, r2, r3] = receipts as [Receipt, Receipt, Receipt];
+    expect(ledger.boundSecret(r1, { key: oldKey })).toBe("key");
+    expect(ledger.boundSecret(r2, { paymentId: oldId })).toBe("payment_id");
+    expect(ledger.boundSecret(r3, { key: oldKey, paymentId: oldId })).toBeUndefined();
+    const claimWith = (nonce: number, key: string, requestFingerprint: string) =>
+      ledger.claimAuthorization({
+        identity: { network: "eip155:8453", asset: USDC, payer, nonce: nonceOf(nonce) },
+        route: "GET /v1/unlocks/upcoming",
+        requestFingerprint,
+        x402Version: 2,
+        amount: "20000",
+        payTo: PAY_TO,
+        idempotency: { key, ttlMs: 60_000 },
+        incarnation: "new",
+        lockTtlMs: 60_000,
+        now: new Date("2026-11-11T00:00:00Z"),
+      });
+    expect(await claimWith(9, oldKey, "rf-other")).toEqual({
+      kind: "idempotency_conflict",
+      reason: "different_request",
+    });
+    const fresh = await claimWith(10, "new-key", "rf");
+    if (fresh.kind !== "claimed") throw new Error(fresh.kind);
+    expect(
+      await ledger.bindIdempotencyKey({
+        receiptId: fresh.receipt.id,
+        identity: fresh.receipt.identity,
+        paymentId: oldId,
+        requestFingerprint: "rf",
+        ttlMs: 60_000,
+        incarnation: "new",
+        now: new Date("2026-11-11T00:00:00Z"),
+      }),
+    ).toEqual({ ok: false, reason: "different_payment", secret: "payment_id" });
+    await ledger.close();
+
+    // No plaintext secret is left in the file, and a second open hashes nothing again.
+    const raw = new Database(path, { readonly: true });
+    const text = JSON.stringify([
+      raw.prepare("SELECT * FROM receipts").all(),
+      raw.prepare("SELECT * FROM idempotency").all(),
+    ]);
+    raw.close();
+    expect(text).not.toContain(oldKey);
+    expect(text).not.toContain(oldId);
+    const again: string[] = [];
+    const reopened = openSqliteLedger(path, { log: (l) => again.push(l), secretKey });
+    expect(again).toEqual([]);
+    expect(reopened.boundSecret((await reopened.receipt("r-1")) as Receipt, { key: oldKey })).toBe("key");
+    await reopened.close();
+  });
 
   it("today's schema opens without an upgrade line", async () => {
     const path = join(dir, "current.sqlite");

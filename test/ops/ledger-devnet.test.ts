@@ -69,6 +69,8 @@ describe("npm run ledger on the devnet: backup, restore, reconcile", () => {
     const N = 3;
     await paid(N);
     const backupFile = join(srv.ledgerPath, "..", "backup.sqlite");
+    // README: "N = a block from before the backup was taken"; the N paid calls settled seconds before it.
+    const backupBlock = await chain.getBlockNumber({ cacheTime: 0 });
     const backup = await npmRun("ledger", ["backup", backupFile]);
     expect(backup.code, backup.stderr).toBe(0);
     const made = JSON.parse(backup.stdout) as { receipts: number; billed_atomic: string; integrity: string };
@@ -100,6 +102,9 @@ describe("npm run ledger on the devnet: backup, restore, reconcile", () => {
       d.payTo,
       "--from-block",
       String(fromBlock),
+      // The devnet mines a block per transaction: the last payment has only its own block behind it.
+      "--confirmations",
+      "1",
     ];
     const verifyBefore = await npmRun("ledger", ["verify", ...chainArgs]);
     expect(verifyBefore.code, verifyBefore.stderr).toBe(1);
@@ -148,8 +153,16 @@ describe("npm run ledger on the devnet: backup, restore, reconcile", () => {
     expect(verifyAfter.code, verifyAfter.stdout).toBe(0);
     // The live ledger was never behind the chain.
     expect((await npmRun("ledger", ["verify", ...chainArgs.slice(2)])).code).toBe(0);
+    // Run as README's restore recipe says, from the block the backup was taken at: the receipts settled just before
+    // it are outside the range, not "missing on chain".
+    const fromBackup = chainArgs.map((a, i) =>
+      chainArgs[i - 1] === "--from-block" ? String(backupBlock) : a,
+    );
+    const recipe = await npmRun("ledger", ["verify", ...fromBackup]);
+    expect(recipe.code, recipe.stdout).toBe(0);
+    expect((JSON.parse(recipe.stdout) as { chain: { payments: number } }).chain.payments).toBe(M + 1);
     process.stdout.write(
       `ledger e2e: paid ${N}, backup (${made.receipts} receipts, ${made.billed_atomic} atomic), paid ${M} more; chain gained ${gained}; restored backup exported ${stale.amountAtomic} (${stale.calls} calls); reconcile restored ${r1.restored.length} (${r1.restoredAtomic} atomic) → export ${after.amountAtomic} (${after.calls} calls); second reconcile restored ${r2.restored.length}\n`,
     );
-  }, 120_000);
+  }, 300_000); // a dozen CLI runs, each a fresh tsx process, on a shared machine
 });
