@@ -96,6 +96,9 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
         summary: "Liveness",
         response: { 200: Type.Object({ status: Type.Literal("ok") }, { additionalProperties: false }) },
       },
+      // Liveness is never shed: a process that answers is alive, and a 503 here would get a busy, healthy instance
+      // restarted by its orchestrator (or flagged down right after start, when loading the data lags the loop).
+      config: { pressureHandler: () => undefined },
     },
     async () => ({ status: "ok" as const }),
   );
