@@ -93,6 +93,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           resourceUrl: resourceUrl(request),
           instance,
           client: request.ip,
+          generation: core.dataGeneration(request),
           log: request.log,
         },
         challengeFor(request, route),

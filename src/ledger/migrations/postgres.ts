@@ -3,6 +3,8 @@
  * own transaction with its version row, so instances starting together apply each exactly once. Append only: a
  * deployed migration is never edited; a change is a new version.
  */
+import { PURCHASES_MIGRATION } from "./purchases.js";
+
 export interface Migration {
   version: number;
   name: string;
@@ -75,4 +77,5 @@ CREATE TABLE incarnations (
     sql: `ALTER TABLE receipts ADD COLUMN payment_id TEXT;
 CREATE INDEX receipts_undelivered ON receipts (payer, request_fingerprint) WHERE response_expires_at IS NULL;`,
   },
+  PURCHASES_MIGRATION,
 ];
