@@ -213,12 +213,12 @@ export type Completion =
   | { kind: "unpaid" }
   /** The claim lapsed and another request took the payment over: it settles, not this one. */
   | { kind: "taken_over" }
-  /**
-   * A settlement that failed, with its `success: false` settlement (the x402 HTTP transport's PAYMENT-RESPONSE on
-   * failure, naming the reason).
-   */
   /** The settlement's outcome is unknown (a timeout, a lost answer): never `success: false`, which invites paying again. */
-  | { kind: "unconfirmed"; detail?: string }
+  | { kind: "unconfirmed" }
+  /**
+   * A settlement known to have failed, with its `success: false` settlement (the x402 HTTP transport's
+   * PAYMENT-RESPONSE on failure, naming the reason).
+   */
   | ({ kind: "payment_required"; error: string } & Partial<Settled>)
   | ({ kind: "fault"; fault: FacilitatorFault; consequence: string } & Partial<Settled>);
 

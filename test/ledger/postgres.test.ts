@@ -84,7 +84,10 @@ describe("postgres ledger", () => {
     const lines: string[] = [];
     const upgraded = await openPostgresLedger(url, { log: (l) => lines.push(l) });
     try {
-      expect(lines).toEqual([expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /)]);
+      expect(lines).toEqual([
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 /),
+      ]);
       const receipts = await upgraded.receipts();
       expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
         ["r-old", "settled", "50000", `0x${"7".repeat(64)}`],
