@@ -222,6 +222,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ...(deps.paymentsClock ? { clock: deps.paymentsClock } : {}),
     maintenanceMs: deps.paymentsMaintenanceMs ?? 0,
     singleInstance: !deps.ledgerShared,
+    rereadWindowMs: config.paidRereadSeconds * 1000,
+    dataGeneration: (request) => generationOf(request).version,
   });
   // After the payments hook: a browser's GET 402 becomes the paywall page.
   registerPaywall(app);

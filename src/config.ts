@@ -40,6 +40,7 @@ export const EnvSchema = Type.Object({
   LEDGER_URL: Type.Optional(Type.String({ pattern: "^postgres(ql)?://[^\\s]+$" })),
   LEDGER_SECRET_KEY: Type.Optional(Type.String({ pattern: SECRET_KEY_PATTERN })),
   IDEMPOTENCY_TTL_SECONDS: Type.Integer({ default: 86_400, minimum: 1, maximum: 2_592_000 }),
+  PAID_REREAD_SECONDS: Type.Integer({ default: 3600, minimum: 0, maximum: 2_592_000 }),
   CIRCUIT_FAILURE_THRESHOLD: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
   CIRCUIT_COOLDOWN_MS: Type.Integer({ default: 10_000, minimum: 100, maximum: 600_000 }),
   SMART_WALLET_CHECK_TIMEOUT_MS: Type.Integer({ default: 750, minimum: 50, maximum: 10_000 }),
@@ -150,6 +151,8 @@ export interface Config {
   /** Period of the payments maintenance pass: heartbeat, dead-instance release, lost-settlement reconciler, purge. */
   reconcileIntervalMs: number;
   idempotencyTtlSeconds: number;
+  /** How long a payer's fresh proof re-reads, unsettled, the answer it bought for the same request (0: never). */
+  paidRereadSeconds: number;
   circuit: { failureThreshold: number; cooldownMs: number };
   /** The chain check of smart-wallet signatures before the facilitator (needs CHAIN_RPC_URL or the devnet). */
   smartWalletCheck: { timeoutMs: number; gasCap: bigint };
@@ -419,6 +422,7 @@ export function parseConfig(source: Record<string, string | undefined> = process
     ledgerSecretKey: env.LEDGER_SECRET_KEY,
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     idempotencyTtlSeconds: env.IDEMPOTENCY_TTL_SECONDS,
+    paidRereadSeconds: env.PAID_REREAD_SECONDS,
     circuit: { failureThreshold: env.CIRCUIT_FAILURE_THRESHOLD, cooldownMs: env.CIRCUIT_COOLDOWN_MS },
     smartWalletCheck: {
       timeoutMs: env.SMART_WALLET_CHECK_TIMEOUT_MS,

@@ -39,6 +39,8 @@ export interface StoredResponse {
   statusCode: number;
   headers: Record<string, string>;
   body: string;
+  /** The data generation the body was answered from (absent on responses stored before it was kept). */
+  generation?: string | undefined;
 }
 
 export interface Receipt {
@@ -199,6 +201,12 @@ export interface LedgerPort {
    * response was never delivered: what a fresh proof from the same payer recovers instead of paying again.
    */
   undeliveredFor(payer: string, requestFingerprint: string): Promise<Receipt | undefined>;
+  /**
+   * The payer's receipts for this request created since `since` that paid, may have paid or are being paid (every
+   * status but failed), oldest first, at most `limit`: what a fresh proof of the same payer re-reads instead of paying
+   * again.
+   */
+  purchasesOf(payer: string, requestFingerprint: string, since: Date, limit: number): Promise<Receipt[]>;
   /** Receipts whose settlement outcome is unknown, oldest first. */
   unresolvedReceipts(limit: number): Promise<Receipt[]>;
   /** Calls of a route since a time that are paid or being paid (claimed, settling, settled, pending, unknown). */

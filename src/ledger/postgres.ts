@@ -527,6 +527,14 @@ function postgresLedger(pool: pg.Pool, url: string, hasher: SecretHasher): Ledge
       ).rows[0];
       return row ? toReceipt(row) : undefined;
     },
+    purchasesOf: async (payer, fingerprint, since, limit) =>
+      (
+        await pool.query<ReceiptRow>(
+          `SELECT * FROM receipts WHERE payer = $1 AND request_fingerprint = $2 AND created_at >= $3
+           AND status IN ${LIVE_STATUSES_SQL} ORDER BY created_at, id LIMIT $4`,
+          [payer.toLowerCase(), fingerprint, since, limit],
+        )
+      ).rows.map(toReceipt),
     unresolvedReceipts: async (limit) =>
       (
         await pool.query<ReceiptRow>(

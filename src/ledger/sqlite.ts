@@ -247,6 +247,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     `CREATE INDEX IF NOT EXISTS receipts_undelivered ON receipts(payer, request_fingerprint) WHERE response_expires_at IS NULL`,
   );
   db.exec("CREATE INDEX IF NOT EXISTS receipts_response_digest ON receipts(response_digest)");
+  db.exec(
+    "CREATE INDEX IF NOT EXISTS receipts_purchases ON receipts(payer, request_fingerprint, created_at)",
+  );
   hashStoredSecrets(db, hasher, log, existed);
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
@@ -322,6 +325,9 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
     unresolved: db.prepare("SELECT * FROM receipts WHERE status = 'unknown' ORDER BY created_at, id LIMIT ?"),
     undelivered: db.prepare(
       `SELECT * FROM receipts WHERE payer = ? AND request_fingerprint = ? AND ${UNDELIVERED_SQL} ORDER BY created_at, id LIMIT 1`,
+    ),
+    purchases: db.prepare(
+      `SELECT * FROM receipts WHERE payer = ? AND request_fingerprint = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL} ORDER BY created_at, id LIMIT ?`,
     ),
     countPaid: db.prepare(
       `SELECT COUNT(*) AS n FROM receipts WHERE route = ? AND created_at >= ? AND status IN ${LIVE_STATUSES_SQL}`,
@@ -568,6 +574,10 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       const row = st.undelivered.get(payer.toLowerCase(), fingerprint) as ReceiptRow | undefined;
       return row ? toReceipt(row) : undefined;
     },
+    purchasesOf: async (payer, fingerprint, since, limit) =>
+      (st.purchases.all(payer.toLowerCase(), fingerprint, since.toISOString(), limit) as ReceiptRow[]).map(
+        toReceipt,
+      ),
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
     countPaidSince: async (route, since) => (st.countPaid.get(route, since.toISOString()) as { n: number }).n,
     receipts: async () => (st.all.all() as ReceiptRow[]).map(toReceipt),

@@ -149,6 +149,7 @@ export async function callPaidTool(
       resourceUrl: `${baseUrl}${instance}`,
       instance,
       client: request.ip,
+      generation: server.core.dataGeneration(request),
       log: request.log,
     },
     challenge,

@@ -9,6 +9,7 @@ import {
   FacilitatorFault,
   type FacilitatorGateway,
   type GatewayVerdict,
+  localSignatureCheck,
   SETTLEMENT_PENDING,
 } from "./gateway.js";
 import {
@@ -22,7 +23,7 @@ import type { Proof } from "./proof.js";
 import type { ChainReader } from "./chain-reader.js";
 import { deadIncarnations, resolveFromChain } from "./recovery.js";
 import type { PaymentTerms, RoutePrice } from "./requirements.js";
-import { settleFailureKind } from "./settle-failure.js";
+import { reasonCode, settleFailureKind } from "./settle-failure.js";
 
 /**
  * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
@@ -52,6 +53,43 @@ export interface PaymentCore {
    * `flushUnwritten` until the ledger takes them, so a charge is never stranded in `settling`.
    */
   unwritten: Map<string, () => Promise<unknown>>;
+  /**
+   * How long a payer re-reads, with a fresh proof of its own, the answer it bought for the same request (same price,
+   * same data generation) instead of paying again; 0: never.
+   */
+  rereadWindowMs: number;
+  /** How long a fresh proof waits for the payer's earlier purchase of the same request still in flight. */
+  inFlightWaitMs: number;
+  /** How often that wait asks the ledger (another instance's purchase sends this one no signal). */
+  inFlightPollMs: number;
+  /** This process's waiters on a receipt's end (settled, released, failed), by receipt id. */
+  waiters: Map<string, Set<() => void>>;
+  /** The data generation a request is answered from (its transport's request object). */
+  dataGeneration: (request: object) => string | undefined;
+}
+
+/** Wakes whoever waits on this receipt in this process (a fresh proof waiting for the purchase it re-reads). */
+function receiptEnded(core: PaymentCore, receiptId: string): void {
+  const set = core.waiters.get(receiptId);
+  if (!set) return;
+  core.waiters.delete(receiptId);
+  for (const wake of set) wake();
+}
+
+/** Resolves when the receipt ends in this process, after `pollMs` (to ask the ledger again) or `ms`, whichever first. */
+function receiptEnd(core: PaymentCore, receiptId: string, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const set = core.waiters.get(receiptId) ?? new Set<() => void>();
+    core.waiters.set(receiptId, set);
+    const wake = () => {
+      clearTimeout(timer);
+      set.delete(wake);
+      resolve();
+    };
+    const timer = setTimeout(wake, Math.max(0, Math.min(ms, core.inFlightPollMs)));
+    timer.unref?.();
+    set.add(wake);
+  });
 }
 
 /**
@@ -107,6 +145,8 @@ export interface Attempt {
   ppRef: string | undefined;
   /** The sender's address (the request's IP): what a smart-wallet check's back-off is keyed by. */
   client?: string | undefined;
+  /** The data generation the answer will come from: an answer bought from another one is not re-read for free. */
+  generation?: string | undefined;
   now: Date;
   log: FastifyBaseLogger;
 }
@@ -173,11 +213,12 @@ export type Completion =
   | { kind: "unpaid" }
   /** The claim lapsed and another request took the payment over: it settles, not this one. */
   | { kind: "taken_over" }
+  /** The settlement's outcome is unknown (a timeout, a lost answer): never `success: false`, which invites paying again. */
+  | { kind: "unconfirmed" }
   /**
-   * A settlement that failed, with its `success: false` settlement (the x402 HTTP transport's PAYMENT-RESPONSE on
-   * failure, naming the reason).
+   * A settlement known to have failed, with its `success: false` settlement (the x402 HTTP transport's
+   * PAYMENT-RESPONSE on failure, naming the reason).
    */
-  | ({ kind: "unconfirmed" } & Partial<Settled>)
   | ({ kind: "payment_required"; error: string } & Partial<Settled>)
   | ({ kind: "fault"; fault: FacilitatorFault; consequence: string } & Partial<Settled>);
 
@@ -259,21 +300,35 @@ export function replayFor(version: 1 | 2, stored: StoredResponse, receipt: Recei
 }
 
 /** What the ledger keeps for a retry: status, body, content type and the settlement header. */
-function storedResponse(response: HandlerResponse, header: [string, string]): StoredResponse {
+function storedResponse(
+  response: HandlerResponse,
+  header: [string, string],
+  generation: string | undefined,
+): StoredResponse {
   const headers: Record<string, string> = { [header[0]]: header[1], "Cache-Control": "private, no-store" };
   if (response.contentType) headers["Content-Type"] = response.contentType;
-  return { statusCode: response.statusCode, headers, body: response.body };
+  return {
+    statusCode: response.statusCode,
+    headers,
+    body: response.body,
+    ...(generation === undefined ? {} : { generation }),
+  };
 }
 
 /** Ends a claim that did not settle: released, or back to unknown when an earlier settlement may have happened. */
-const giveBack = (core: PaymentCore, p: Pick<Payment, "receiptId" | "reclaimed">) =>
-  p.reclaimed
-    ? core.ledger.recordFailure(p.receiptId, {
+async function giveBack(core: PaymentCore, p: Pick<Payment, "receiptId" | "reclaimed">): Promise<void> {
+  try {
+    if (p.reclaimed)
+      await core.ledger.recordFailure(p.receiptId, {
         status: "unknown",
         error: "retry_not_settled",
         now: core.clock(),
-      })
-    : core.ledger.releaseClaim(p.receiptId, core.incarnation);
+      });
+    else await core.ledger.releaseClaim(p.receiptId, core.incarnation);
+  } finally {
+    receiptEnded(core, p.receiptId);
+  }
+}
 
 /** Releases what dead incarnations left (claims, key records); `only`: just that one. Returns how many were dead. */
 export async function releaseDeadIncarnations(core: PaymentCore, now: Date, only?: string): Promise<number> {
@@ -397,6 +452,77 @@ async function owedTo(core: PaymentCore, a: Attempt): Promise<Receipt | undefine
   return res.kind === "settled" && res.receipt.transaction ? res.receipt : undefined;
 }
 
+/** A purchase whose kept answer a fresh proof re-reads: paid, same price, same data generation, still kept. */
+function rereadable(r: Receipt, a: Attempt): r is Receipt & { response: StoredResponse } {
+  return (
+    (r.status === "settled" || r.status === "pending") &&
+    r.response !== null &&
+    r.amount === a.route.amount &&
+    r.response.generation === a.generation &&
+    (!r.responseExpiresAt || Date.parse(r.responseExpiresAt) > a.now.getTime())
+  );
+}
+
+/** What a fresh proof is answered while the payer's earlier purchase of the same request is still being paid. */
+const STILL_BUYING: Admission = {
+  kind: "refused",
+  refusal: {
+    status: 409,
+    slug: "purchase-in-progress",
+    detail:
+      "Your earlier payment for this same request is still being settled; nothing was charged for this one. Do not pay again: retry shortly to get that answer.",
+    headers: { "Retry-After": "2", "Cache-Control": "no-store" },
+  },
+};
+
+/**
+ * The payer's own fresh proof for a request it already bought, within the re-read window: the answer it bought
+ * (replayed; this proof's authorization is never settled), or, while that purchase is still in flight, that answer
+ * once it lands (a bounded wait). Undefined: nothing to re-read (none, failed and given back, another price or data
+ * generation): a purchase like any other. `proven` says the proof is the payer's own; it is asked only when an
+ * earlier purchase exists, and "unproven" is returned when it is not (the facilitator's verify proves it later).
+ * A chain observer holds the payer's settled (from, nonce) and signature but cannot sign a fresh proof as the payer.
+ */
+async function rereadEarlier(
+  core: PaymentCore,
+  a: Attempt,
+  mine: Receipt,
+  proven: () => Promise<boolean>,
+): Promise<Admission | "unproven" | undefined> {
+  if (core.rereadWindowMs <= 0) return undefined;
+  const payer = a.proof.exact.authorization.from;
+  const since = new Date(a.now.getTime() - core.rereadWindowMs);
+  const waitUntil = performance.now() + core.inFlightWaitMs;
+  let isProven = false;
+  for (;;) {
+    const earlier = (await core.ledger.purchasesOf(payer, a.requestFingerprint, since, 16)).filter(
+      (r) => r.id !== mine.id && r.amount === a.route.amount,
+    );
+    const bought = earlier.filter((r) => rereadable(r, a)).at(-1);
+    // Only a purchase past its verify is waited for: settling, or claimed with its secret bound (bound only after the
+    // facilitator verified it and it waited for nobody). A forged proof naming the payer is never bound, so it cannot
+    // hold the payer's own request up, and no two waiting claims ever wait for each other.
+    const inFlight = earlier.find(
+      (r) =>
+        r.status === "settling" ||
+        (r.status === "claimed" && (r.idempotencyKey !== null || r.paymentId !== null)),
+    );
+    if (!bought && !inFlight) return undefined;
+    if (!isProven) {
+      if (!(await proven())) return "unproven";
+      isProven = true;
+    }
+    if (bought) {
+      a.log.info({ receipt: bought.id }, "a fresh proof of the payer re-reads the answer it bought");
+      report(core, a, "replayed");
+      return { kind: "replay", response: replayFor(a.proof.version, bought.response, bought) };
+    }
+    const left = waitUntil - performance.now();
+    if (left <= 0 || !inFlight) return STILL_BUYING;
+    await receiptEnd(core, inFlight.id, left);
+  }
+}
+
 /**
  * Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (its chain is
  * down): the gateway recovered it to `from` before asking. Only an EOA's signature is proven without the chain; a
@@ -442,6 +568,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
 
   let receiptId: string;
   let reclaimed = false;
+  let mine: Receipt | undefined;
   switch (claim.kind) {
     case "idempotency_conflict": // only when a key is passed to the claim, which this core never does
       return secretReused("key", claim.reason);
@@ -484,10 +611,31 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
     }
     case "claimed":
       receiptId = claim.receipt.id;
+      mine = claim.receipt;
       break;
   }
 
   const payment: Payment = { ...base, receiptId, reclaimed };
+  // The payer's own fresh proof for a request it bought: proven locally (an EOA's signature) it needs no facilitator
+  // call; otherwise it is asked again once the facilitator has verified it.
+  let reread: Awaited<ReturnType<typeof rereadEarlier>>;
+  if (mine) {
+    try {
+      reread = await rereadEarlier(
+        core,
+        a,
+        mine,
+        async () => (await localSignatureCheck(proof.payload as PaymentPayload, requirements)) === "eoa",
+      );
+    } catch (err) {
+      await giveBack(core, payment);
+      throw err;
+    }
+    if (reread !== undefined && reread !== "unproven") {
+      await giveBack(core, payment);
+      return reread;
+    }
+  }
   // Whoever might already have been charged for it is told so, never "nothing was charged".
   const consequence = reclaimed ? BEING_CONFIRMED : NOTHING_CHARGED;
   try {
@@ -496,7 +644,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
     );
     if (!verdict.isValid) {
       await giveBack(core, payment);
-      const reason = verdict.invalidReason ?? "invalid_payment";
+      const reason = reasonCode(verdict.invalidReason ?? "invalid_payment", "invalid_payment");
       a.log.info({ reason, detail: verdict.invalidMessage }, "payment proof refused by the facilitator");
       if (payersOwnSignature(verdict, reason)) {
         // The payer's own signature, proven by the gateway without the chain: the facilitator could not check it.
@@ -537,6 +685,17 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       incarnation: core.incarnation,
       now,
     });
+  if (mine && reread === "unproven") {
+    // Verified by the facilitator now (a smart wallet's signature, proven on chain): the payer's own proof.
+    const again = await rereadEarlier(core, a, mine, async () => true).catch(async (err) => {
+      await giveBack(core, payment);
+      throw err;
+    });
+    if (again !== undefined && again !== "unproven") {
+      await giveBack(core, payment);
+      return again;
+    }
+  }
   if (!reclaimed) {
     const owed = await owedTo(core, a);
     if (owed) {
@@ -594,7 +753,7 @@ async function deliverPaid(
   try {
     await core.ledger.storeResponse(
       p.receiptId,
-      storedResponse(response, answer.header),
+      storedResponse(response, answer.header, p.generation),
       new Date(now.getTime() + core.retentionMs),
       now,
     );
@@ -618,12 +777,21 @@ export async function completePayment(
   p: Payment,
   response: HandlerResponse,
 ): Promise<Completion> {
+  try {
+    return await complete(core, p, response);
+  } finally {
+    receiptEnded(core, p.receiptId);
+  }
+}
+
+async function complete(core: PaymentCore, p: Payment, response: HandlerResponse): Promise<Completion> {
   if (p.deliver) {
     if (response.statusCode >= 400) return { kind: "unpaid" };
     return deliverPaid(core, p, p.deliver, response);
   }
   if (response.statusCode >= 400) {
-    await giveBack(core, p);
+    // Nothing was settled: a ledger that cannot release the claim now (a full disk) leaves it to its lock's expiry.
+    await giveBack(core, p).catch((err) => p.log.error({ err, receipt: p.receiptId }, "claim not released"));
     return { kind: "unpaid" };
   }
   const started = core.clock();
@@ -643,11 +811,11 @@ export async function completePayment(
         }),
       );
     report(core, p, "unknown");
+    // Whether the transfer happened is unknown here: a 503 problem that says so, never a `success: false`.
     return {
       kind: "fault",
       fault: new FacilitatorFault(503, "ledger_unavailable", 5, String(err)),
       consequence: NOT_CONFIRMED,
-      ...failed(p, "ledger_unavailable"),
     };
   }
 }
@@ -674,11 +842,16 @@ async function settleAndRecord(
       p.log,
     );
     report(core, p, "unknown");
-    const fault =
-      error instanceof FacilitatorFault
-        ? error
-        : new FacilitatorFault(502, "facilitator_error", 5, String(error));
-    return { kind: "fault", fault, consequence: NOT_CONFIRMED, ...failed(p, fault.reason) };
+    p.log.warn(
+      {
+        reason: error_,
+        detail: error instanceof Error ? error.message : String(error),
+        receipt: p.receiptId,
+      },
+      "settlement outcome unknown",
+    );
+    // Unknown is not failure: the buyer may be charged, so it is told to wait and not pay again, never `success: false`.
+    return { kind: "unconfirmed" };
   }
 
   const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
@@ -691,7 +864,7 @@ async function settleAndRecord(
     status,
     transaction: result.transaction,
     response: {
-      value: storedResponse(response, answer.header),
+      value: storedResponse(response, answer.header, p.generation),
       expiresAt: new Date(started.getTime() + core.retentionMs),
     },
     now: core.clock(),
@@ -740,12 +913,20 @@ async function settleFailed(
   result: SettleResponse,
   response: HandlerResponse,
 ): Promise<Completion> {
-  const reason = result.errorReason ?? "settlement_failed";
-  p.log.warn({ reason, detail: result.errorMessage, receipt: p.receiptId }, "settlement failed");
+  const reason = reasonCode(result.errorReason ?? "settlement_failed", "unexpected_settle_error");
+  p.log.warn(
+    { reason, detail: result.errorMessage ?? result.errorReason, receipt: p.receiptId },
+    "settlement failed",
+  );
   // A refusal of a claim that was already unknown may be the earlier settlement's doing (its transfer spent the
   // balance or the nonce): still an unknown.
   if (settleFailureKind(reason) === "refused" && !p.reclaimed) {
-    await core.ledger.recordFailure(p.receiptId, { status: "failed", error: reason, now: core.clock() });
+    await mustWrite(
+      core,
+      p.receiptId,
+      () => core.ledger.recordFailure(p.receiptId, { status: "failed", error: reason, now: core.clock() }),
+      p.log,
+    );
     report(core, p, "settle_failed");
     return {
       kind: "payment_required",
@@ -776,5 +957,5 @@ async function settleFailed(
   }
   // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
   report(core, p, "unknown");
-  return { kind: "unconfirmed", ...failed(p, reason) };
+  return { kind: "unconfirmed" };
 }

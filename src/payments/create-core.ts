@@ -27,7 +27,20 @@ export interface CoreOptions {
   singleInstance?: boolean;
   /** With several instances: an incarnation whose heartbeat is older than this is dead. */
   staleIncarnationMs?: number;
+  /**
+   * How long the payer's fresh proof for a request it already bought gets that answer again, unsettled (default:
+   * one hour, never past the response retention; 0: never).
+   */
+  rereadWindowMs?: number;
+  /** How long such a proof waits for the earlier purchase still in flight (default 30 s). */
+  inFlightWaitMs?: number;
+  /** How often that wait asks the ledger for another instance's purchase (default 250 ms). */
+  inFlightPollMs?: number;
+  /** The data generation a request (HTTP or MCP) is answered from, pinned on arrival. */
+  dataGeneration?: ((request: object) => string | undefined) | undefined;
 }
+
+export const DEFAULT_REREAD_WINDOW_MS = 3_600_000;
 
 /** The payments plugin's options: the core's, and where its 402 resources point and how often maintenance runs. */
 export interface PaymentsOptions extends CoreOptions {
@@ -55,5 +68,13 @@ export function createPaymentCore(opts: CoreOptions, log: FastifyBaseLogger): Pa
     staleIncarnationMs: opts.staleIncarnationMs ?? 60_000,
     log,
     unwritten: new Map(),
+    rereadWindowMs: Math.min(
+      opts.rereadWindowMs ?? DEFAULT_REREAD_WINDOW_MS,
+      opts.responseRetentionMs ?? opts.idempotencyTtlMs,
+    ),
+    inFlightWaitMs: opts.inFlightWaitMs ?? 30_000,
+    inFlightPollMs: opts.inFlightPollMs ?? 250,
+    waiters: new Map(),
+    dataGeneration: opts.dataGeneration ?? (() => undefined),
   };
 }

@@ -37,6 +37,8 @@ export interface PaidCall {
   instance: string;
   /** The sender's address: what an attacker controls, unlike the `from` a proof claims. */
   client: string;
+  /** The data generation the answer will come from. */
+  generation?: string | undefined;
   log: FastifyBaseLogger;
 }
 
@@ -131,6 +133,7 @@ export async function decideCall(
       paymentId: paymentId.id,
       ppRef: (call.query as { pp_ref?: string } | undefined)?.pp_ref,
       client: call.client,
+      generation: call.generation,
       now,
       log: call.log,
     });

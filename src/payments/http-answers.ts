@@ -74,7 +74,11 @@ export const busyAnswer = (instance: string, withKey: boolean): HttpAnswer =>
     { "Retry-After": "1" },
   );
 
-/** A payment whose settlement has no known outcome yet. */
+/**
+ * A payment whose settlement has no known outcome yet (a timeout, a lost answer, an earlier attempt still unknown):
+ * x402 has no pending settlement, so this is a 409 with no PAYMENT-RESPONSE at all, never `success: false`; the
+ * recovery resolves it from the chain and the retry with the same proof or key gets the answer.
+ */
 export const unconfirmedAnswer = (instance: string): HttpAnswer => ({
   status: 409,
   headers: [
@@ -85,7 +89,7 @@ export const unconfirmedAnswer = (instance: string): HttpAnswer => ({
   body: problem(
     409,
     "settlement-unconfirmed",
-    "The settlement of this payment is being confirmed on chain. Do not pay again; retry with the same proof shortly.",
+    "The settlement of this payment is being confirmed on chain; you may already be charged. Do not pay again: retry shortly with the same proof, or with this answer's Idempotency-Key.",
     instance,
   ),
 });

@@ -96,6 +96,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
           resourceUrl: url,
           instance,
           client: request.ip,
+          generation: core.dataGeneration(request),
           log: request.log,
         },
         challenges(route, url),

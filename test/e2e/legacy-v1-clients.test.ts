@@ -1,6 +1,6 @@
 import axios, { type AxiosError } from "axios";
 import { createWalletClient, http, publicActions } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { describe, expect, it } from "vitest";
 import { withPaymentInterceptor } from "x402-axios";
@@ -94,6 +94,41 @@ describe("x402-fetch 1.2 (v1 only)", () => {
       () => pay(srv.url("/v1/benchmark/endpoint"), jsonInit(BENCHMARK)).catch((e: unknown) => e),
       () => sentProof,
     );
+  }, 60_000);
+});
+
+describe("an unfunded v1 buyer (x402-fetch 1.2)", () => {
+  // The devnet's facilitator already refuses it at verify; a transfer that reverts at settle instead (the balance
+  // spent meanwhile) is answered the same way, its reason read from viem's text: test/payments/chain-observer.test.ts.
+  it("is answered like v2: 402 with the reason code, never 409 and never the library's text; nothing moves", async () => {
+    const key = generatePrivateKey();
+    const buyer = privateKeyToAccount(key).address;
+    let answer: { status: number; headers: Headers; body: string } | undefined;
+    const watched: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (new Headers(init?.headers).has("x-payment"))
+        answer = { status: res.status, headers: res.headers, body: await res.clone().text() };
+      return res;
+    };
+    const pay = wrapFetchWithPayment(watched, wallet(key) as never);
+    const moved = await deltas(buyer, async () => {
+      await pay(srv.url("/v1/unlocks/upcoming?days=30")).catch((e: unknown) => e);
+    });
+    expect(moved).toEqual({ buyer: 0n, payTo: 0n });
+    expect(answer?.status).toBe(402);
+    expect(JSON.parse(answer?.body ?? "{}")).toMatchObject({
+      x402Version: 1,
+      error: "invalid_exact_evm_insufficient_balance",
+    });
+    const settlement = answer?.headers.get("x-payment-response");
+    if (settlement)
+      expect(JSON.parse(Buffer.from(settlement, "base64").toString("utf8"))).toMatchObject({
+        success: false,
+        errorReason: "invalid_exact_evm_insufficient_balance",
+      });
+    const everything = `${JSON.stringify([...(answer?.headers ?? [])])}${answer?.body}`;
+    for (const leak of ["viem", "Contract Call", "Docs:", "Version:", "sender"])
+      expect(everything, leak).not.toContain(leak);
   }, 60_000);
 });
 

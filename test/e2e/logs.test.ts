@@ -106,7 +106,7 @@ describe("secrets never reach a log", () => {
     expect(await call({ "payment-signature": signedV2() })).toBe(503);
     fac.verify = "ok";
     fac.settle = "http500";
-    expect(await call({ "payment-signature": signedV2() })).toBe(502);
+    expect(await call({ "payment-signature": signedV2() })).toBe(409); // unknown outcome: do not pay again
     fac.settle = "ok";
     const garbage = Buffer.from(`{"x402Version":2,"sig":"${randomBytes(32).toString("hex")}"}`).toString(
       "base64",

@@ -283,6 +283,52 @@ describe("two instances on one PostgreSQL ledger", () => {
     return { tx, receipt: receipt as NonNullable<typeof receipt>, lost };
   }
 
+  it("the payer's fresh proof at the other instance, while its purchase settles or after its answer was lost → that answer, charged once", {
+    timeout: 120_000,
+  }, async () => {
+    const key = devnet.buyers[7]?.privateKey as `0x${string}`;
+    const path = "/v1/unlocks/upcoming?days=77";
+    const before = await devnet.balanceOf(devnet.payTo);
+    const calls0 = facilitator.settleCalls;
+    // a settles the first purchase and is held at the facilitator's settle…
+    const gate = deferred();
+    facilitator.gate = gate.promise;
+    const first = fetch(`${a.url}${path}`, {
+      headers: { "PAYMENT-SIGNATURE": await proof(await requiredFrom(a, path), key) },
+    });
+    await untilSettleCalls(calls0 + 1);
+    // …while the same payer's new proof for the same request reaches b, which finds it settling in the ledger.
+    const second = fetch(`${b.url}${path}`, {
+      headers: { "PAYMENT-SIGNATURE": await proof(await requiredFrom(b, path), key) },
+    });
+    facilitator.gate = undefined;
+    gate.resolve();
+    const [r1, r2] = await Promise.all([first, second]);
+    expect(r1.status).toBe(200);
+    expect(r2.status).toBe(200);
+    expect(r2.headers.get("idempotent-replayed")).toBe("true");
+    const body = await r1.text();
+    expect(await r2.text()).toBe(body);
+    expect(txOf(r2)).toBe(txOf(r1));
+    // The answer a gave was lost too: a third proof, at b again, re-reads it.
+    const third = await fetch(`${b.url}${path}`, {
+      headers: { "PAYMENT-SIGNATURE": await proof(await requiredFrom(b, path), key) },
+    });
+    expect(third.status).toBe(200);
+    expect(await third.text()).toBe(body);
+    expect(facilitator.settleCalls - calls0).toBe(1);
+    expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(20_000n);
+    // A changed request is a purchase of its own.
+    const other = await fetch(`${b.url}/v1/unlocks/upcoming?days=78`, {
+      headers: {
+        "PAYMENT-SIGNATURE": await proof(await requiredFrom(b, "/v1/unlocks/upcoming?days=78"), key),
+      },
+    });
+    expect(other.status).toBe(200);
+    expect(other.headers.get("idempotent-replayed")).toBeNull();
+    expect((await devnet.balanceOf(devnet.payTo)) - before).toBe(40_000n);
+  });
+
   it("kill -9 of one instance mid-settlement → the buyer's first retry at the other gets what it paid for", {
     timeout: 120_000,
   }, async () => {

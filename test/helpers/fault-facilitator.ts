@@ -387,6 +387,9 @@ export async function startHttpApp(
     MAX_EVENT_LOOP_DELAY_MS: "0",
     FACILITATOR_URL: facilitatorUrl,
     PAY_TO: TEST_PAY_TO,
+    // These tests buy the same request again and again as one payer (upcomingProof), each time a purchase of its own;
+    // a payer's fresh proof re-reading what it bought has its own tests, which turn it on here.
+    PAID_REREAD_SECONDS: "0",
     ...env,
   });
   const client = createFacilitatorClient(facilitatorTarget(config.facilitator, facilitatorUrl));

@@ -87,6 +87,7 @@ describe("postgres ledger", () => {
     try {
       expect(lines).toEqual([
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 /),
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 /),
       ]);
       const receipts = await upgraded.receipts();

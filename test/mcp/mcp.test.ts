@@ -355,7 +355,7 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     });
   });
 
-  it("a settlement fault: the problem result carries `success: false` and the reason in _meta", async () => {
+  it("a settlement timeout: unknown, not failed: 409 do-not-pay-again with the retry key, never `success: false`", async () => {
     const { client, t } = await connect();
     t.gateway.settleResult = async () => {
       throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
@@ -363,11 +363,9 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
     const proof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
     const r = await call(client, "unlock_risk", RISK_ARGS, proof);
     expect(r.isError).toBe(true);
-    expect(r.structuredContent).toMatchObject({ status: 503 });
-    expect(r._meta?.["x402/payment-response"]).toMatchObject({
-      success: false,
-      errorReason: "facilitator_timeout",
-    });
+    expect(r.structuredContent).toMatchObject({ status: 409 });
+    expect(JSON.stringify(r.structuredContent)).toMatch(/Do not pay again/);
+    expect(r._meta?.["x402/payment-response"]).toBeUndefined();
     expect(typeof r._meta?.["pressure402/idempotency-key"]).toBe("string");
   });
 
@@ -535,7 +533,8 @@ describe("logs", () => {
     };
     const other = v2Proof(paymentRequired(first).accepts[0] as PaymentRequirements);
     other.payload.signature = `0x${randomBytes(65).toString("hex")}`;
-    expect((await call(client, "unlocks_upcoming", { days: 30 }, other)).isError).toBe(true);
+    // Another request: the same payer's proof for the same one would re-read the answer it bought.
+    expect((await call(client, "unlocks_upcoming", { days: 31 }, other)).isError).toBe(true);
     const log = lines.join("");
     expect(log).toContain('"tool":"unlocks_upcoming","status":200'); // each tool call is logged with its outcome
     expect(log).toContain('"tool":"unlocks_upcoming","status":402');

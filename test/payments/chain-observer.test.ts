@@ -200,7 +200,7 @@ describe("a chain observer's proofs of a settled payment get nothing and learn n
     };
     const paid = buyerProof();
     const first = await post({ "payment-signature": b64(paid) }, REQUESTS.bought);
-    expect(first.statusCode).toBe(503);
+    expect(first.statusCode).toBe(409);
     const issued = first.headers["idempotency-key"] as string;
     expect(issued).toBeTruthy();
     gateway.settleResult = fakeGateway().settleResult;
@@ -270,7 +270,7 @@ describe("PAYMENT-RESPONSE on a failed settlement", () => {
   const settlementOf = (res: LightMyRequestResponse, name = "payment-response") =>
     JSON.parse(Buffer.from(res.headers[name] as string, "base64").toString()) as Record<string, unknown>;
 
-  it("refused (402), unknown (409) and faulted (503): `success: false` with the reason, v2 and v1", async () => {
+  it("refused (402): `success: false` with the reason; unknown (409): no settlement at all, never `success: false`; v2 and v1", async () => {
     gateway.settleResult = async (_p, r) => ({
       success: false,
       errorReason: "insufficient_funds",
@@ -293,30 +293,63 @@ describe("PAYMENT-RESPONSE on a failed settlement", () => {
     });
     const unknown = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
     expect(unknown.statusCode).toBe(409);
-    expect(settlementOf(unknown)).toMatchObject({
-      success: false,
-      errorReason: "invalid_exact_evm_transaction_failed",
-    });
+    expect(unknown.headers["payment-response"]).toBeUndefined();
+    expect(unknown.json().detail).toMatch(/Do not pay again/);
 
     gateway.settleResult = async () => {
       throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
     };
-    const faulted = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
-    expect(faulted.statusCode).toBe(503);
-    expect(settlementOf(faulted)).toMatchObject({ success: false, errorReason: "facilitator_timeout" });
-    expect(faulted.body).not.toContain(SECRET_BODY);
+    const timedOut = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
+    expect(timedOut.statusCode).toBe(409);
+    expect(timedOut.headers["payment-response"]).toBeUndefined();
+    expect(timedOut.headers["idempotency-key"]).toBeTruthy();
+    expect(timedOut.body).not.toContain(SECRET_BODY);
 
     const v1 = buyerProof();
-    const v1Faulted = await post(
+    const v1TimedOut = await post(
       { "x-payment": b64({ x402Version: 1, scheme: "exact", network: "base", payload: v1.payload }) },
       REQUESTS.bought,
     );
-    expect(v1Faulted.statusCode).toBe(503);
-    expect(settlementOf(v1Faulted, "x-payment-response")).toMatchObject({
+    expect(v1TimedOut.statusCode).toBe(409);
+    expect(v1TimedOut.headers["x-payment-response"]).toBeUndefined();
+    expect(v1TimedOut.headers["payment-response"]).toBeUndefined();
+  });
+
+  it("a v1 settlement that reverts in its gas estimate answers like v2: 402 with the reason code, never the library's text", async () => {
+    // What @x402/evm's v1 scheme answers when its transfer call throws: the thrown error's whole message.
+    const viemText = [
+      'The contract function "transferWithAuthorization" reverted with the following reason:',
+      "ERC20: transfer amount exceeds balance",
+      "",
+      "Contract Call:",
+      "  address:   0x5FbDB2315678afecb367f032d93F642f64180aa3",
+      "  sender:    0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      "",
+      "Docs: https://viem.sh/docs/contract/writeContract",
+      "Version: viem@2.38.0",
+    ].join("\n");
+    gateway.settleResult = async (_p, r) => ({
       success: false,
-      errorReason: "facilitator_timeout",
-      network: "base",
+      errorReason: viemText,
+      transaction: "",
+      network: r.network,
     });
-    expect(v1Faulted.headers["payment-response"]).toBeUndefined();
+    for (const version of [1, 2] as const) {
+      const p = buyerProof();
+      const headers: Record<string, string> =
+        version === 1
+          ? { "x-payment": b64({ x402Version: 1, scheme: "exact", network: "base", payload: p.payload }) }
+          : { "payment-signature": b64(p) };
+      const res = await post(headers, REQUESTS.bought);
+      expect(res.statusCode, `v${version}`).toBe(402);
+      const name = version === 1 ? "x-payment-response" : "payment-response";
+      expect(settlementOf(res, name), `v${version}`).toEqual(
+        expect.objectContaining({ success: false, errorReason: "invalid_exact_evm_insufficient_balance" }),
+      );
+      const raw = JSON.stringify(res.headers) + res.body;
+      for (const leak of ["viem", "Contract Call", "sender", "0x5FbDB", "Docs:"])
+        expect(raw, `v${version} ${leak}`).not.toContain(leak);
+    }
+    expect((await ledger.receipts()).map((r) => r.status)).toEqual(["failed", "failed"]);
   });
 });

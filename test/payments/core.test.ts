@@ -138,3 +138,53 @@ describe("payment core, without HTTP", () => {
     expect(gateway.calls).toEqual({ verify: 1, settle: 0 });
   });
 });
+
+describe("a full disk and unknown outcomes, without HTTP", () => {
+  /** The ledger refuses every write from now on, as a full disk does. */
+  const diskFull = () => {
+    const full = () => Promise.reject(new Error("SqliteError: database or disk is full"));
+    ledger.recordFailure = full;
+    ledger.releaseClaim = full;
+    ledger.recordSettlement = full;
+    ledger.storeResponse = full;
+  };
+
+  it("a settlement refused while the disk is full: the buyer's 402 with its reason, the write kept to retry; never a throw", async () => {
+    const admission = await admitPayment(core, attempt(freshProof()));
+    if (admission.kind !== "proceed") throw new Error(admission.kind);
+    gateway.settleResult = async (_p, r) => ({
+      success: false,
+      errorReason: "invalid_exact_evm_insufficient_balance",
+      transaction: "",
+      network: r.network,
+    });
+    diskFull();
+    const completion = await completePayment(core, admission.payment, ok);
+    expect(completion.kind).toBe("payment_required");
+    if (completion.kind !== "payment_required") return;
+    expect(completion.settlement).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_insufficient_balance",
+    });
+    expect(core.unwritten.size).toBe(1);
+  });
+
+  it("a handler error while the disk is full: its answer goes out unpaid; never a throw", async () => {
+    const admission = await admitPayment(core, attempt(freshProof()));
+    if (admission.kind !== "proceed") throw new Error(admission.kind);
+    diskFull();
+    const completion = await completePayment(core, admission.payment, { ...ok, statusCode: 500 });
+    expect(completion).toEqual({ kind: "unpaid" });
+  });
+
+  it("a settle that times out is unknown: no `success: false`, nothing that invites paying again", async () => {
+    const admission = await admitPayment(core, attempt(freshProof()));
+    if (admission.kind !== "proceed") throw new Error(admission.kind);
+    gateway.settleResult = async () => {
+      throw new Error("socket hang up");
+    };
+    const completion = await completePayment(core, admission.payment, ok);
+    expect(completion).toEqual({ kind: "unconfirmed" });
+    expect((await ledger.receipt(admission.payment.receiptId))?.status).toBe("unknown");
+  });
+});

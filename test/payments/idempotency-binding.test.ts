@@ -104,9 +104,13 @@ describe("Idempotency-Keys bind after the signature", () => {
     expect(t.ledger.boundSecret(receipts[0] as Receipt, { key: "victim-order-2" })).toBe("key");
   });
 
-  it("a verified proof with a key already bound to another payment is still a 422", async () => {
+  it("a verified proof with a key already bound to another payment is still a 422 (on another request)", async () => {
     expect((await get("days=30", await signedV2Proof(accepted()), "k-422")).statusCode).toBe(200);
-    const other = await get("days=30", await signedV2Proof(accepted()), "k-422");
+    // The same request: the payer's own fresh proof re-reads what it bought (its authorization unused).
+    const same = await get("days=30", await signedV2Proof(accepted()), "k-422");
+    expect(same.statusCode).toBe(200);
+    expect(same.headers["idempotent-replayed"]).toBe("true");
+    const other = await get("days=31", await signedV2Proof(accepted()), "k-422");
     expect(other.statusCode).toBe(422);
     expect(other.json().type).toMatch(/idempotency-key-reused$/);
     expect(t.gateway.calls.settle).toBe(1);

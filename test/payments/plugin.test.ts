@@ -282,7 +282,12 @@ describe("paid calls", () => {
     };
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     const res = await post("/both", { "payment-signature": proof });
-    expect(res.statusCode).toBe(503);
+    // Unknown is not failure: 409 "do not pay again" with the retry key, and no `success: false` settlement.
+    expect(res.statusCode).toBe(409);
+    expect(res.json().type).toMatch(/settlement-unconfirmed$/);
+    expect(res.json().detail).toMatch(/Do not pay again/);
+    expect(res.headers["payment-response"]).toBeUndefined();
+    expect(res.headers["idempotency-key"]).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(res.body).not.toContain("paid");
     expect((await ledger.receipts())[0]?.status).toBe("unknown");
     gateway.settleResult = fakeGateway().settleResult;
@@ -417,7 +422,7 @@ describe("a chain outage and a v1 retry of a v2 payment", () => {
     };
     const signed = b64(await signedV2Proof(requirementsV2(both, terms)));
     const first = await post("/both", { "payment-signature": signed });
-    expect(first.statusCode).toBe(503);
+    expect(first.statusCode).toBe(409);
     const key = { "idempotency-key": first.headers["idempotency-key"] as string };
     expect((await ledger.receipts())[0]?.status).toBe("unknown"); // the buyer may have been charged
     // The facilitator's chain is down: it calls the payer's own signature invalid.
@@ -469,9 +474,12 @@ describe("provisional cap", () => {
       await gate; // every request reaches the claim while the first three are still verifying
       return { isValid: true };
     };
-    const calls = Array.from({ length: 50 }, () =>
-      post("/capped", { "payment-signature": b64(v2Proof(requirementsV2(capped, terms))) }),
-    );
+    // 50 payers: one payer's proofs for one request would re-read the first purchase rather than buy again.
+    const calls = Array.from({ length: 50 }, (_, i) => {
+      const proof = v2Proof(requirementsV2(capped, terms));
+      proof.payload.authorization.from = `0x${(0xc000 + i).toString(16).padStart(40, "0")}`;
+      return post("/capped", { "payment-signature": b64(proof) });
+    });
     while (gateway.calls.verify < 3) await new Promise((r) => setImmediate(r));
     open();
     const statuses = (await Promise.all(calls)).map((r) => r.statusCode);
@@ -511,7 +519,24 @@ describe("idempotency", () => {
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
   });
 
-  it("422 for the same key with a different proof", async () => {
+  it("the same key with another proof of the same payer: the stored answer, the other authorization unused", async () => {
+    const first = await post("/both", {
+      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
+      "idempotency-key": "k3",
+    });
+    const res = await post("/both", {
+      "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
+      "idempotency-key": "k3",
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["idempotent-replayed"]).toBe("true");
+    expect(res.headers["payment-response"]).toBe(first.headers["payment-response"]);
+    expect(gateway.calls.settle).toBe(1);
+    expect((await ledger.receipts()).map((r) => r.status)).toEqual(["settled"]);
+  });
+
+  it("422 for the same key with a different proof when re-reading is off (PAID_REREAD_SECONDS=0)", async () => {
+    app.payments.core.rereadWindowMs = 0;
     await post("/both", {
       "payment-signature": b64(v2Proof(requirementsV2(both, terms))),
       "idempotency-key": "k3",

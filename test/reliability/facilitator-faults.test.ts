@@ -66,6 +66,20 @@ async function expectFailClosed(res: Response): Promise<string> {
   return body.type.split("/").pop() as string;
 }
 
+/** A settlement whose outcome is unknown: 409 "do not pay again", the retry key, and no settlement at all. */
+async function expectUnknown(res: Response): Promise<string> {
+  expect(res.status).toBe(409);
+  expect(res.headers.get("content-type")).toMatch(/application\/problem\+json/);
+  expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  expect(res.headers.get("payment-response")).toBeNull();
+  expect(res.headers.get("idempotency-key")).toBeTruthy();
+  const body = (await res.json()) as { type: string; status: number; detail: string; unlocks?: unknown };
+  expect(body.status).toBe(409);
+  expect(body.detail).toMatch(/Do not pay again/);
+  expect(body.unlocks).toBeUndefined();
+  return body.type.split("/").pop() as string;
+}
+
 describe("verify faults fail closed, bill nothing, and recover", () => {
   const cases: [Behaviour, number, string][] = [
     ["hang", 503, "facilitator-timeout"],
@@ -140,7 +154,8 @@ describe("settle faults withhold the response and never bill twice", () => {
       fac.settle = behaviour;
       const proof = upcomingProof(http.config);
       const res = await pay(http, proof);
-      expect(await expectFailClosed(res)).toBe(slug);
+      // The facilitator's fault (`slug`) is logged; the buyer hears the truth: unknown, not failed.
+      expect(await expectUnknown(res)).toBe("settlement-unconfirmed");
       expect((await http.ledger.receipts()).map((r) => r.status)).toEqual(["unknown"]);
       const key = issuedKey(res);
       expect(key).toBeTruthy();
@@ -167,7 +182,7 @@ describe("settle faults withhold the response and never bill twice", () => {
     const proof = upcomingProof(http.config);
     const res = await pay(http, proof);
     const key = issuedKey(res);
-    expect(await expectFailClosed(res)).toBe("facilitator-timeout");
+    expect(await expectUnknown(res)).toBe("settlement-unconfirmed");
     expect(fac.transfers.size).toBe(1); // the buyer's money moved…
     expect((await http.ledger.receipts())[0]?.status).toBe("unknown"); // …and the ledger says the outcome is unknown
 
@@ -190,7 +205,7 @@ describe("settle faults withhold the response and never bill twice", () => {
     const proof = upcomingProof(http.config);
     const res = await pay(http, proof);
     const key = issuedKey(res);
-    expect(await expectFailClosed(res)).toBe("facilitator-timeout");
+    expect(await expectUnknown(res)).toBe("settlement-unconfirmed");
     fac.settle = "ok";
     const callsBefore = { ...fac.calls };
     const retry = await pay(http, proof, key);

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,12 @@ import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
-const pay = () => ({ "payment-signature": b64(v2Proof(requirementsV2(PRICES.benchmark, terms))) });
+/** A proof of a new payer each time: one payer's second proof for the same request would re-read the first. */
+const pay = () => {
+  const proof = v2Proof(requirementsV2(PRICES.benchmark, terms));
+  proof.payload.authorization.from = `0x${randomBytes(20).toString("hex")}`;
+  return { "payment-signature": b64(proof) };
+};
 const body = { endpoint_url: "https://2s.io/api/crypto/token-price", category_hint: "data" };
 
 const open: TestApp[] = [];

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -13,7 +14,12 @@ import { TEST_NOW, TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js"
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
-const pay = () => ({ "payment-signature": b64(v2Proof(requirementsV2(PRICES.upcoming, terms))) });
+/** A proof of a new payer each time: one payer's second proof for the same request would re-read the first. */
+const pay = () => {
+  const proof = v2Proof(requirementsV2(PRICES.upcoming, terms));
+  proof.payload.authorization.from = `0x${randomBytes(20).toString("hex")}`;
+  return { "payment-signature": b64(proof) };
+};
 const DAY_MS = 86_400_000;
 
 describe("GET /v1/unlocks/upcoming over the real app: compression", () => {

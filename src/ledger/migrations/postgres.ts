@@ -6,6 +6,8 @@ import { migratedSecret, type SecretHasher } from "../secrets.js";
  * own transaction with its version row, so instances starting together apply each exactly once. Append only: a
  * deployed migration is never edited; a change is a new version.
  */
+import { PURCHASES_MIGRATION } from "./purchases.js";
+
 export interface Migration {
   version: number;
   name: string;
@@ -117,8 +119,7 @@ CREATE TABLE incarnations (
     sql: `ALTER TABLE receipts ADD COLUMN payment_id TEXT;
 CREATE INDEX receipts_undelivered ON receipts (payer, request_fingerprint) WHERE response_expires_at IS NULL;`,
   },
-  // Version 3 is left to a migration developed beside this one (the receipts_purchases index); versions are applied
-  // in order whatever arrives first, and neither depends on the other.
+  PURCHASES_MIGRATION,
   {
     version: 4,
     name: "secrets (Idempotency-Keys, retry keys, payment-identifier ids) stored as keyed digests",
