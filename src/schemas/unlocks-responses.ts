@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { DerivativesEvidence } from "./freshness.js";
+import { DerivativesEvidence, TokenCoverage, TokensResponse } from "./freshness.js";
 
 /**
  * Every 200 object is closed: it declares every field the service sends (the serializer drops anything undeclared
@@ -475,6 +475,38 @@ export const BacktestResult = Type.Object(
     model_version: Str("Risk model version"),
     synthetic: Type.Boolean({ description: "true exactly when any figure in the response is generated" }),
     legend: Legend,
+  },
+  closed,
+);
+
+/** A token's next unlock on the free map: enough to pick an event id before paying. */
+const TokenNextUnlock = Type.Object(
+  {
+    unlock_event_id: Str("Event id, as the paid unlock routes take it"),
+    date: Str("Its date (UTC; a linear month's first streaming day)"),
+    type: Str("cliff, step or linear"),
+    amount_tokens: Num("Tokens the event releases"),
+    amount_usd: Num("USD value at the last observed price"),
+    pct_circulating: NullableNum("% of circulating supply before it; null when unknown"),
+  },
+  closed,
+);
+
+/** GET /v1/tokens: the coverage list, each token with its next unlock. */
+export const TokensMapResponse = Type.Object(
+  {
+    ...TokensResponse.properties,
+    tokens: Type.Array(
+      Type.Object(
+        {
+          ...TokenCoverage.properties,
+          next_unlock: Type.Union([TokenNextUnlock, Type.Null()], {
+            description: "The token's first unlock event dated today or later; null when none is scheduled",
+          }),
+        },
+        closed,
+      ),
+    ),
   },
   closed,
 );

@@ -129,6 +129,16 @@ export interface NextUnlock {
   risk_level: RiskLevel;
 }
 
+/** A token's next unlock as the free map shows it: when, which event, how much. */
+export interface TokenNextUnlock {
+  unlock_event_id: string;
+  date: string;
+  type: "cliff" | "step" | "linear";
+  amount_tokens: number;
+  amount_usd: number;
+  pct_circulating: number | null;
+}
+
 export interface CategoryTotal {
   category: RecipientCategory;
   event_count: number;
@@ -203,6 +213,8 @@ export interface UnlockService {
   upcoming(days: number, minRisk: number, filter?: UpcomingFilter): UpcomingResponse;
   /** The day (UTC) the service calls today, as yyyy-mm-dd: what a cursor is bound to. */
   today(): string;
+  /** Each token's first event dated today or later (lower-case symbol), or null when none is scheduled. */
+  nextUnlock(symbol: string): TokenNextUnlock | null;
   score(token: string, unlockEventId: string, includeEvidence: boolean): RiskItem;
   summary(token: string, lookbackDays: number): RiskSummary;
   /** Why a backtest would have no reaction to return (checked before payment), or null when it has some. */

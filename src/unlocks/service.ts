@@ -4,18 +4,22 @@ import type { UnlockStore } from "./data/snapshot.js";
 import {
   buildEventIndex,
   eventAt,
+  eventIdAt,
   findEvent,
   itemFor,
+  lowerBound,
   preparedAt,
   round,
   tokenOf,
   tokenRows,
+  UNLOCK_TYPES,
 } from "./event-index.js";
 import { evidenceFor, scoreEvent } from "./scoring.js";
 import {
   type EventLookup,
   NoReactionsError,
   type RiskItem,
+  type TokenNextUnlock,
   UnlockLookupError,
   type UnlockService,
   type UpcomingFilter,
@@ -38,6 +42,23 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
   // (routes/unlocks.ts), which is the only caller on a hot path.
   function upcoming(days: number, minRisk: number, filter?: UpcomingFilter): UpcomingResponse {
     return upcomingIn(store, index, today(), days, minRisk, filter);
+  }
+
+  function nextUnlock(symbol: string): TokenNextUnlock | null {
+    const rows = tokenRows(index, symbol);
+    if (!rows) return null;
+    const k = lowerBound(index, rows, today());
+    if (k >= rows.length) return null;
+    const row = rows[k] as number;
+    const pct = index.pctCirculating[row] as number;
+    return {
+      unlock_event_id: eventIdAt(store, index, row),
+      date: formatDay(index.day[row] as number),
+      type: UNLOCK_TYPES[index.type[row] as number] as TokenNextUnlock["type"],
+      amount_tokens: round(index.amount[row] as number, 4),
+      amount_usd: round(index.amountUsd[row] as number, 2),
+      pct_circulating: Number.isNaN(pct) ? null : round(pct, 4),
+    };
   }
 
   function lookupEvent(token: string, id: string): EventLookup {
@@ -91,6 +112,7 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
     hasToken: (token) => index.tokenIndex.has(token.toLowerCase()),
     upcoming,
     today: () => formatDay(today()),
+    nextUnlock,
     score,
     summary,
     backtestRefusal,
