@@ -7,7 +7,7 @@
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
  *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 1500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--free-paid 60] [--json out.json] [--only store|http|free|refresh|mcp] [--cpu-prof DIR]
+ *                    [--free-paid 60] [--json out.json] [--only store|http|free|refresh|mcp|answers] [--cpu-prof DIR]
  *
  * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start);
  * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start);
@@ -18,6 +18,8 @@
  * does it last.
  * `--only mcp` just the server's CPU per paid call of one operation over HTTP and as its MCP tool
  * (scripts/bench/mcp.ts).
+ * `--only answers` just the bytes and estimated tokens of each unlock route's typical answer, compact, full and as
+ * MCP text (scripts/bench/answer-size.ts); the full run reports them too.
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
@@ -28,6 +30,7 @@ import { get } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { answerSizes, logAnswerSizes } from "./bench/answer-size.js";
 import { benchFreeFlood, type FreeFloodResult, freeFloodPool, logFreeFlood } from "./bench/free-flood.js";
 import { type LoadResult, runLoad, runSequential, type Spread, spread } from "./bench/load.js";
 import { benchMcp, logMcp } from "./bench/mcp.js";
@@ -72,7 +75,8 @@ if (
   args.only !== "http" &&
   args.only !== "free" &&
   args.only !== "refresh" &&
-  args.only !== "mcp"
+  args.only !== "mcp" &&
+  args.only !== "answers"
 )
   throw new Error(`--only: unknown section ${args.only}`);
 const ONLY_STORE = args.only === "store";
@@ -293,6 +297,15 @@ async function main(): Promise<void> {
       `bench: ${ROUNDS} interleaved rounds, ${CONNECTIONS} connections, Node ${process.version}, ${cpus().length} CPUs`,
     );
     sampleLoad();
+    // Sizes are computed in process and do not depend on load: measured first, reported with the rest.
+    const at = new Date();
+    const answers = await answerSizes(at);
+    logAnswerSizes(answers, log, at);
+    report.answers = answers;
+    if (args.only === "answers") {
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
     if (ONLY_REFRESH) {
       Object.assign(report, { refresh: benchRefresh() });
       if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
