@@ -82,12 +82,18 @@ export function bazaarExtension(d: DiscoverableRoute): Record<string, DiscoveryE
   return { bazaar: ext };
 }
 
-/** One field of an x402 v1 `outputSchema.input` field map: its JSON schema plus `required`. */
+/**
+ * One field of an x402 v1 `outputSchema.input` field map: its JSON schema (validating keywords; the prose is in the
+ * OpenAPI document, so a 402 stays small enough to go out uncompressed) plus `required`.
+ */
 function v1Fields(schema: Record<string, unknown>): Record<string, unknown> {
   const required = new Set((schema.required as string[] | undefined) ?? []);
   const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
   return Object.fromEntries(
-    Object.entries(properties).map(([name, field]) => [name, { ...field, required: required.has(name) }]),
+    Object.entries(properties).map(([name, field]) => [
+      name,
+      { ...(compactSchema(field, Number.POSITIVE_INFINITY) as object), required: required.has(name) },
+    ]),
   );
 }
 

@@ -3,7 +3,7 @@ import type { FastifyRequest, FastifyTypeProviderDefault } from "fastify";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
-import { UpcomingQuery } from "../schemas/unlocks.js";
+import { DEFAULT_UPCOMING_LIMIT, UpcomingQuery } from "../schemas/unlocks.js";
 import { UpcomingResponse } from "../schemas/unlocks-responses.js";
 import type { PaidHandler } from "../operations/handler.js";
 import type { UnlockHandlers } from "../operations/unlocks.js";
@@ -73,7 +73,14 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
       },
     },
     async (request, reply) => {
-      const { pp_ref: _ref, ...query } = request.query;
+      const { pp_ref: _ref, ...given } = request.query;
+      // Absent and spelt-out defaults are the same query (one cache entry, one answer).
+      const query = {
+        ...given,
+        sort: given.sort ?? "date",
+        limit: given.limit ?? DEFAULT_UPCOMING_LIMIT,
+        view: given.view ?? "compact",
+      };
       // The day is read before the body is built, so a body can only be newer than its key, never staler.
       const generation = `${dataVersion(request)}|${utcDay(clock())}`;
       // Every field but the attribution tag shapes the answer; read in the schema's order, whatever the client's.
