@@ -284,3 +284,36 @@ describe("a paid tool's text result: a short quotable summary, the whole answer 
     expect(toolResult(answer(200, {}, bench), tool("benchmark_endpoint")).content[0]!.text).toBe(bench);
   });
 });
+
+describe("the MCP tool list mirrors the routes' new parameters", () => {
+  it("unlocks_upcoming takes every filter of GET /v1/unlocks/upcoming; the POST tools take view", () => {
+    const props = Object.keys(
+      (tool("unlocks_upcoming").inputSchema as { properties: Record<string, unknown> }).properties,
+    );
+    expect(props).toEqual(
+      expect.arrayContaining([
+        "days",
+        "minRisk",
+        "minUsd",
+        "minPctCirculating",
+        "tokens",
+        "category",
+        "type",
+        "sort",
+        "limit",
+        "cursor",
+        "view",
+      ]),
+    );
+    for (const name of ["unlock_risk", "token_risk_summary", "unlock_backtest"])
+      expect(
+        (tool(name).inputSchema as { properties: Record<string, unknown> }).properties.view,
+      ).toBeDefined();
+    expect(tool("unlocks_upcoming").description).toMatch(
+      /short summary; the whole answer is in structuredContent/,
+    );
+    expect(toolInput(tool("unlocks_upcoming"), { tokens: "ARB,OP", sort: "usd", limit: 10 })).toEqual({
+      query: { tokens: "ARB,OP", sort: "usd", limit: "10" },
+    });
+  });
+});
