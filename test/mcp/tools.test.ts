@@ -288,7 +288,7 @@ describe("a paid tool's text result: a short quotable summary, the whole answer 
 describe("the MCP tool list mirrors the routes' new parameters", () => {
   it("unlocks_upcoming takes every filter of GET /v1/unlocks/upcoming; the POST tools take view", () => {
     const props = Object.keys(
-      (tool("unlocks_upcoming").inputSchema as { properties: Record<string, unknown> }).properties,
+      (tool("unlocks_upcoming").inputSchema as unknown as { properties: Record<string, unknown> }).properties,
     );
     expect(props).toEqual(
       expect.arrayContaining([
@@ -307,7 +307,7 @@ describe("the MCP tool list mirrors the routes' new parameters", () => {
     );
     for (const name of ["unlock_risk", "token_risk_summary", "unlock_backtest"])
       expect(
-        (tool(name).inputSchema as { properties: Record<string, unknown> }).properties.view,
+        (tool(name).inputSchema as unknown as { properties: Record<string, unknown> }).properties.view,
       ).toBeDefined();
     expect(tool("unlocks_upcoming").description).toMatch(
       /short summary; the whole answer is in structuredContent/,
