@@ -7,7 +7,7 @@
  * and `npm start` to the first 402. See docs/performance.md for how to read it.
  *
  *   npm run bench -- [--rounds 3] [--seconds 3] [--paid 1500] [--store-requests 150] [--events 100000] [--skip-startup]
- *                    [--free-paid 60] [--json out.json] [--only store|http|free|refresh|mcp] [--cpu-prof DIR]
+ *                    [--free-paid 60] [--json out.json] [--only store|http|free|refresh|mcp|answers] [--cpu-prof DIR]
  *
  * `--only store` runs just the 100k-event store section (its own proofs, no reference sellers, no npm start);
  * `--only http` just the unpaid and paid rounds beside the reference sellers (no 100k store, no npm start);
@@ -21,6 +21,8 @@
  * `--compare <commit|saved.json>` runs the working tree against an earlier commit (its own worktree), interleaved on
  * the same machine, beside bare Fastify replying the same bytes and @x402/hono, and prints each ratio with its spread
  * over rounds (scripts/bench/compare.ts); with `--json out.json` the result can be compared against later.
+ * `--only answers` just the bytes and estimated tokens of each unlock route's typical answer, compact, full and as
+ * MCP text (scripts/bench/answer-size.ts); the full run reports them too.
  * `--cpu-prof DIR` leaves a V8 CPU profile of pressure402's seller process (unpaid and paid rounds) in DIR.
  * Besides req/s, each case reports the server's own CPU time per request (from /proc), which a busy machine moves
  * much less than throughput.
@@ -31,9 +33,10 @@ import { get } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { answerSizes, logAnswerSizes } from "./bench/answer-size.js";
+import { benchCompare, compareReport, compareTarget } from "./bench/compare.js";
 import { benchFreeFlood, type FreeFloodResult, freeFloodPool, logFreeFlood } from "./bench/free-flood.js";
 import { type LoadResult, runLoad, runSequential, type Spread, spread } from "./bench/load.js";
-import { benchCompare, compareReport, compareTarget } from "./bench/compare.js";
 import { benchMcp, logMcp } from "./bench/mcp.js";
 import { type BenchProcess, memoryOf, startBenchProcess } from "./bench/processes.js";
 import { paymentHeaders, requirementsOf, signAuthorizations } from "./bench/proofs.js";
@@ -77,7 +80,8 @@ if (
   args.only !== "http" &&
   args.only !== "free" &&
   args.only !== "refresh" &&
-  args.only !== "mcp"
+  args.only !== "mcp" &&
+  args.only !== "answers"
 )
   throw new Error(`--only: unknown section ${args.only}`);
 const ONLY_STORE = args.only === "store";
@@ -316,6 +320,15 @@ async function main(): Promise<void> {
       );
       log(`bench took ${fmt((performance.now() - started) / 1000, 0)} s`);
       Object.assign(report, { compare });
+      if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
+      return;
+    }
+    // Sizes are computed in process and do not depend on load: measured first, reported with the rest.
+    const at = new Date();
+    const answers = await answerSizes(at);
+    logAnswerSizes(answers, log, at);
+    report.answers = answers;
+    if (args.only === "answers") {
       if (args.json) writeFileSync(args.json, `${JSON.stringify(report, null, 2)}\n`);
       return;
     }

@@ -401,7 +401,7 @@ export async function runCalibration(): Promise<CalibrationOutput> {
         ? "It is the shipped model."
         : "The shipped model is kept: the candidates' intervals overlap and none shows skill out of sample."),
     "",
-    `**Verdict by holdout:** ${verdicts.join("; ")}. Where there is no skill the score is a **supply-pressure ranking**, not a forecast; every response says so in \`score_kind\`.`,
+    `**Verdict by holdout:** ${verdicts.join("; ")}. Where there is no skill the score is a **supply-pressure ranking**, not a forecast; every response says so in its legend (\`legend.fields.risk_score\`).`,
     "",
     "### Figures",
     "",

@@ -12,6 +12,8 @@ import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
+import type { FastifyRequest } from "fastify";
+import { unlockHandlers } from "../src/operations/unlocks.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 
 export const EXAMPLES_PATH = fileURLToPath(
@@ -36,8 +38,11 @@ export async function buildExamples() {
   const clock = () => EXAMPLES_AT;
   const unlocks = createUnlockService(loadUnlockStore(), clock);
   const benchmark = createBenchmarkService(loadCatalog(), { clock });
+  // The operations' own answers, in the default (compact) view.
+  const ops = unlockHandlers({ unlocksFor: () => unlocks });
+  const request = {} as FastifyRequest;
   const upcomingInput = { days: 30, minRisk: 50 };
-  const upcoming = unlocks.upcoming(upcomingInput.days, upcomingInput.minRisk);
+  const upcoming = ops.upcoming.answer(upcomingInput, request);
   const event = unlocks.upcoming(90, 0).unlocks.find((u) => u.token === "ARB");
   if (!event) throw new Error("the snapshot has no upcoming ARB unlock to use as an example");
   const eventRef = { token: "ARB", unlock_event_id: event.unlock_event_id };
@@ -48,19 +53,20 @@ export async function buildExamples() {
     endpoint_url: "https://2s.io/api/crypto/token-price",
     category_hint: "data" as const,
   };
+  const view = { view: "compact" as const };
   const examples = {
     upcoming: { input: upcomingInput, output: trim(upcoming) },
     unlockRisk: {
       input: unlockRiskInput,
-      output: trim(unlocks.score(eventRef.token, eventRef.unlock_event_id, true)),
+      output: trim(await ops.unlockRisk.answer({ ...unlockRiskInput, ...view }, request)),
     },
     riskSummary: {
       input: riskSummaryInput,
-      output: trim(unlocks.summary("ARB", riskSummaryInput.lookbackDays)),
+      output: trim(await ops.riskSummary.answer({ ...riskSummaryInput, ...view }, request)),
     },
     backtest: {
       input: backtestInput,
-      output: trim(unlocks.backtest(eventRef.token, eventRef.unlock_event_id, backtestInput.windowDays)),
+      output: trim(await ops.backtest.answer({ ...backtestInput, ...view }, request)),
     },
     benchmark: {
       input: benchmarkInput,

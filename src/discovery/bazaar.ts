@@ -24,6 +24,9 @@ export function compactSchema(schema: unknown, depth = 2): unknown {
   return out;
 }
 
+/** Input fields the Bazaar extension leaves to the OpenAPI document: the attribution tag and a next page's cursor. */
+const FOLLOW_UP_FIELDS = new Set(["pp_ref", "cursor"]);
+
 /** A TypeBox schema as the plain JSON schema it serialises to (no hidden TypeBox keys). */
 const plain = (schema: unknown): Record<string, unknown> => JSON.parse(JSON.stringify(schema));
 
@@ -53,12 +56,17 @@ export function headline(value: unknown, mask: FieldMask): unknown {
  * /.well-known/x402 and /llms.txt.
  */
 export function bazaarExtension(d: DiscoverableRoute): Record<string, DiscoveryExtension> {
-  // Every keyword that validates the input stays; its prose (`description`) is in the OpenAPI document.
+  // Every keyword that validates the input stays; its prose (`description`) is in the OpenAPI document. The
+  // attribution tag and the next-page cursor are no part of a first call: left out (so other fields are allowed), they
+  // keep the header within its buffer.
   const input = compactSchema(plain(d.inputSchema), Number.POSITIVE_INFINITY) as Record<string, unknown>;
+  const all = input.properties as Record<string, unknown>;
+  const properties = Object.fromEntries(Object.entries(all).filter(([k]) => !FOLLOW_UP_FIELDS.has(k)));
   const inputSchema = {
-    properties: input.properties,
+    properties,
     ...(input.required ? { required: input.required } : {}),
-    additionalProperties: input.additionalProperties ?? false,
+    additionalProperties:
+      Object.keys(properties).length < Object.keys(all).length ? true : (input.additionalProperties ?? false),
   };
   const output = { example: headline(d.outputExample, d.outputHeadline) };
   const declared =
@@ -74,12 +82,18 @@ export function bazaarExtension(d: DiscoverableRoute): Record<string, DiscoveryE
   return { bazaar: ext };
 }
 
-/** One field of an x402 v1 `outputSchema.input` field map: its JSON schema plus `required`. */
+/**
+ * One field of an x402 v1 `outputSchema.input` field map: its JSON schema (validating keywords; the prose is in the
+ * OpenAPI document, so a 402 stays small enough to go out uncompressed) plus `required`.
+ */
 function v1Fields(schema: Record<string, unknown>): Record<string, unknown> {
   const required = new Set((schema.required as string[] | undefined) ?? []);
   const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
   return Object.fromEntries(
-    Object.entries(properties).map(([name, field]) => [name, { ...field, required: required.has(name) }]),
+    Object.entries(properties).map(([name, field]) => [
+      name,
+      { ...(compactSchema(field, Number.POSITIVE_INFINITY) as object), required: required.has(name) },
+    ]),
   );
 }
 

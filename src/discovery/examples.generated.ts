@@ -3,600 +3,382 @@ export const EXAMPLES: Record<
   "upcoming" | "unlockRisk" | "riskSummary" | "backtest" | "benchmark",
   { input: Record<string, unknown>; output: Record<string, unknown> }
 > = {
-  upcoming: {
-    input: {
-      days: 30,
-      minRisk: 50,
+  "upcoming": {
+    "input": {
+      "days": 30,
+      "minRisk": 50
     },
-    output: {
-      days: 30,
-      minRisk: 50,
-      window_start: "2026-11-22",
-      window_end: "2026-12-22",
-      count: 4,
-      window_amount_tokens_by_token: {
-        MON: 16612500000,
-        WET: 142500000,
-        LISTA: 29687500,
-        ZRO: 24041666.6667,
-      },
-      model_version: "unlock-risk-2.0.0",
-      score_kind:
-        "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
-      as_of: "2026-11-22",
-      synthetic: false,
-      unlocks: [
-        {
-          token: "MON",
-          unlock_event_id: "unlock_mon_2026_11_24",
-          risk_score: 79.7,
-          risk_level: "critical",
-          score_kind:
-            "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
-          token_name: "Monad",
-          unlock_date: "2026-11-24",
-          amount_tokens: 16612500000,
-          amount_usd: 382087500,
-          pct_circulating: 33.6968,
-          pct_max_supply: null,
-          absorption_ratio: 26.2153,
-          recipient_category: "team",
-          unlock_type: "cliff",
-          confidence: 0.0015,
-          recipients: [
-            {
-              recipient: "Team",
-              category: "team",
-              kind: "cliff",
-              amount_tokens: 10700000000,
-              source_type: "inferred",
-              timing_precision: "day",
-            },
-          ],
-          market: {
-            price_usd: 0.023,
-            price_as_of: "2026-03-18",
-            adv_30d_usd: 14574998.47,
-            adv_as_of: "2026-03-18",
-            depth_2pct_usd: null,
-            venue: "Binance",
-            instrument: "USDT-margined perpetual futures (USDⓈ-M)",
-            source_url:
-              "https://github.com/silertrades/gravestone-data/blob/d718ae827105189257afa86cece6b651e0e1cbd7/da…",
-            segments: [
-              {
-                part: "shipped_history",
-                used_for: ["price"],
-                source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
-                url: "https://github.com/silertrades/gravestone-data/blob/d718ae827105189257afa86cece6b651e0e1cbd7/da…",
-                first_candle: "2026-02-17",
-                as_of: "2026-03-18",
-                fetched_at: "2026-03-19T22:02:13.000Z",
-              },
-            ],
-            circulating_supply_estimate: 49300000000,
-            circulating_method:
-              "no reported figure before this day: tokens the complete schedule (every allocation the adapter …",
-            stale_days: 249,
-            market_age_days: 248,
-            liquidity_confidence: 0.0026,
-          },
-          supply_coverage: {
-            circulating_is_lower_bound: true,
-            supply_model: "vesting",
-            schedule_set: "curated",
-            schedule_complete: false,
-            unevaluated_sections: ["Staking Rewards: needs the Dune API"],
-            circulating_rule: "schedule",
-            circulating_report: null,
-            circulating_rebuilt: 49300000000,
-            circulating_anchor_age_days: null,
-            circulating_anchor_accuracy: null,
-            reported_vs_rebuilt: null,
-            unexplained_report_changes: [],
-            schedule_share_of_max_supply: null,
-            schedule_coverage_note: null,
-          },
-          model_version: "unlock-risk-2.0.0",
-          as_of: "2026-11-22",
-          synthetic: false,
-          days_until: 2,
-          schedule_confidence: 0.475,
-          window_amount_tokens: 16612500000,
-          window_amount_usd: 382087500,
+    "output": {
+      "days": 30,
+      "minRisk": 50,
+      "window_start": "2026-11-22",
+      "window_end": "2026-12-22",
+      "count": 4,
+      "total": 4,
+      "total_amount_usd": 451044894.79,
+      "next_cursor": null,
+      "model_version": "unlock-risk-2.0.0",
+      "as_of": "2026-11-22",
+      "synthetic": false,
+      "legend": {
+        "fields": {
+          "risk_score": "0–100, a supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a foreca…",
+          "size_band": "risk_score band (low < 25 ≤ medium < 50 ≤ high < 75 ≤ critical): the size of the supply pressur…",
+          "date": "first day the tokens release in the window; a stream releases daily from date through date_end …",
+          "amount_tokens": "tokens released from date through date_end; amount_usd at the last observed price; pct_circulat…",
+          "view": "view=full adds per item: token_name, size_band, days_until, pct_max_supply, absorption_ratio, t…"
         },
-      ],
-    },
+        "codes": {
+          "cr": "circulating supply = the latest reported figure before the day plus what the complete schedule …",
+          "cs": "no reported circulating figure before the day: circulating supply = what the complete schedule …",
+          "lb": "some allocations could not be evaluated: circulating supply is a lower bound, so pct_circulatin…",
+          "rg": "the latest reported circulating figure and the schedule's rebuilt one differ by more than 25 % …",
+          "st": "price and volume are more than 7 days older than the event (or than today, for an event still a…"
+        }
+      },
+      "unlocks": [
+        {
+          "unlock_event_id": "unlock_mon_2026_11_24",
+          "token": "MON",
+          "date": "2026-11-24",
+          "type": "cliff",
+          "category": "team",
+          "amount_tokens": 16612500000,
+          "amount_usd": 382087500,
+          "pct_circulating": 33.6968,
+          "risk_score": 79.7,
+          "codes": [
+            "cs"
+          ]
+        }
+      ]
+    }
   },
-  unlockRisk: {
-    input: {
-      token: "ARB",
-      unlock_event_id: "unlock_arb_2026_11_01",
-      includeEvidence: true,
+  "unlockRisk": {
+    "input": {
+      "token": "ARB",
+      "unlock_event_id": "unlock_arb_2026_11_01",
+      "includeEvidence": true
     },
-    output: {
-      token: "ARB",
-      unlock_event_id: "unlock_arb_2026_11_01",
-      risk_score: 3.8,
-      risk_level: "low",
-      score_kind:
-        "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
-      token_name: "Arbitrum",
-      unlock_date: "2026-11-01",
-      amount_tokens: 15400410.6776,
-      amount_usd: 1583162.22,
-      pct_circulating: 0.2262,
-      pct_max_supply: 0.154,
-      absorption_ratio: 0.0295,
-      recipient_category: "foundation",
-      unlock_type: "linear",
-      confidence: 0.0045,
-      recipients: [
-        {
-          recipient: "Arbitrum Foundation",
-          category: "foundation",
-          kind: "linear",
-          amount_tokens: 15400410.6776,
-          source_type: "official_docs",
-          timing_precision: "day",
-        },
+    "output": {
+      "unlock_event_id": "unlock_arb_2026_11_01",
+      "token": "ARB",
+      "date": "2026-11-22",
+      "date_end": "2026-11-30",
+      "type": "linear",
+      "category": "foundation",
+      "amount_tokens": 4620123.2033,
+      "amount_usd": 474948.67,
+      "pct_circulating": 0.0679,
+      "risk_score": 3.8,
+      "codes": [
+        "cr"
       ],
-      market: {
-        price_usd: 0.1028,
-        price_as_of: "2026-03-18",
-        adv_30d_usd: 53675566.07,
-        adv_as_of: "2026-03-18",
-        depth_2pct_usd: null,
-        venue: "Binance",
-        instrument: "USDT-margined perpetual futures (USDⓈ-M)",
-        source_url:
-          "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-        segments: [
-          {
-            part: "shipped_history",
-            used_for: ["price"],
-            source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
-            url: "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-            first_candle: "2026-02-17",
-            as_of: "2026-03-18",
-            fetched_at: "2026-03-19T20:28:45.000Z",
-          },
-        ],
-        circulating_supply_estimate: 6809771822.21,
-        circulating_method:
-          "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.40…",
-        stale_days: 249,
-        market_age_days: 227,
-        liquidity_confidence: 0.0042,
-      },
-      supply_coverage: {
-        circulating_is_lower_bound: true,
-        supply_model: "vesting",
-        schedule_set: "curated",
-        schedule_complete: false,
-        unevaluated_sections: ["Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"],
-        circulating_rule: "reported+schedule",
-        circulating_report: {
-          source: "coinmarketcap",
-          date: "2025-10-01",
-          circulating_supply: 5403630609,
-          attribution: "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01",
-        },
-        circulating_rebuilt: 5809015186.52,
-        circulating_anchor_age_days: 395,
-        circulating_anchor_accuracy: "beyond_held_out_horizon",
-        reported_vs_rebuilt: null,
-        unexplained_report_changes: [],
-        schedule_share_of_max_supply: 0.6359,
-        schedule_coverage_note:
-          "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…",
-      },
-      model_version: "unlock-risk-2.0.0",
-      as_of: "2026-11-22",
-      synthetic: false,
-      stream: {
-        stream_start: "2026-11-01",
-        stream_end: "2026-11-30",
-        month_amount_tokens: 15400410.6776,
-      },
-      days_until: -21,
-      schedule_confidence: 0.855,
-      evidence: [
+      "evidence": [
         {
-          factor: "unlock_size",
-          value: 0.2262,
-          unit: "% of estimated circulating supply",
-          weight: 0.5294,
-          contribution: 9.18,
-          source_url:
-            "https://github.com/DefiLlama/emissions-adapters/blob/ef62935896b0a558bdd13101e8cb8654fb32c26d/p…",
-          observed_at: "2026-11-01",
-          confidence: 0.6,
-          assumptions: ["15400410.6776 tokens unlock (1 schedule piece)"],
-        },
+          "factor": "unlock_size",
+          "value": 0.2262,
+          "unit": "% of estimated circulating supply",
+          "weight": 0.5294,
+          "contribution": 9.18,
+          "source_url": "https://github.com/DefiLlama/emissions-adapters/blob/ef62935896b0a558bdd13101e8cb8654fb32c26d/p…",
+          "observed_at": "2026-11-01",
+          "confidence": 0.6,
+          "assumptions": [
+            "15400410.6776 tokens unlock (1 schedule piece)"
+          ]
+        }
       ],
-    },
+      "model_version": "unlock-risk-2.0.0",
+      "as_of": "2026-11-22",
+      "synthetic": false,
+      "legend": {
+        "fields": {
+          "risk_score": "0–100, a supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a foreca…",
+          "size_band": "risk_score band (low < 25 ≤ medium < 50 ≤ high < 75 ≤ critical): the size of the supply pressur…",
+          "date": "first day the tokens release in the window; a stream releases daily from date through date_end …",
+          "amount_tokens": "tokens released from date through date_end; amount_usd at the last observed price; pct_circulat…",
+          "view": "view=full adds per item: token_name, size_band, days_until, pct_max_supply, absorption_ratio, t…"
+        },
+        "codes": {
+          "cr": "circulating supply = the latest reported figure before the day plus what the complete schedule …",
+          "lb": "some allocations could not be evaluated: circulating supply is a lower bound, so pct_circulatin…",
+          "on": "a linear stream already under way: amounts are what it releases from date to date_end, not its …",
+          "sg": "the schedule covers less than 99 % of max supply (view=full: supply_coverage.schedule_coverage_…",
+          "st": "price and volume are more than 7 days older than the event (or than today, for an event still a…"
+        }
+      }
+    }
   },
-  riskSummary: {
-    input: {
-      token: "ARB",
-      lookbackDays: 90,
+  "riskSummary": {
+    "input": {
+      "token": "ARB",
+      "lookbackDays": 90
     },
-    output: {
-      token: "ARB",
-      token_name: "Arbitrum",
-      windowDays: 90,
-      window_start: "2026-11-22",
-      window_end: "2027-02-20",
-      window_covers:
-        "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete rel…",
-      eventCount: 7,
-      mean_risk_score: 14.99,
-      next_unlock: {
-        unlock_event_id: "unlock_arb_2026_12_01",
-        unlock_date: "2026-12-01",
-        days_until: 9,
-        in_window: true,
-        amount_tokens: 15913757.7002,
-        amount_usd: 1635934.29,
-        risk_score: 3.9,
-        risk_level: "low",
+    "output": {
+      "token": "ARB",
+      "windowDays": 90,
+      "window_start": "2026-11-22",
+      "window_end": "2027-02-20",
+      "eventCount": 7,
+      "maxRiskScore": 30.1,
+      "sizeBand": "medium",
+      "mean_risk_score": 14.99,
+      "next_unlock": {
+        "unlock_event_id": "unlock_arb_2026_12_01",
+        "date": "2026-12-01",
+        "days_until": 9,
+        "in_window": true,
+        "amount_tokens": 15913757.7002,
+        "amount_usd": 1635934.29,
+        "risk_score": 3.9,
+        "size_band": "low"
       },
-      tokens_unlocking: 324652079.0554,
-      usd_unlocking: 33374233.73,
-      pct_max_supply_unlocking: 3.2465,
-      pct_circulating_unlocking: 4.6954,
-      circulating_supply: 6914224637.06,
-      circulating_method:
-        "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.51…",
-      supply_coverage: {
-        circulating_is_lower_bound: true,
-        supply_model: "vesting",
-        schedule_set: "curated",
-        schedule_complete: false,
-        unevaluated_sections: ["Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"],
-        circulating_rule: "reported+schedule",
-        circulating_report: {
-          source: "coinmarketcap",
-          date: "2025-10-01",
-          circulating_supply: 5403630609,
-          attribution: "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01",
-        },
-        circulating_rebuilt: 5913468001.37,
-        circulating_anchor_age_days: 416,
-        circulating_anchor_accuracy: "beyond_held_out_horizon",
-        reported_vs_rebuilt: null,
-        unexplained_report_changes: [],
-        schedule_share_of_max_supply: 0.6359,
-        schedule_coverage_note:
-          "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…",
-      },
-      market: {
-        price_usd: 0.1028,
-        price_as_of: "2026-03-18",
-        adv_30d_usd: 53675566.07,
-        adv_as_of: "2026-03-18",
-        depth_2pct_usd: null,
-        venue: "Binance",
-        instrument: "USDT-margined perpetual futures (USDⓈ-M)",
-        source_url:
-          "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-        segments: [
-          {
-            part: "shipped_history",
-            used_for: ["price"],
-            source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
-            url: "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-            first_candle: "2026-02-17",
-            as_of: "2026-03-18",
-            fetched_at: "2026-03-19T20:28:45.000Z",
-          },
-        ],
-        stale_days: 249,
-        circulating_supply_estimate: 6914224637.06,
-        circulating_method:
-          "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.51…",
-      },
-      by_category: [
-        {
-          category: "team",
-          event_count: 3,
-          amount_tokens: 277937500,
-          amount_usd: 28571975,
-        },
+      "tokens_unlocking": 324652079.0554,
+      "usd_unlocking": 33374233.73,
+      "pct_circulating_unlocking": 4.6954,
+      "pct_max_supply_unlocking": 3.2465,
+      "circulating_supply": 6914224637.06,
+      "price_usd": 0.1028,
+      "price_as_of": "2026-03-18",
+      "codes": [
+        "cr"
       ],
-      top_events: [
+      "by_category": [
         {
-          token: "ARB",
-          unlock_event_id: "unlock_arb_2026_12_16",
-          risk_score: 30.1,
-          risk_level: "medium",
-          score_kind:
-            "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
-          token_name: "Arbitrum",
-          unlock_date: "2026-12-16",
-          amount_tokens: 92645833.3333,
-          amount_usd: 9523991.67,
-          pct_circulating: 1.3377,
-          pct_max_supply: 0.9265,
-          absorption_ratio: 0.1774,
-          recipient_category: "team",
-          unlock_type: "step",
-          confidence: 0.0028,
-          recipients: [
-            {
-              recipient: "Team & Advisors (Offchain Labs)",
-              category: "team",
-              kind: "step",
-              amount_tokens: 56125000,
-              source_type: "official_docs",
-              timing_precision: "day",
-            },
-          ],
-          market: {
-            price_usd: 0.1028,
-            price_as_of: "2026-03-18",
-            adv_30d_usd: 53675566.07,
-            adv_as_of: "2026-03-18",
-            depth_2pct_usd: null,
-            venue: "Binance",
-            instrument: "USDT-margined perpetual futures (USDⓈ-M)",
-            source_url:
-              "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-            segments: [
-              {
-                part: "shipped_history",
-                used_for: ["price"],
-                source: "Binance USDT-margined perpetual futures (USDⓈ-M) daily candles",
-                url: "https://github.com/silertrades/gravestone-data/blob/5ae91cae283a2c12a5498ba8105e66a518009849/da…",
-                first_candle: "2026-02-17",
-                as_of: "2026-03-18",
-                fetched_at: "2026-03-19T20:28:45.000Z",
-              },
-            ],
-            circulating_supply_estimate: 6925518271.56,
-            circulating_method:
-              "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01: 5.404B, plus 1.52…",
-            stale_days: 249,
-            market_age_days: 248,
-            liquidity_confidence: 0.0026,
-          },
-          supply_coverage: {
-            circulating_is_lower_bound: true,
-            supply_model: "vesting",
-            schedule_set: "curated",
-            schedule_complete: false,
-            unevaluated_sections: ["Arbitrum DAO Treasury: needs a chain RPC (on-chain balance/supply read)"],
-            circulating_rule: "reported+schedule",
-            circulating_report: {
-              source: "coinmarketcap",
-              date: "2025-10-01",
-              circulating_supply: 5403630609,
-              attribution: "circulating supply reported by CoinMarketCap, monthly snapshot of 2025-10-01",
-            },
-            circulating_rebuilt: 5924761635.87,
-            circulating_anchor_age_days: 440,
-            circulating_anchor_accuracy: "beyond_held_out_horizon",
-            reported_vs_rebuilt: null,
-            unexplained_report_changes: [],
-            schedule_share_of_max_supply: 0.6359,
-            schedule_coverage_note:
-              "the complete schedule models 63.6 % of max supply (6.359B of 10.000B); 3.641B is in no schedule…",
-          },
-          model_version: "unlock-risk-2.0.0",
-          as_of: "2026-11-22",
-          synthetic: false,
-          days_until: 24,
-          schedule_confidence: 0.855,
-          window_amount_tokens: 92645833.3333,
-          window_amount_usd: 9523991.67,
-        },
+          "category": "team",
+          "event_count": 3,
+          "amount_tokens": 277937500,
+          "amount_usd": 28571975
+        }
       ],
-      model_version: "unlock-risk-2.0.0",
-      score_kind:
-        "supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a forecast of pri…",
-      as_of: "2026-11-22",
-      synthetic: false,
-      maxRiskScore: 30.1,
-      riskLevel: "medium",
-    },
+      "top_events": [
+        {
+          "unlock_event_id": "unlock_arb_2026_12_16",
+          "token": "ARB",
+          "date": "2026-12-16",
+          "type": "step",
+          "category": "team",
+          "amount_tokens": 92645833.3333,
+          "amount_usd": 9523991.67,
+          "pct_circulating": 1.3377,
+          "risk_score": 30.1,
+          "codes": [
+            "cr"
+          ]
+        }
+      ],
+      "model_version": "unlock-risk-2.0.0",
+      "as_of": "2026-11-22",
+      "synthetic": false,
+      "legend": {
+        "fields": {
+          "risk_score": "0–100, a supply-pressure ranking: orders unlocks by size, liquidity and recipient; not a foreca…",
+          "size_band": "risk_score band (low < 25 ≤ medium < 50 ≤ high < 75 ≤ critical): the size of the supply pressur…",
+          "date": "first day the tokens release in the window; a stream releases daily from date through date_end …",
+          "amount_tokens": "tokens released from date through date_end; amount_usd at the last observed price; pct_circulat…",
+          "view": "view=full adds per item: token_name, size_band, days_until, pct_max_supply, absorption_ratio, t…",
+          "window": "tokens scheduled to unlock from today through today + windowDays (inclusive, UTC): discrete rel…",
+          "tokens_unlocking": "tokens_unlocking, usd_unlocking and the percentages add every event's release inside the window…"
+        },
+        "codes": {
+          "cr": "circulating supply = the latest reported figure before the day plus what the complete schedule …",
+          "lb": "some allocations could not be evaluated: circulating supply is a lower bound, so pct_circulatin…",
+          "on": "a linear stream already under way: amounts are what it releases from date to date_end, not its …",
+          "sg": "the schedule covers less than 99 % of max supply (view=full: supply_coverage.schedule_coverage_…",
+          "st": "price and volume are more than 7 days older than the event (or than today, for an event still a…"
+        }
+      }
+    }
   },
-  backtest: {
-    input: {
-      token: "ARB",
-      unlock_event_id: "unlock_arb_2026_11_01",
-      windowDays: 14,
+  "backtest": {
+    "input": {
+      "token": "ARB",
+      "unlock_event_id": "unlock_arb_2026_11_01",
+      "windowDays": 14
     },
-    output: {
-      token: "ARB",
-      unlock_event_id: "unlock_arb_2026_11_01",
-      windowDays: 14,
-      basis: "token_history",
-      basis_description:
-        "not the event itself (its window is outside ARB's price history, or it is a linear stream): ARB…",
-      pooled_across_tokens: false,
-      benchmark: "ETH",
-      event: {
-        unlock_date: "2026-11-01",
-        recipient_category: "foundation",
-        unlock_type: "linear",
-        is_past: false,
+    "output": {
+      "token": "ARB",
+      "unlock_event_id": "unlock_arb_2026_11_01",
+      "windowDays": 14,
+      "basis": "token_history",
+      "pooled_across_tokens": false,
+      "benchmark": "ETH",
+      "event": {
+        "date": "2026-11-01",
+        "category": "foundation",
+        "type": "linear",
+        "is_past": false
       },
-      candidates: 24,
-      excluded_overlapping: 0,
-      excluded_truncated: 0,
-      reactions: [
-        {
-          unlock_event_id: "unlock_arb_2024_03_16",
-          token: "ARB",
-          unlock_date: "2024-03-16",
-          recipient_category: "team",
-          unlock_type: "cliff",
-          risk_score: 90.1,
-          pct_circulating: 86.7768,
-          window_days: 14,
-          pre_return_pct: -5.0442,
-          post_return_pct: -12.9418,
-          benchmark: "ETH",
-          benchmark_pre_return_pct: 8.9987,
-          benchmark_post_return_pct: -6.2093,
-          beta: 1.308,
-          pre_abnormal_return_pct: -16.4463,
-          abnormal_return_pct: -5.4745,
-          max_drawdown_pct: -15.5397,
-          volume_change_pct: -15.9561,
-          synthetic: false,
-        },
-      ],
-      summary: {
-        sample_size: 24,
-        mean_abnormal_return_pct: -2.8274,
-        median_abnormal_return_pct: -4.1685,
-        mean_post_return_pct: -3.0416,
-        median_post_return_pct: -6.2753,
-        share_negative_abnormal: 0.75,
-        mean_max_drawdown_pct: -15.5092,
+      "candidates": 24,
+      "excluded_overlapping": 0,
+      "excluded_truncated": 0,
+      "summary": {
+        "sample_size": 24,
+        "mean_abnormal_return_pct": -2.8274,
+        "median_abnormal_return_pct": -4.1685,
+        "mean_post_return_pct": -3.0416,
+        "median_post_return_pct": -6.2753,
+        "share_negative_abnormal": 0.75,
+        "mean_max_drawdown_pct": -15.5092
       },
-      method:
-        "prices at 00:00 UTC (the close of the previous UTC day's candle), so day 0 is the last close be…",
-      data_through: "2026-03-19",
-      price_sources: [
+      "data_through": "2026-03-19",
+      "reactions": [
         {
-          symbol: "ARB",
-          segments: [
-            {
-              from: "2023-03-24",
-              to: "2024-01-10",
-              venue: "Binance",
-              instrument: "spot",
-            },
-          ],
-        },
+          "unlock_event_id": "unlock_arb_2024_03_16",
+          "token": "ARB",
+          "date": "2024-03-16",
+          "category": "team",
+          "type": "cliff",
+          "risk_score": 90.1,
+          "pct_circulating": 86.7768,
+          "pre_return_pct": -5.0442,
+          "post_return_pct": -12.9418,
+          "benchmark_pre_return_pct": 8.9987,
+          "benchmark_post_return_pct": -6.2093,
+          "beta": 1.308,
+          "pre_abnormal_return_pct": -16.4463,
+          "abnormal_return_pct": -5.4745,
+          "max_drawdown_pct": -15.5397,
+          "volume_change_pct": -15.9561
+        }
       ],
-      model_version: "unlock-risk-2.0.0",
-      synthetic: false,
-    },
+      "model_version": "unlock-risk-2.0.0",
+      "synthetic": false,
+      "legend": {
+        "fields": {
+          "basis": "not the event itself (its window is outside ARB's price history, or it is a linear stream): ARB…",
+          "method": "prices at 00:00 UTC (the close of the previous UTC day's candle), so day 0 is the last close be…",
+          "reactions": "each past unlock's returns over windowDays days before (pre_) and after it, the benchmark's (ET…"
+        },
+        "codes": {}
+      }
+    }
   },
-  benchmark: {
-    input: {
-      endpoint_url: "https://2s.io/api/crypto/token-price",
-      category_hint: "data",
+  "benchmark": {
+    "input": {
+      "endpoint_url": "https://2s.io/api/crypto/token-price",
+      "category_hint": "data"
     },
-    output: {
-      endpoint_url: "https://2s.io/api/crypto/token-price",
-      normalized_url: "https://2s.io/api/crypto/token-price",
-      category: "data",
-      category_source: "hint",
-      category_evidence: ["category_hint"],
-      route: {
-        method: "GET",
-        method_observed: "GET",
-        generated_at: "2026-11-22T00:00:00.000Z",
-        price: {
-          usd: 0.0012,
-          amount_atomic: "1200",
-        },
-        network: "eip155:8453",
-        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-        observed_at: null,
-        availability: "available through capped provisional x402 metadata",
-        confidence: "low",
-        confidence_detail: {
-          grade: "medium",
-          reasons: ["the price observation is undated"],
-        },
-      },
-      match: {
-        type: "exact",
-        matched_count: 1,
-        template: "2s.io/api/crypto/token-price",
-        service: "2s.io",
-        listed_service: "2s.io",
-        matched_urls: ["https://2s.io/api/crypto/token-price"],
-      },
-      market: {
-        category: "data",
-        submarket: "token_price",
-        scope: "submarket",
-        fallback_reason: null,
-        network: "eip155:8453",
-        comparable_count: 85,
-        endpoint_count: 85,
-        service_count: 33,
-        p10: 0.001035,
-        p25: 0.002567,
-        median: 0.009662,
-        p75: 0.040962,
-        p90: 0.471415,
-        weighting:
-          "one vote per service: each service's price is the median of its comparable endpoints, and the p…",
-        as_of: "2026-07-03T00:00:00.000Z",
-        age_days: 142,
-        oldest_observed_at: "2025-08-16T03:51:34.524Z",
-        dated_count: 74,
-        undated_count: 11,
-        usage_observed_count: 0,
-        excluded: {
-          other_network: 5,
-          testnet: 0,
-          not_per_call: 1,
-          approximate_price: 2,
-          no_price: 0,
-          self: 1,
-        },
-        basis:
-          "priced per-call Base-mainnet data endpoints in the token_price market, excluding testnets, bund…",
-      },
-      price_percentile: 21.2,
-      price_percentile_counts: {
-        endpoint_count: 85,
-        service_count: 33,
-      },
-      price_position: "below_market",
-      usage: {
-        calls_30d: null,
-        unique_payers_30d: null,
-        adjusted_calls_30d: null,
-        wash_adjusted: false,
-        wash_check: "no_usage_data",
-        note: "no usage was observed for this endpoint: its listing carries no call or payer counts, so the wa…",
-        observed: false,
-        source_url: null,
-      },
-      decision: "worth_testing",
-      decision_reasons: ["priced at or below the market's 90th percentile"],
-      alternatives_check: {
-        ran: false,
-        detail:
-          "no usage was observed in this market (its listings carry no call or payer counts), so no altern…",
-      },
-      alternatives: [],
-      suggested_test_price_band: {
-        min_usd: 0.002567,
-        max_usd: 0.009662,
-        min_amount_atomic: "2567",
-        max_amount_atomic: "9662",
-        endpoint_count: 85,
-        service_count: 33,
-        basis:
-          "25th percentile to median of 33 token_price services' prices (85 endpoints, one vote per servic…",
-      },
-      source_trail: [
-        {
-          source_url: "https://2s.io/crypto/token-price",
-          source: "compilation:x402-catalog 2026-11-22",
-          observed_at: null,
-          kind: "catalog_entry",
-          compiled_on: "2026-11-22",
-        },
+    "output": {
+      "endpoint_url": "https://2s.io/api/crypto/token-price",
+      "normalized_url": "https://2s.io/api/crypto/token-price",
+      "category": "data",
+      "category_source": "hint",
+      "category_evidence": [
+        "category_hint"
       ],
-      live_probe: {
-        attempted: false,
-        outcome: "not_needed",
-        detail: "the catalog has a price for this endpoint",
+      "route": {
+        "method": "GET",
+        "method_observed": "GET",
+        "generated_at": "2026-11-22T00:00:00.000Z",
+        "price": {
+          "usd": 0.0012,
+          "amount_atomic": "1200"
+        },
+        "network": "eip155:8453",
+        "asset": "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        "observed_at": null,
+        "availability": "available through capped provisional x402 metadata",
+        "confidence": "low",
+        "confidence_detail": {
+          "grade": "medium",
+          "reasons": [
+            "the price observation is undated"
+          ]
+        }
       },
-      benchmarked_at: "2026-11-22T12:00:00.000Z",
-      synthetic: false,
-    },
-  },
+      "match": {
+        "type": "exact",
+        "matched_count": 1,
+        "template": "2s.io/api/crypto/token-price",
+        "service": "2s.io",
+        "listed_service": "2s.io",
+        "matched_urls": [
+          "https://2s.io/api/crypto/token-price"
+        ]
+      },
+      "market": {
+        "category": "data",
+        "submarket": "token_price",
+        "scope": "submarket",
+        "fallback_reason": null,
+        "network": "eip155:8453",
+        "comparable_count": 85,
+        "endpoint_count": 85,
+        "service_count": 33,
+        "p10": 0.001035,
+        "p25": 0.002567,
+        "median": 0.009662,
+        "p75": 0.040962,
+        "p90": 0.471415,
+        "weighting": "one vote per service: each service's price is the median of its comparable endpoints, and the p…",
+        "as_of": "2026-07-03T00:00:00.000Z",
+        "age_days": 142,
+        "oldest_observed_at": "2025-08-16T03:51:34.524Z",
+        "dated_count": 74,
+        "undated_count": 11,
+        "usage_observed_count": 0,
+        "excluded": {
+          "other_network": 5,
+          "testnet": 0,
+          "not_per_call": 1,
+          "approximate_price": 2,
+          "no_price": 0,
+          "self": 1
+        },
+        "basis": "priced per-call Base-mainnet data endpoints in the token_price market, excluding testnets, bund…"
+      },
+      "price_percentile": 21.2,
+      "price_percentile_counts": {
+        "endpoint_count": 85,
+        "service_count": 33
+      },
+      "price_position": "below_market",
+      "usage": {
+        "calls_30d": null,
+        "unique_payers_30d": null,
+        "adjusted_calls_30d": null,
+        "wash_adjusted": false,
+        "wash_check": "no_usage_data",
+        "note": "no usage was observed for this endpoint: its listing carries no call or payer counts, so the wa…",
+        "observed": false,
+        "source_url": null
+      },
+      "decision": "worth_testing",
+      "decision_reasons": [
+        "priced at or below the market's 90th percentile"
+      ],
+      "alternatives_check": {
+        "ran": false,
+        "detail": "no usage was observed in this market (its listings carry no call or payer counts), so no altern…"
+      },
+      "alternatives": [],
+      "suggested_test_price_band": {
+        "min_usd": 0.002567,
+        "max_usd": 0.009662,
+        "min_amount_atomic": "2567",
+        "max_amount_atomic": "9662",
+        "endpoint_count": 85,
+        "service_count": 33,
+        "basis": "25th percentile to median of 33 token_price services' prices (85 endpoints, one vote per servic…"
+      },
+      "source_trail": [
+        {
+          "source_url": "https://2s.io/crypto/token-price",
+          "source": "compilation:x402-catalog 2026-11-22",
+          "observed_at": null,
+          "kind": "catalog_entry",
+          "compiled_on": "2026-11-22"
+        }
+      ],
+      "live_probe": {
+        "attempted": false,
+        "outcome": "not_needed",
+        "detail": "the catalog has a price for this endpoint"
+      },
+      "benchmarked_at": "2026-11-22T12:00:00.000Z",
+      "synthetic": false
+    }
+  }
 };

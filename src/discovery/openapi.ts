@@ -1,7 +1,7 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
 import type { PaymentNetwork } from "../chain/networks.js";
-import type { PaidRoute } from "../payments/plugin.js";
 import { PRICES, paymentInfo } from "../operations/prices.js";
+import type { PaidRoute } from "../payments/plugin.js";
 import { commonErrorResponses } from "../routes/responses.js";
 import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 
@@ -11,11 +11,15 @@ export const agentGuidance = (network: PaymentNetwork) =>
   `PAYMENT-REQUIRED header (base64 JSON): sign the USDC authorization it asks for (scheme exact, network ${network.caip2}) ` +
   "and repeat the identical request with the proof in PAYMENT-SIGNATURE (x402 v2; the four unlock routes also take " +
   "x402 v1 proofs in X-PAYMENT). Invalid input (400), an unknown token or event (404) and a closed benchmark (503) are " +
-  "answered before any 402, so nothing is charged for them. Order for unlock research: GET /v1/unlocks/upcoming to " +
-  "find events and their unlock_event_id, then POST /v1/unlock-risk for one event's evidence, POST " +
+  "answered before any 402, so nothing is charged for them. Order for unlock research: GET /v1/tokens (free) lists " +
+  "the covered tokens with each one's next unlock and its unlock_event_id; GET /v1/unlocks/upcoming (compact rows, " +
+  "filters, view=full for detail) finds events in a window; then POST /v1/unlock-risk for one event's evidence, POST " +
   "/v1/token/risk-summary to compare tokens, POST /v1/unlock/backtest to check an event against history. " +
-  "POST /v1/benchmark/endpoint is independent: it prices another x402 endpoint against its market. Send an " +
-  "Idempotency-Key to retry safely: the same key, proof and request replay the paid response without a second charge.";
+  "POST /v1/benchmark/endpoint is independent: it prices another x402 endpoint against its market. The same " +
+  'operations are MCP tools at /mcp (proof in _meta["x402/payment"]). To retry safely, bind a secret to the payment: ' +
+  "an Idempotency-Key header, or a payment-identifier extension id in the payment payload; without either, keep the " +
+  "Idempotency-Key the paid answer carries (the retry key). The same secret, proof and request replay the paid answer " +
+  "without a second charge; the proof alone never does.";
 
 export interface OpenApiOptions {
   version: string;

@@ -5,6 +5,7 @@ import { boundedError } from "../payments/challenge.js";
 import type { Challenge, HttpAnswer } from "../payments/http-answers.js";
 import { type PaymentTerms, paymentRequiredV2, type RoutePrice } from "../payments/requirements.js";
 import { ascii, mcpBazaar } from "./discovery.js";
+import { toolSummary } from "./summary.js";
 import { MCP_PATH, type PaidTool } from "./tools.js";
 
 /** `_meta` keys of the x402 MCP transport (coinbase/x402 specs/transports-v2/mcp.md). */
@@ -129,7 +130,8 @@ function resultOf(answer: ToolAnswer, tool: PaidTool): ToolResult {
     if (settlement) meta[META_PAYMENT_RESPONSE] = settlement;
     if (headerOf(answer, "idempotent-replayed") === "true") meta["pressure402/replayed"] = true;
     return {
-      content: [{ type: "text", text: body }],
+      // A short quotable summary; the whole answer is structuredContent (summary.ts).
+      content: [{ type: "text", text: toolSummary(tool.key, value) ?? body }],
       structuredContent: value,
       ...(Object.keys(meta).length ? { _meta: meta } : {}),
     };

@@ -75,24 +75,20 @@ const ENTRIES = {
     summary: "Upcoming unlock events with modelled risk",
     note: " (x402, USDC on Base).",
     answers:
-      "Which token unlocks are scheduled in the next `days` days (default 30) with a modelled sell-pressure risk of at least `minRisk` (0-100), sorted by date. Call it first: it returns the `unlock_event_id` values the other unlock routes take.",
+      "Which token unlocks release tokens in the next `days` days (default 30), one compact row per event (date, tokens, USD, % of circulating supply, risk score, short codes; repeated prose once in `legend`; `view=full` for the detail). Filters: `minRisk`, `minUsd`, `minPctCirculating`, `tokens`, `category`, `type`; `sort` date|usd|pct_circulating|risk; `limit` and `cursor` page. Call it first: it returns the `unlock_event_id` values the other unlock routes take (GET /v1/tokens, free, gives each token's next one).",
     inputIn: "query",
     inputSchema: UpcomingQuery,
     outputSchema: UpcomingResponse,
     inputExample: EXAMPLES.upcoming.input,
     outputExample: EXAMPLES.upcoming.output,
     outputHeadline: {
-      days: true,
-      minRisk: true,
-      count: true,
-      as_of: true,
-      unlocks: { token: true, unlock_event_id: true, unlock_date: true, risk_score: true, risk_level: true },
+      unlocks: { unlock_event_id: true, date: true, risk_score: true },
     },
     mcp: {
       name: "unlocks_upcoming",
       title: "Upcoming token unlocks with modelled risk",
       description:
-        "Upcoming token unlock events from today through today + days (UTC), with a modelled sell-pressure risk score, sorted by date.",
+        "Token unlocks releasing from today through today + days (UTC): one compact row per event (date, tokens, USD, % circulating, risk score, codes explained once in legend), filtered by minRisk, minUsd, minPctCirculating, tokens, category, type; sorted by date, usd, pct_circulating or risk; paged by limit and cursor; view=full adds each item's detail. The text result is a short summary; the whole answer is in structuredContent.",
     },
   },
   unlockRisk: {
@@ -106,7 +102,7 @@ const ENTRIES = {
     summary: "Score one unlock event, with its evidence",
     note: ". Unknown token or event: 404, before any payment.",
     answers:
-      "The risk score (0-100) and level of one unlock event, with one evidence record per model factor (unlock size, absorption, order-book depth, recipients, unlock type, source confidence). Call it for an event id from the upcoming list.",
+      "The risk score (0-100) of one unlock event, with one evidence record per model factor (unlock size, absorption, order-book depth, recipients, unlock type, source confidence); `view=full` adds its market figures, supply coverage and recipients. Call it for an event id from the upcoming list.",
     inputIn: "body",
     inputSchema: UnlockRiskBody,
     outputSchema: RiskItem,
@@ -115,9 +111,8 @@ const ENTRIES = {
     outputHeadline: {
       token: true,
       unlock_event_id: true,
-      unlock_date: true,
+      date: true,
       risk_score: true,
-      risk_level: true,
       amount_usd: true,
       evidence: { factor: true, contribution: true },
     },
@@ -139,7 +134,7 @@ const ENTRIES = {
     summary: "Token-level unlock risk over a window",
     note: ". Unknown token: 404, before any payment.",
     answers:
-      "A token's unlock risk over the next `lookbackDays` days (default 90): number of events, highest score and level, tokens and USD unlocking, share of supply, top events and the next unlock. Call it to compare tokens.",
+      "A token's unlock risk over the next `lookbackDays` days (default 90): number of events, highest score and its size band, tokens and USD unlocking, share of supply, top events and the next unlock; `view=full` adds the supply coverage and market figures. Call it to compare tokens.",
     inputIn: "body",
     inputSchema: RiskSummaryBody,
     outputSchema: RiskSummary,
@@ -150,9 +145,8 @@ const ENTRIES = {
       windowDays: true,
       eventCount: true,
       maxRiskScore: true,
-      riskLevel: true,
       usd_unlocking: true,
-      next_unlock: { unlock_event_id: true, unlock_date: true, risk_score: true },
+      next_unlock: { unlock_event_id: true, date: true, risk_score: true },
     },
     mcp: {
       name: "token_risk_summary",
@@ -172,7 +166,7 @@ const ENTRIES = {
     summary: "Historical post-unlock market reactions for one event",
     note: ". Unknown token or event: 404; no measurable reaction on any basis: 422 — both before any payment.",
     answers:
-      "How the market reacted after past unlocks comparable to one event, over `windowDays` days (default 14). Call it last, to check the score of an event against history.",
+      "How the market reacted after past unlocks comparable to one event, over `windowDays` days (default 14); `view=full` adds the price sources. Call it last, to check the score of an event against history.",
     inputIn: "body",
     inputSchema: BacktestBody,
     outputSchema: BacktestResult,

@@ -1,9 +1,19 @@
+import { createHash } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Static } from "typebox";
 import { HttpProblem } from "../http/problem.js";
-import type { BacktestBody, RiskSummaryBody, UnlockRiskBody, UpcomingQuery } from "../schemas/unlocks.js";
+import {
+  type BacktestBody,
+  DEFAULT_UPCOMING_LIMIT,
+  MAX_FILTER_TOKENS,
+  type RiskSummaryBody,
+  type UnlockRiskBody,
+  type UpcomingQuery,
+} from "../schemas/unlocks.js";
 import type { Derivatives } from "../sources/derivatives/derivatives.js";
-import type { UnlockService } from "../unlocks/service.js";
+import type { RecipientCategory } from "../unlocks/data/types.js";
+import type { UnlockService, UpcomingFilter } from "../unlocks/service.js";
+import { backtestView, riskView, summaryView, upcomingView } from "../unlocks/views.js";
 import type { PaidHandler } from "./handler.js";
 import { PRICES } from "./prices.js";
 
@@ -34,31 +44,109 @@ function known(service: UnlockService, token: string, eventId?: string): void {
     throw new HttpProblem(404, "unknown-unlock-event", `Token ${token} has no unlock event ${eventId}.`);
 }
 
+type Upcoming = Static<typeof UpcomingQuery>;
+
+const tokensOf = (q: Upcoming): string[] =>
+  q.tokens === undefined ? [] : [...new Set(q.tokens.split(",").map((s) => s.toLowerCase()))].sort();
+
+/**
+ * A cursor is the next page's offset bound to what the list was cut from: the query (but `limit`, `cursor`, `view`
+ * and `pp_ref`), the UTC day and the schedule data's date. Another query, day or data would page a different list, so
+ * it is refused rather than silently skipping or repeating items.
+ */
+function fingerprint(service: UnlockService, q: Upcoming): string {
+  const basis = [
+    service.today(),
+    service.data().snapshot.as_of,
+    q.days,
+    q.minRisk,
+    q.minUsd ?? null,
+    q.minPctCirculating ?? null,
+    tokensOf(q),
+    q.category ?? null,
+    q.type ?? null,
+    q.sort ?? "date",
+  ];
+  return createHash("sha256").update(JSON.stringify(basis)).digest("hex").slice(0, 16);
+}
+
+const cursorFor = (service: UnlockService, q: Upcoming, offset: number): string =>
+  `${offset}_${fingerprint(service, q)}`;
+
+/** The offset a cursor stands for, or null when it was not issued for this query, day and data. */
+function offsetOf(service: UnlockService, q: Upcoming, cursor: string): number | null {
+  const m = /^(\d{1,9})_([0-9a-f]{16})$/.exec(cursor);
+  return m && m[2] === fingerprint(service, q) ? Number(m[1]) : null;
+}
+
+const badQuery = (pointer: string, detail: string) =>
+  new HttpProblem(400, "invalid-request", detail, {}, { errors: [{ in: "query", pointer, detail }] });
+
+function upcomingFilter(service: UnlockService, q: Upcoming): UpcomingFilter {
+  const tokens = tokensOf(q);
+  return {
+    minUsd: q.minUsd,
+    minPctCirculating: q.minPctCirculating,
+    tokens: tokens.length > 0 ? tokens : undefined,
+    category: q.category as RecipientCategory | undefined,
+    type: q.type,
+    sort: q.sort ?? "date",
+    limit: q.limit ?? DEFAULT_UPCOMING_LIMIT,
+    offset: q.cursor === undefined ? 0 : (offsetOf(service, q, q.cursor) ?? 0),
+  };
+}
+
 /** The four unlock operations: existence (and, for a backtest, something to measure) is checked before payment. */
 export function unlockHandlers(opts: UnlockHandlerOptions): UnlockHandlers {
   const of = opts.unlocksFor;
   return {
     upcoming: {
       price: PRICES.upcoming,
-      check: () => {},
-      answer: ({ days, minRisk }, request) => of(request).upcoming(days, minRisk),
+      // What the schema cannot know: the symbols must be covered, the cursor issued for this very list.
+      check: (q, request) => {
+        const service = of(request);
+        const symbols = q.tokens?.split(",") ?? [];
+        if (symbols.length > MAX_FILTER_TOKENS || symbols.some((t) => !/^[A-Za-z0-9._-]{1,64}$/.test(t)))
+          throw badQuery(
+            "/tokens",
+            `tokens takes 1 to ${MAX_FILTER_TOKENS} symbols (1 to 64 letters, digits, '.', '_' or '-'), separated by commas.`,
+          );
+        const unknown = tokensOf(q).filter((t) => !service.hasToken(t));
+        if (unknown.length > 0)
+          throw badQuery(
+            "/tokens",
+            `No unlock schedule is known for ${unknown.slice(0, 5).join(", ").toUpperCase()} (GET /v1/tokens lists the covered tokens).`,
+          );
+        if (q.cursor !== undefined && offsetOf(service, q, q.cursor) === null)
+          throw badQuery(
+            "/cursor",
+            "This cursor was not issued for this query, UTC day and data; start again without a cursor.",
+          );
+      },
+      answer: (q, request) => {
+        const service = of(request);
+        const list = service.upcoming(q.days, q.minRisk, upcomingFilter(service, q));
+        const next = list.next_offset === null ? null : cursorFor(service, q, list.next_offset);
+        return upcomingView(list, q.view ?? "compact", next);
+      },
     },
     unlockRisk: {
       price: PRICES.unlockRisk,
       check: (body, request) => known(of(request), body.token, body.unlock_event_id),
       answer: (body, request) => {
         const item = of(request).score(body.token, body.unlock_event_id, body.includeEvidence);
-        if (!body.includeEvidence || !opts.derivatives) return item;
+        if (!body.includeEvidence || !opts.derivatives) return riskView(item, body.view ?? "compact");
         const d = opts.derivatives().get(item.token);
-        if (!d) return { ...item, derivatives: null };
+        if (!d) return riskView(item, body.view ?? "compact", null);
         const { token: _token, ...shown } = d;
-        return { ...item, derivatives: shown };
+        return riskView(item, body.view ?? "compact", shown);
       },
     },
     riskSummary: {
       price: PRICES.riskSummary,
       check: (body, request) => known(of(request), body.token),
-      answer: (body, request) => of(request).summary(body.token, body.lookbackDays),
+      answer: (body, request) =>
+        summaryView(of(request).summary(body.token, body.lookbackDays), body.view ?? "compact"),
     },
     backtest: {
       price: PRICES.backtest,
@@ -69,7 +157,11 @@ export function unlockHandlers(opts: UnlockHandlerOptions): UnlockHandlers {
         const reason = service.backtestRefusal(body.token, body.unlock_event_id, body.windowDays);
         if (reason !== null) throw new HttpProblem(422, "no-measurable-reactions", reason);
       },
-      answer: (body, request) => of(request).backtest(body.token, body.unlock_event_id, body.windowDays),
+      answer: (body, request) =>
+        backtestView(
+          of(request).backtest(body.token, body.unlock_event_id, body.windowDays),
+          body.view ?? "compact",
+        ),
     },
   };
 }

@@ -45,7 +45,17 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
               docs: Type.String({ description: "Human-readable API docs (Swagger UI)" }),
               llms: Type.String({ description: "Guidance for AI agents (llms.txt)" }),
               discovery: Type.String({ description: "x402 discovery document" }),
-              tokens: Type.String({ description: "Covered tokens and data freshness (free)" }),
+              tokens: Type.String({
+                description:
+                  "Covered tokens, each with its next unlock and event id, and data freshness (free)",
+              }),
+              mcp: Type.String({
+                description: "MCP endpoint: the paid operations as tools (x402 MCP transport)",
+              }),
+              retries: Type.String({
+                description:
+                  "How to retry a paid call without paying twice (Idempotency-Key, payment-identifier, retry key)",
+              }),
               data_sources: Type.Array(SourceFreshness, {
                 description: "Each data source's last refresh attempt, success, age and error",
               }),
@@ -78,6 +88,9 @@ export const metaRoutes: FastifyPluginAsyncTypebox<MetaOptions> = async (app, op
       llms: "/llms.txt",
       discovery: "/.well-known/x402",
       tokens: "/v1/tokens",
+      mcp: "/mcp",
+      retries:
+        "Bind a secret to the payment: an Idempotency-Key header or a payment-identifier extension id in the payment payload; without either, keep the Idempotency-Key the paid answer carries (the retry key). The same secret, proof and request replay the answer without a second charge.",
       data_sources: freshnessView(opts.freshness, (opts.clock ?? (() => new Date()))()),
       routes: Object.values(PRICES).map((p) => ({
         route: p.route,

@@ -1,7 +1,9 @@
+import { createHash } from "node:crypto";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
+import { Type } from "typebox";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
-import { TokensResponse } from "../schemas/freshness.js";
+import { TokensMapResponse } from "../schemas/unlocks-responses.js";
 import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
 import { latestMarketProvenance } from "../unlocks/market-context.js";
 import type { UnlockService } from "../unlocks/service.js";
@@ -18,6 +20,19 @@ export interface TokensRouteOptions {
   clock: () => Date;
 }
 
+/** How long a client or shared cache may reuse the list without asking (the refresh runs far less often). */
+const CACHE_SECONDS = 300;
+
+/** If-None-Match against a weak ETag: weak comparison (RFC 9110 §13.1.2), `*`, or any of a list. */
+function matches(header: string | string[] | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  const opaque = etag.replace(/^W\//, "");
+  return String(header)
+    .split(",")
+    .map((t) => t.trim())
+    .some((t) => t === "*" || t.replace(/^W\//, "") === opaque);
+}
+
 /**
  * GET /v1/tokens (free): what is covered and how fresh, so an agent knows before it pays. Lists every token with its
  * schedule's completeness, the day its price was observed and how old that is, its reported circulating supply with
@@ -29,19 +44,24 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
     {
       schema: {
         tags: ["unlocks"],
-        summary: "Covered tokens, schedule completeness and per-source freshness (free)",
+        summary:
+          "Covered tokens, each with its next unlock, schedule completeness and per-source freshness (free)",
         description:
-          "Free. Every token the unlock routes know, with its schedule's completeness, the candle day its price comes from (stale_days: how old), today's circulating supply and the report it is anchored on (source, as-of, anchor age), the URL, as-of and fetch time of each stretch of candles its price comes from, and each data source's last refresh.",
-        response: { 200: TokensResponse },
+          "Free, rate-limited, no payment. Every token the unlock routes know, with its next unlock (date, event id, tokens, USD, % of circulating: the ids the paid routes take), its schedule's completeness, the candle day its price comes from (stale_days: how old), today's circulating supply and the report it is anchored on (source, as-of, anchor age), the URL, as-of and fetch time of each stretch of candles its price comes from, and each data source's last refresh. It changes only with a data refresh or the UTC day: a weak ETag (If-None-Match → 304) and Cache-Control say so.",
+        response: {
+          200: TokensMapResponse,
+          304: Type.Null({ description: "Not modified: the If-None-Match ETag is still current" }),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const now = opts.clock();
       const today = dayOf(now);
-      const store = opts.unlocksFor(request).data();
+      const service = opts.unlocksFor(request);
+      const store = service.data();
       const reported = opts.freshness?.circulating() ?? new Map();
       const derivatives = opts.freshness?.derivatives?.() ?? new Map();
-      return {
+      const body = {
         count: store.tokens.length,
         today: formatDay(today),
         schedules_as_of: store.snapshot.as_of,
@@ -95,9 +115,17 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
               ...anchorAge,
             },
             derivatives: derivatives.get(t.symbol) ?? null,
+            next_unlock: service.nextUnlock(t.symbol),
           };
         }),
       };
+      // Weak: the sources' age_seconds tick every second, yet the answer is the same until a refresh or a new day.
+      const { sources, ...rest } = body;
+      const stable = { ...rest, sources: sources.map(({ age_seconds: _age, ...s }) => s) };
+      const etag = `W/"${createHash("sha256").update(JSON.stringify(stable)).digest("base64url").slice(0, 27)}"`;
+      reply.header("etag", etag).header("cache-control", `public, max-age=${CACHE_SECONDS}`);
+      if (matches(request.headers["if-none-match"], etag)) return reply.code(304).send(null);
+      return body;
     },
   );
 };

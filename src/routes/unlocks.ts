@@ -3,7 +3,7 @@ import type { FastifyRequest, FastifyTypeProviderDefault } from "fastify";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
-import { UpcomingQuery } from "../schemas/unlocks.js";
+import { DEFAULT_UPCOMING_LIMIT, UpcomingQuery } from "../schemas/unlocks.js";
 import { UpcomingResponse } from "../schemas/unlocks-responses.js";
 import type { PaidHandler } from "../operations/handler.js";
 import type { UnlockHandlers } from "../operations/unlocks.js";
@@ -32,6 +32,7 @@ export interface UnlockRoutesOptions {
 const UPCOMING_CACHE = { maxEntries: 256, maxUnits: 64 * 1024 * 1024 };
 /** Below this a body goes out as it is (the app's compression threshold too). */
 const COMPRESS_MIN_BYTES = 2048;
+const QUERY_FIELDS = Object.keys(UpcomingQuery.properties).filter((k) => k !== "pp_ref");
 const utcDay = (date: Date): number => Math.floor(date.getTime() / 86_400_000);
 
 /** The four unlock-risk routes: schema + price + one service call each. Existence is checked before payment. */
@@ -54,7 +55,10 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
         response: { 200: paid(UpcomingResponse), ...paidErrorResponses(PRICES.upcoming) },
         "x-payment-info": paymentInfo(PRICES.upcoming),
       },
-      preHandler: [app.payments.guard(handlers.upcoming.price)],
+      preHandler: [
+        async (request) => handlers.upcoming.check(request.query, request),
+        app.payments.guard(handlers.upcoming.price),
+      ],
       // Runs after the payments hook (which settles and records the identity body) and before @fastify/compress,
       // which leaves a body that already has a Content-Encoding alone: the cached compressed copy goes out instead.
       // A callback hook (the work is synchronous): an async one would make every 402 of the route wait a promise.
@@ -73,15 +77,23 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
       },
     },
     async (request, reply) => {
-      const { days, minRisk } = request.query;
+      const { pp_ref: _ref, ...given } = request.query;
+      // Absent and spelt-out defaults are the same query (one cache entry, one answer).
+      const query = {
+        ...given,
+        sort: given.sort ?? "date",
+        limit: given.limit ?? DEFAULT_UPCOMING_LIMIT,
+        view: given.view ?? "compact",
+      };
       // The day is read before the body is built, so a body can only be newer than its key, never staler.
       const generation = `${dataVersion(request)}|${utcDay(clock())}`;
-      const key = `${days}|${minRisk}`;
+      // Every field but the attribution tag shapes the answer; read in the schema's order, whatever the client's.
+      const key = JSON.stringify(QUERY_FIELDS.map((k) => (query as Record<string, unknown>)[k] ?? null));
       // Kept as UTF-8 bytes: a socket writes a Buffer as it is, while a string of this size is encoded again on every
       // send (about 4× the CPU of the write for a 160 kB body, measured with autocannon against bare Fastify).
       const body = upcomingBodies.get(generation, key, () =>
         // The route's serializer (fast-json-stringify over the 200 schema) returns a string; the type is wider.
-        Buffer.from(String(reply.serialize(handlers.upcoming.answer({ days, minRisk }, request))), "utf8"),
+        Buffer.from(String(reply.serialize(handlers.upcoming.answer(query, request))), "utf8"),
       );
       servedFromCache.set(request, { generation, key, body });
       // A Buffer payload skips Fastify's serializer: reply.serialize above already applied the 200 schema.

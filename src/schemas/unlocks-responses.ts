@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import { DerivativesEvidence, MarketSegment } from "./freshness.js";
+import { DerivativesEvidence, MarketSegment, TokenCoverage, TokensResponse } from "./freshness.js";
 
 /**
  * Every 200 object is closed: it declares every field the service sends (the serializer drops anything undeclared
@@ -10,9 +10,6 @@ const Num = (description: string) => Type.Number({ description });
 const Int = (description: string) => Type.Integer({ description });
 const Str = (description: string) => Type.String({ description });
 const NullableNum = (description: string) => Type.Union([Type.Number(), Type.Null()], { description });
-const Level = Type.String({
-  description: "Risk level: low (<25), medium (25–50), high (50–75), critical (≥75)",
-});
 
 export const EvidenceRecord = Type.Object(
   {
@@ -187,26 +184,82 @@ export const SupplyCoverage = Type.Object(
   { ...closed, description: "Completeness of the supply schedule behind circulating supply" },
 );
 
-const riskItemFields = {
+const Legend = Type.Object(
+  {
+    fields: Type.Record(Type.String(), Type.String(), {
+      description: "What a field means, said once per answer instead of in every item",
+    }),
+    codes: Type.Record(Type.String(), Type.String(), {
+      description: "What each short code the answer's items carry means (only the codes used)",
+    }),
+  },
+  { ...closed, description: "Every sentence that would repeat from item to item, said once" },
+);
+
+const Codes = Type.Array(
+  Type.Union(["st", "syn", "cr", "cs", "cu", "lb", "sg", "rg", "em", "on"].map((c) => Type.Literal(c))),
+  {
+    description:
+      "Short flags, explained in legend.codes: st stale market inputs, syn synthetic market figures, cr/cs/cu circulating counted from a report plus schedule / from the schedule alone / unknown, lb circulating is a lower bound, sg schedule covers < 99 % of max supply, rg report and schedule disagree, em issuance-dominated supply, on a stream already under way",
+  },
+);
+
+const SizeBand = Type.String({
+  description:
+    "Band of risk_score: low (< 25), medium (25–50), high (50–75), critical (≥ 75). A size-and-liquidity band of a ranking with no out-of-sample skill at predicting price moves (docs/risk-model.md), not a forecast",
+});
+
+/** What a compact item carries; a full item carries exactly these with the same values, then its detail. */
+const compactItemFields = {
+  unlock_event_id: Str(
+    "Event id unlock_<symbol>_<yyyy>_<mm>_<dd>[_n]: what POST /v1/unlock-risk and /v1/unlock/backtest take",
+  ),
   token: Str("Token symbol"),
-  unlock_event_id: Str("Event id unlock_<symbol>_<yyyy>_<mm>_<dd>[_n]"),
-  risk_score: Num("Modeled sell-pressure risk, 0–100"),
-  risk_level: Level,
-  score_kind: Str("What the score is (a supply-pressure ranking, not a price forecast)"),
-  token_name: Str("Token name"),
-  unlock_date: Str("Unlock date (UTC); for linear streams the first streaming day of the month"),
-  days_until: Int("Days from today (UTC) to the unlock; negative when past"),
-  amount_tokens: Num("Tokens released"),
-  amount_usd: Num("USD value of the release at the price in the evidence"),
+  date: Str(
+    "First day (UTC) the tokens of this item release: a cliff's or step's own day; a linear stream's first streaming day in the window (today when it is already under way)",
+  ),
+  date_end: Type.Optional(
+    Str("Linear streams only: last streaming day counted (the stream's end or the window's)"),
+  ),
+  type: Type.Union([Type.Literal("cliff"), Type.Literal("step"), Type.Literal("linear")], {
+    description: "cliff, step (a scheduled tranche) or linear (a month of a continuous stream)",
+  }),
+  category: Str(
+    "Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other",
+  ),
+  amount_tokens: Num("Tokens released from date through date_end (never a stream's past days)"),
+  amount_usd: Num("USD value of amount_tokens at the last observed price"),
   pct_circulating: NullableNum(
-    "Release as % of estimated circulating supply just before it (see market.circulating_method); null when unknown",
+    "amount_tokens as % of the circulating supply estimated just before the event (codes say how it was counted); null when unknown",
   ),
-  pct_max_supply: NullableNum("Release as % of max supply (exact from the schedule)"),
-  market: MarketFigures,
-  window_amount_tokens: Type.Optional(
-    Num("Tokens of this event released inside the requested window (linear streams prorated by day)"),
+  risk_score: Num("Modelled supply-pressure rank score, 0–100 (legend.fields.risk_score)"),
+  codes: Codes,
+};
+
+const detailItemFields = {
+  token_name: Type.Optional(Str("Token name")),
+  size_band: Type.Optional(SizeBand),
+  days_until: Type.Optional(
+    Int("Days from today (UTC) to date; 0 for a stream under way; negative when past"),
   ),
-  window_amount_usd: Type.Optional(Num("USD value of window_amount_tokens")),
+  event_date: Type.Optional(Str("The event's own date (a linear month's first streaming day)")),
+  event_amount_tokens: Type.Optional(Num("Tokens the whole event releases (a linear stream's whole month)")),
+  event_amount_usd: Type.Optional(Num("USD value of event_amount_tokens")),
+  event_pct_circulating: Type.Optional(
+    NullableNum("event_amount_tokens as % of circulating supply before it"),
+  ),
+  pct_max_supply: Type.Optional(
+    NullableNum("amount_tokens as % of max supply; null when max supply is unknown"),
+  ),
+  absorption_ratio: Type.Optional(NullableNum("The event's USD value ÷ 30-day average daily volume")),
+  schedule_confidence: Type.Optional(
+    Num("How well the schedule is known, 0–1: source type × timing precision, amount-weighted"),
+  ),
+  input_confidence: Type.Optional(
+    Num(
+      "How much the score's inputs can be trusted, 0–1: schedule_confidence × the decay of stale market inputs (market.liquidity_confidence ÷ 0.8)",
+    ),
+  ),
   stream: Type.Optional(
     Type.Object(
       {
@@ -214,24 +267,19 @@ const riskItemFields = {
         stream_end: Str("Last streaming day of this month's stream"),
         month_amount_tokens: Num("Tokens the stream releases over the whole month"),
       },
-      { ...closed, description: "Linear events only" },
+      { ...closed, description: "Linear events only: the stream's own month" },
     ),
   ),
-  absorption_ratio: NullableNum("Release USD value ÷ 30-day average daily volume"),
-  recipient_category: Str(
-    "Dominant recipient: team, investors, ecosystem, community, treasury, airdrop, foundation, other",
+  market: Type.Optional(MarketFigures),
+  supply_coverage: Type.Optional(SupplyCoverage),
+  recipients: Type.Optional(
+    Type.Array(RecipientShare, { description: "Breakdown of the event by schedule piece" }),
   ),
-  unlock_type: Str("cliff, step (scheduled tranche) or linear (a month of a continuous stream)"),
-  confidence: Num(
-    "Score confidence 0–1: schedule confidence × the decay of stale market inputs (1 when fresh)",
+  evidence: Type.Optional(
+    Type.Array(EvidenceRecord, {
+      description: "POST /v1/unlock-risk with includeEvidence (either view): one record per model factor",
+    }),
   ),
-  schedule_confidence: Type.Optional(Num("Schedule confidence 0–1 (source type × timing precision)")),
-  supply_coverage: SupplyCoverage,
-  recipients: Type.Array(RecipientShare, { description: "Breakdown of the release by schedule piece" }),
-  model_version: Str("Risk model version (see docs/risk-model.md)"),
-  as_of: Str("Snapshot date of the market context"),
-  synthetic: Type.Boolean({ description: "true when built from synthetic (generated) market data" }),
-  evidence: Type.Optional(Type.Array(EvidenceRecord, { description: "Evidence records, one per factor" })),
   derivatives: Type.Optional(
     Type.Union([DerivativesEvidence, Type.Null()], {
       description:
@@ -240,26 +288,51 @@ const riskItemFields = {
   ),
 };
 
-export const RiskItem = Type.Object(riskItemFields, { ...closed, description: "Unlock risk item" });
+/** An item of the upcoming list or a summary's top events. */
+export const WireItem = Type.Object(
+  { ...compactItemFields, ...detailItemFields },
+  { ...closed, description: "Unlock item: compact fields, plus the detail with view=full" },
+);
+
+const answerFields = {
+  model_version: Str("Risk model version (see docs/risk-model.md)"),
+  as_of: Str("Snapshot date of the schedule data"),
+  synthetic: Type.Boolean({ description: "true when any figure is built from synthetic market data" }),
+  legend: Legend,
+};
+
+/** POST /v1/unlock-risk: one event's item, with the answer's legend beside it. */
+export const RiskItem = Type.Object(
+  { ...compactItemFields, ...detailItemFields, ...answerFields },
+  {
+    ...closed,
+    description:
+      "One unlock event. For a stream already under way, date is today and the amounts are what is still to come (the whole month is stream.month_amount_tokens with view=full)",
+  },
+);
 
 export const UpcomingResponse = Type.Object(
   {
     days: Int("Forward window in days"),
     minRisk: Int("Minimum risk score included"),
-    unlocks: Type.Array(RiskItem, {
-      description:
-        "Events releasing tokens on days today..today + days (discrete releases; linear months overlapping the window, prorated), by date",
-    }),
-    window_amount_tokens_by_token: Type.Record(Type.String(), Type.Number(), {
-      description: "Tokens released in the window, per token",
-    }),
-    score_kind: Str("What risk_score is"),
     window_start: Str("First day of the window (today, UTC)"),
     window_end: Str("Last day of the window (inclusive)"),
-    count: Int("Number of unlocks returned"),
-    model_version: Str("Risk model version"),
-    as_of: Str("Snapshot date of the market context"),
-    synthetic: Type.Boolean({ description: "true when any item uses synthetic market data" }),
+    count: Int("Items on this page"),
+    total: Int("Items matched by the window and every filter, on all pages"),
+    total_amount_usd: Num("USD released in the window by every matched item (all pages)"),
+    next_cursor: Type.Union([Type.String(), Type.Null()], {
+      description: "Pass as `cursor` (same query otherwise) for the next page; null on the last page",
+    }),
+    ...answerFields,
+    unlocks: Type.Array(WireItem, {
+      description:
+        "Items releasing tokens in the window, one per event, ordered by `sort` (default: date, then risk)",
+    }),
+    window_amount_tokens_by_token: Type.Optional(
+      Type.Record(Type.String(), Type.Number(), {
+        description: "view=full: tokens released in the window per token, by every matched item",
+      }),
+    ),
   },
   closed,
 );
@@ -267,13 +340,13 @@ export const UpcomingResponse = Type.Object(
 const NextUnlock = Type.Object(
   {
     unlock_event_id: Str("Event id"),
-    unlock_date: Str("Unlock date"),
+    date: Str("Unlock date"),
     days_until: Int("Days from today"),
     in_window: Type.Boolean({ description: "Whether it falls inside the summary window" }),
-    amount_tokens: Num("Tokens released"),
+    amount_tokens: Num("Tokens the event releases"),
     amount_usd: Num("USD value"),
     risk_score: Num("Risk score 0–100"),
-    risk_level: Level,
+    size_band: SizeBand,
   },
   closed,
 );
@@ -292,13 +365,11 @@ export const RiskSummary = Type.Object(
   {
     token: Str("Token symbol"),
     windowDays: Int("Window length in days (echoes lookbackDays)"),
-    eventCount: Int("Unlock events in the window"),
-    maxRiskScore: Type.Optional(Num("Highest risk score in the window; absent when there are no events")),
-    riskLevel: Type.Optional(Str("Level of maxRiskScore; absent when there are no events")),
-    token_name: Str("Token name"),
     window_start: Str("First day of the window (today, UTC)"),
     window_end: Str("Last day (today + windowDays, inclusive)"),
-    window_covers: Str("What the window covers"),
+    eventCount: Int("Unlock events in the window"),
+    maxRiskScore: Type.Optional(Num("Highest risk score in the window; absent when there are no events")),
+    sizeBand: Type.Optional(SizeBand),
     mean_risk_score: NullableNum("Mean risk score of the window's events"),
     next_unlock: Type.Union([NextUnlock, Type.Null()], {
       description: "Next unlock from today, in or after the window",
@@ -308,15 +379,16 @@ export const RiskSummary = Type.Object(
     pct_circulating_unlocking: NullableNum("Tokens unlocking as % of estimated circulating supply today"),
     pct_max_supply_unlocking: NullableNum("Tokens unlocking as % of max supply"),
     circulating_supply: NullableNum("Estimated circulating supply today; null when unknown"),
-    circulating_method: Str("How circulating supply was estimated"),
-    supply_coverage: SupplyCoverage,
-    market: MarketFigures,
-    score_kind: Str("What the risk scores are"),
+    price_usd: Num("Last observed price (USDT quote, taken as USD)"),
+    price_as_of: Str("UTC day of the candle whose close is price_usd"),
+    codes: Codes,
     by_category: Type.Array(CategoryTotal, { description: "Totals by recipient category" }),
-    top_events: Type.Array(RiskItem, { description: "Up to 5 highest-risk events in the window" }),
-    model_version: Str("Risk model version"),
-    as_of: Str("Snapshot date of the market context"),
-    synthetic: Type.Boolean({ description: "true when built from synthetic market data" }),
+    top_events: Type.Array(WireItem, { description: "Up to 5 highest-risk events in the window" }),
+    ...answerFields,
+    token_name: Type.Optional(Str("view=full: token name")),
+    circulating_method: Type.Optional(Str("view=full: how circulating supply was estimated")),
+    supply_coverage: Type.Optional(SupplyCoverage),
+    market: Type.Optional(MarketFigures),
   },
   closed,
 );
@@ -325,15 +397,15 @@ export const Reaction = Type.Object(
   {
     unlock_event_id: Str("Past unlock measured"),
     token: Str("Its token"),
-    unlock_date: Str("Its date"),
-    recipient_category: Str("Its dominant recipient category"),
-    unlock_type: Str("cliff or step"),
+    date: Str("Its date"),
+    category: Str("Its dominant recipient category"),
+    type: Str("cliff or step"),
     risk_score: Num("Its modeled risk score"),
     pct_circulating: NullableNum("Its size, % of circulating supply"),
-    window_days: Int("Window w in days"),
+    window_days: Type.Optional(Int("view=full: window w in days (windowDays)")),
     pre_return_pct: Num("Token return day −w → day 0, %"),
     post_return_pct: Num("Token return day 0 → day +w, %"),
-    benchmark: Str("Benchmark symbol"),
+    benchmark: Type.Optional(Str("view=full: benchmark symbol")),
     benchmark_pre_return_pct: Num("Benchmark return day −w → 0, %"),
     benchmark_post_return_pct: Num("Benchmark return day 0 → +w, %"),
     beta: Type.Optional(
@@ -343,7 +415,7 @@ export const Reaction = Type.Object(
     abnormal_return_pct: Num("Token log return − β × benchmark log return, day 0 → day +w, in %"),
     max_drawdown_pct: Num("Worst peak-to-trough fall over days 0..+w, % (≤ 0)"),
     volume_change_pct: NullableNum("Mean volume days 0..w−1 vs days −w..−1, %; null when volume unknown"),
-    synthetic: Type.Boolean({ description: "true when the prices are synthetic" }),
+    synthetic: Type.Optional(Type.Boolean({ description: "view=full: true when the prices are synthetic" })),
   },
   { ...closed, description: "Market reaction around one past unlock" },
 );
@@ -373,13 +445,13 @@ export const BacktestResult = Type.Object(
     pooled_across_tokens: Type.Boolean({
       description: "true when the reactions (and the summary) mix several tokens",
     }),
-    basis_description: Str("The basis in words"),
+    basis_description: Type.Optional(Str("view=full: the basis in words (also legend.fields.basis)")),
     benchmark: Str("Benchmark for abnormal returns"),
     event: Type.Object(
       {
-        unlock_date: Str("Event date"),
-        recipient_category: Str("Event's dominant recipient category"),
-        unlock_type: Str("Event's release type"),
+        date: Str("Event date"),
+        category: Str("Event's dominant recipient category"),
+        type: Str("Event's release type"),
         is_past: Type.Boolean({
           description: "Whether the event date is on or before the data's last day",
         }),
@@ -392,30 +464,65 @@ export const BacktestResult = Type.Object(
     ),
     excluded_truncated: Int("Non-overlapping candidates beyond the 60 most significant"),
     summary: ReactionSummary,
-    method: Str("How returns are measured"),
+    method: Type.Optional(Str("view=full: how returns are measured (also legend.fields.method)")),
     data_through: Str("Last day of price history"),
-    price_sources: Type.Array(
-      Type.Object(
-        {
-          symbol: Str("Token (or benchmark) symbol"),
-          segments: Type.Array(
-            Type.Object(
-              {
-                from: Str("First day (00:00 UTC price)"),
-                to: Str("Last day"),
-                venue: Str("Exchange"),
-                instrument: Str("Instrument"),
-              },
-              closed,
+    price_sources: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            symbol: Str("Token (or benchmark) symbol"),
+            segments: Type.Array(
+              Type.Object(
+                {
+                  from: Str("First day (00:00 UTC price)"),
+                  to: Str("Last day"),
+                  venue: Str("Exchange"),
+                  instrument: Str("Instrument"),
+                },
+                closed,
+              ),
             ),
-          ),
-        },
-        closed,
+          },
+          closed,
+        ),
+        { description: "view=full: venue and instrument of every price series the reactions use" },
       ),
-      { description: "Venue and instrument of every price series the reactions use" },
     ),
     model_version: Str("Risk model version"),
     synthetic: Type.Boolean({ description: "true exactly when any figure in the response is generated" }),
+    legend: Legend,
+  },
+  closed,
+);
+
+/** A token's next unlock on the free map: enough to pick an event id before paying. */
+const TokenNextUnlock = Type.Object(
+  {
+    unlock_event_id: Str("Event id, as the paid unlock routes take it"),
+    date: Str("Its date (UTC; a linear month's first streaming day)"),
+    type: Str("cliff, step or linear"),
+    amount_tokens: Num("Tokens the event releases"),
+    amount_usd: Num("USD value at the last observed price"),
+    pct_circulating: NullableNum("% of circulating supply before it; null when unknown"),
+  },
+  closed,
+);
+
+/** GET /v1/tokens: the coverage list, each token with its next unlock. */
+export const TokensMapResponse = Type.Object(
+  {
+    ...TokensResponse.properties,
+    tokens: Type.Array(
+      Type.Object(
+        {
+          ...TokenCoverage.properties,
+          next_unlock: Type.Union([TokenNextUnlock, Type.Null()], {
+            description: "The token's first unlock event dated today or later; null when none is scheduled",
+          }),
+        },
+        closed,
+      ),
+    ),
   },
   closed,
 );

@@ -75,13 +75,41 @@ export interface RiskItem {
   /** Tokens of this event released inside the requested window (prorated by day for linear streams). */
   window_amount_tokens?: number;
   window_amount_usd?: number;
+  /**
+   * The days its tokens release in the window (or, for one event asked alone, from today when its stream is under
+   * way): a discrete release's own day; a linear month's first and last streaming day inside the window.
+   */
+  release_start?: string;
+  release_end?: string;
   stream?: LinearStreamWindow;
   evidence?: EvidenceRecord[];
+}
+
+export type UpcomingSort = "date" | "usd" | "pct_circulating" | "risk";
+
+/** What narrows and orders the upcoming list beyond its window (all optional: absent = no filter). */
+export interface UpcomingFilter {
+  minUsd?: number | undefined;
+  minPctCirculating?: number | undefined;
+  /** Symbols, any case; unknown ones are refused before (upcomingProblem). */
+  tokens?: readonly string[] | undefined;
+  category?: RecipientCategory | undefined;
+  type?: "cliff" | "step" | "linear" | undefined;
+  sort?: UpcomingSort | undefined;
+  /** Page: items offset..offset + limit of the matched, sorted list (all when limit is absent). */
+  limit?: number | undefined;
+  offset?: number | undefined;
 }
 
 export interface UpcomingResponse {
   days: number;
   minRisk: number;
+  /** Events matched by the window and every filter (count is this page's). */
+  total: number;
+  /** USD released in the window by every matched event (all pages). */
+  total_amount_usd: number;
+  /** Offset of the next page, or null on the last one. */
+  next_offset: number | null;
   window_start: string;
   window_end: string;
   count: number;
@@ -102,6 +130,16 @@ export interface NextUnlock {
   amount_usd: number;
   risk_score: number;
   risk_level: RiskLevel;
+}
+
+/** A token's next unlock as the free map shows it: when, which event, how much. */
+export interface TokenNextUnlock {
+  unlock_event_id: string;
+  date: string;
+  type: "cliff" | "step" | "linear";
+  amount_tokens: number;
+  amount_usd: number;
+  pct_circulating: number | null;
 }
 
 export interface CategoryTotal {
@@ -175,7 +213,11 @@ export interface BacktestResult {
 export interface UnlockService {
   lookupEvent(token: string, unlockEventId: string): EventLookup;
   hasToken(token: string): boolean;
-  upcoming(days: number, minRisk: number): UpcomingResponse;
+  upcoming(days: number, minRisk: number, filter?: UpcomingFilter): UpcomingResponse;
+  /** The day (UTC) the service calls today, as yyyy-mm-dd: what a cursor is bound to. */
+  today(): string;
+  /** Each token's first event dated today or later (lower-case symbol), or null when none is scheduled. */
+  nextUnlock(symbol: string): TokenNextUnlock | null;
   score(token: string, unlockEventId: string, includeEvidence: boolean): RiskItem;
   summary(token: string, lookbackDays: number): RiskSummary;
   /** Why a backtest would have no reaction to return (checked before payment), or null when it has some. */

@@ -1,25 +1,31 @@
 import { backtestResult, chooseBasis, refusalReason } from "./backtest-basis.js";
-import { dayOf } from "./data/dates.js";
+import { dayOf, formatDay } from "./data/dates.js";
 import type { UnlockStore } from "./data/snapshot.js";
 import {
   buildEventIndex,
   eventAt,
+  eventIdAt,
   findEvent,
   itemFor,
+  lowerBound,
   preparedAt,
+  round,
   tokenOf,
   tokenRows,
+  UNLOCK_TYPES,
 } from "./event-index.js";
 import { evidenceFor, scoreEvent } from "./scoring.js";
 import {
   type EventLookup,
   NoReactionsError,
   type RiskItem,
+  type TokenNextUnlock,
   UnlockLookupError,
   type UnlockService,
+  type UpcomingFilter,
   type UpcomingResponse,
 } from "./service-types.js";
-import { summaryIn, upcomingIn } from "./window.js";
+import { amountInWindowAt, summaryIn, upcomingIn } from "./window.js";
 
 export { MAX_REACTIONS } from "./backtest-basis.js";
 export * from "./service-types.js";
@@ -34,8 +40,25 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
   const today = (): number => dayOf(clock());
   // Not memoised here: the route serialises each (data version, day, query) answer once and keeps the body
   // (routes/unlocks.ts), which is the only caller on a hot path.
-  function upcoming(days: number, minRisk: number): UpcomingResponse {
-    return upcomingIn(store, index, today(), days, minRisk);
+  function upcoming(days: number, minRisk: number, filter?: UpcomingFilter): UpcomingResponse {
+    return upcomingIn(store, index, today(), days, minRisk, filter);
+  }
+
+  function nextUnlock(symbol: string): TokenNextUnlock | null {
+    const rows = tokenRows(index, symbol);
+    if (!rows) return null;
+    const k = lowerBound(index, rows, today());
+    if (k >= rows.length) return null;
+    const row = rows[k] as number;
+    const pct = index.pctCirculating[row] as number;
+    return {
+      unlock_event_id: eventIdAt(store, index, row),
+      date: formatDay(index.day[row] as number),
+      type: UNLOCK_TYPES[index.type[row] as number] as TokenNextUnlock["type"],
+      amount_tokens: round(index.amount[row] as number, 4),
+      amount_usd: round(index.amountUsd[row] as number, 2),
+      pct_circulating: Number.isNaN(pct) ? null : round(pct, 4),
+    };
   }
 
   function lookupEvent(token: string, id: string): EventLookup {
@@ -49,8 +72,19 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
   }
 
   function score(token: string, id: string, includeEvidence: boolean): RiskItem {
-    const p = preparedAt(store, index, findEvent(store, index, token, id));
-    const item = itemFor(p, today());
+    const row = findEvent(store, index, token, id);
+    const p = preparedAt(store, index, row);
+    const t = today();
+    const item = itemFor(p, t);
+    const e = p.scored.event;
+    // A stream already under way shows what is still to come from today, never the whole month as if ahead.
+    const ongoing = e.unlockType === "linear" && e.day < t && t <= e.endDay;
+    const tokens = ongoing ? amountInWindowAt(index, row, t, e.endDay + 1) : e.amount;
+    const share = e.amount > 0 ? tokens / e.amount : 0;
+    item.window_amount_tokens = round(tokens, 4);
+    item.window_amount_usd = round(p.scored.amountUsd * share, 2);
+    item.release_start = formatDay(ongoing ? t : e.day);
+    item.release_end = formatDay(e.endDay);
     if (includeEvidence) item.evidence = evidenceFor(store, p.scored);
     return item;
   }
@@ -77,6 +111,8 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
     lookupEvent,
     hasToken: (token) => index.tokenIndex.has(token.toLowerCase()),
     upcoming,
+    today: () => formatDay(today()),
+    nextUnlock,
     score,
     summary,
     backtestRefusal,

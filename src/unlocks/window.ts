@@ -1,6 +1,6 @@
 import { formatDay, parseDay } from "./data/dates.js";
 import type { UnlockStore } from "./data/snapshot.js";
-import type { RecipientCategory } from "./data/types.js";
+import { RECIPIENT_CATEGORIES, type RecipientCategory } from "./data/types.js";
 import {
   categoryOf,
   type EventIndex,
@@ -11,9 +11,16 @@ import {
   tokenOf,
   UNLOCK_TYPES,
 } from "./event-index.js";
-import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
-import type { CategoryTotal, RiskItem, RiskSummary, UpcomingResponse } from "./service-types.js";
 import { latestMarketProvenance } from "./market-context.js";
+import { MODEL_VERSION, riskLevel, SCORE_KIND } from "./risk-model.js";
+import type {
+  CategoryTotal,
+  RiskItem,
+  RiskSummary,
+  UpcomingFilter,
+  UpcomingResponse,
+  UpcomingSort,
+} from "./service-types.js";
 import { circulatingToday, coverageOf, marketAgeDays, scoreKindWithAge } from "./supply.js";
 
 /** A linear month event starts at most this many days before any day it streams on. */
@@ -73,16 +80,43 @@ export function eventsInWindow(
 
 /**
  * An event's item in a window. A linear month that began before today is still streaming: it starts today
- * (days_until 0) and its window amounts are the share of its remaining days.
+ * (days_until 0) and its window amounts are the share of its remaining days; release_start..release_end are the days
+ * its tokens release inside the window (the stream's own start and end stay in `stream`).
  */
-function windowItem(store: UnlockStore, index: EventIndex, w: InWindow, t: number): RiskItem {
-  const item = itemFor(preparedAt(store, index, w.row), t);
+function windowItem(store: UnlockStore, index: EventIndex, w: InWindow, t: number, end: number): RiskItem {
+  const p = preparedAt(store, index, w.row);
+  const item = itemFor(p, t);
+  const e = p.scored.event;
   return {
     ...item,
     days_until: Math.max(0, item.days_until),
     window_amount_tokens: round(w.tokens, 4),
     window_amount_usd: round(w.usd, 2),
+    release_start: formatDay(Math.max(e.day, t)),
+    release_end: formatDay(Math.min(e.endDay, end - 1)),
   };
+}
+
+/** The matched events of a window, in the order asked for; ties keep the index's (day, then score). */
+function sortWindow(index: EventIndex, list: InWindow[], t: number, sort: UpcomingSort): InWindow[] {
+  const start = (w: InWindow) => Math.max(index.day[w.row] as number, t);
+  const pct = (w: InWindow) => windowPct(index, w) ?? Number.NEGATIVE_INFINITY;
+  const risk = (w: InWindow) => index.riskScore[w.row] as number;
+  const keyed = list.map((w, i) => ({ w, i }));
+  const by: Record<UpcomingSort, (a: InWindow, b: InWindow) => number> = {
+    date: (a, b) => start(a) - start(b) || risk(b) - risk(a),
+    usd: (a, b) => b.usd - a.usd,
+    pct_circulating: (a, b) => pct(b) - pct(a),
+    risk: (a, b) => risk(b) - risk(a),
+  };
+  return keyed.sort((a, b) => by[sort](a.w, b.w) || a.i - b.i).map((k) => k.w);
+}
+
+/** The release's share of circulating supply, from the event's own percentage and the tokens it releases here. */
+function windowPct(index: EventIndex, w: InWindow): number | null {
+  const p = index.pctCirculating[w.row] as number;
+  const amount = index.amount[w.row] as number;
+  return Number.isNaN(p) || !(amount > 0) ? null : (p * w.tokens) / amount;
 }
 
 export function upcomingIn(
@@ -91,27 +125,50 @@ export function upcomingIn(
   t: number,
   days: number,
   minRisk: number,
+  filter: UpcomingFilter = {},
 ): UpcomingResponse {
-  const unlocks: RiskItem[] = [];
+  const end = t + days + 1;
+  const tokens =
+    filter.tokens && filter.tokens.length > 0
+      ? new Set(filter.tokens.map((s) => index.tokenIndex.get(s.toLowerCase())))
+      : null;
+  const category = filter.category === undefined ? -1 : RECIPIENT_CATEGORIES.indexOf(filter.category);
+  const type = filter.type === undefined ? -1 : UNLOCK_TYPES.indexOf(filter.type);
+  const matched: InWindow[] = [];
   const byToken: Record<string, number> = {};
+  let totalUsd = 0;
   for (const w of eventsInWindow(index, index.order, t, days)) {
     if ((index.riskScore[w.row] as number) < minRisk) continue;
-    unlocks.push(windowItem(store, index, w, t));
+    if (tokens && !tokens.has(index.token[w.row] as number)) continue;
+    if (category >= 0 && index.category[w.row] !== category) continue;
+    if (type >= 0 && index.type[w.row] !== type) continue;
+    if (filter.minUsd !== undefined && w.usd < filter.minUsd) continue;
+    if (filter.minPctCirculating !== undefined && !((windowPct(index, w) ?? -1) >= filter.minPctCirculating))
+      continue;
+    matched.push(w);
+    totalUsd += w.usd;
     const symbol = tokenOf(store, index, w.row).symbol;
     byToken[symbol] = (byToken[symbol] ?? 0) + w.tokens;
   }
   for (const k of Object.keys(byToken)) byToken[k] = round(byToken[k] as number, 4);
+  const sorted = sortWindow(index, matched, t, filter.sort ?? "date");
+  const offset = Math.min(filter.offset ?? 0, sorted.length);
+  const stop = filter.limit === undefined ? sorted.length : Math.min(sorted.length, offset + filter.limit);
+  const unlocks = sorted.slice(offset, stop).map((w) => windowItem(store, index, w, t, end));
   return {
     days,
     minRisk,
     window_start: formatDay(t),
     window_end: formatDay(t + days),
     count: unlocks.length,
+    total: sorted.length,
+    total_amount_usd: round(totalUsd, 2),
+    next_offset: stop < sorted.length ? stop : null,
     window_amount_tokens_by_token: byToken,
     model_version: MODEL_VERSION,
     score_kind: SCORE_KIND,
     as_of: store.snapshot.as_of,
-    synthetic: unlocks.some((u) => u.synthetic),
+    synthetic: matched.some((w) => index.synthetic[w.row] === 1),
     unlocks,
   };
 }
@@ -153,7 +210,7 @@ export function summaryIn(
   const top = [...inWindow]
     .sort((a, b) => score(b) - score(a) || (index.day[a.row] as number) - (index.day[b.row] as number))
     .slice(0, TOP_EVENTS)
-    .map((w) => windowItem(store, index, w, t));
+    .map((w) => windowItem(store, index, w, t, end + 1));
   const out: RiskSummary = {
     token: rec.symbol,
     token_name: rec.name,

@@ -122,6 +122,13 @@ describe("/llms.txt", () => {
     // The 402 carries only a headline of each answer: the full output schema is one link away.
     for (const d of DISCOVERABLE)
       expect(text).toContain(`operation \`${d.operationId}\` in ${ORIGIN}/openapi.json`);
+    // The free map, the MCP endpoint and how to retry without paying twice.
+    expect(text).toContain(`[Covered tokens](${ORIGIN}/v1/tokens)`);
+    expect(text).toContain(`[MCP endpoint](${ORIGIN}/mcp)`);
+    expect(text).toMatch(/`payment-identifier` extension's id/);
+    expect(text).toMatch(/the retry key/);
+    for (const param of ["minUsd", "minPctCirculating", "tokens", "category", "sort", "cursor", "view=full"])
+      expect(text).toContain(param);
   });
 });
 

@@ -16,6 +16,10 @@ import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.j
 import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { paymentRequiredV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
+import type { FastifyRequest } from "fastify";
+import { unlockHandlers } from "../../src/operations/unlocks.js";
+import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
+import { createUnlockService } from "../../src/unlocks/service.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
 const tool = (name: string) => {
@@ -222,6 +226,94 @@ describe("priceMeta: each tool's price in tools/list", () => {
         asset: BASE_MAINNET.usdc.address,
         amount: PRICES.unlockRisk.amount,
       },
+    });
+  });
+});
+
+describe("a paid tool's text result: a short quotable summary, the whole answer in structuredContent", () => {
+  const service = createUnlockService(loadUnlockStore(), () => new Date("2026-11-22T12:00:00Z"));
+  const handlers = unlockHandlers({ unlocksFor: () => service });
+  const request = {} as FastifyRequest;
+
+  it("unlocks_upcoming: totals, the top events by USD with their ids, the legend's key points", () => {
+    const body = handlers.upcoming.answer({ days: 30, minRisk: 0, limit: 500 }, request) as {
+      total: number;
+      unlocks: { unlock_event_id: string; amount_usd: number }[];
+      legend: { codes: Record<string, string> };
+    };
+    const json = JSON.stringify(body);
+    const r = toolResult(answer(200, {}, json), tool("unlocks_upcoming"));
+    expect(r.structuredContent).toEqual(JSON.parse(json));
+    const text = r.content[0]!.text;
+    expect(text.length).toBeLessThan(json.length / 10);
+    expect(text).toContain(`${body.total} unlock events`);
+    const top = [...body.unlocks].sort((a, b) => b.amount_usd - a.amount_usd).slice(0, 5);
+    for (const u of top) expect(text).toContain(u.unlock_event_id);
+    expect(text).toMatch(/not a forecast/);
+    for (const code of Object.keys(body.legend.codes)) expect(text).toContain(`${code} = `);
+    expect(text).toMatch(/structuredContent/);
+  });
+
+  it("risk summary, unlock risk and backtest summarise too; a benchmark answer stays its JSON", async () => {
+    const event = service.upcoming(90, 0).unlocks.find((u) => u.token === "ARB")!;
+    const summary = JSON.stringify(
+      await handlers.riskSummary.answer({ token: "ARB", lookbackDays: 90 }, request),
+    );
+    expect(toolResult(answer(200, {}, summary), tool("token_risk_summary")).content[0]!.text).toMatch(
+      /^ARB, 2026-11-22\.\.2027-02-20: \d+ unlock events/,
+    );
+    const risk = JSON.stringify(
+      await handlers.unlockRisk.answer(
+        { token: "ARB", unlock_event_id: event.unlock_event_id, includeEvidence: true },
+        request,
+      ),
+    );
+    const riskText = toolResult(answer(200, {}, risk), tool("unlock_risk")).content[0]!.text;
+    expect(riskText).toContain(event.unlock_event_id);
+    expect(riskText).toMatch(/Score contributions: unlock_size /);
+    const bt = JSON.stringify(
+      await handlers.backtest.answer(
+        { token: "ARB", unlock_event_id: event.unlock_event_id, windowDays: 14 },
+        request,
+      ),
+    );
+    expect(toolResult(answer(200, {}, bt), tool("unlock_backtest")).content[0]!.text).toMatch(
+      /Median abnormal return/,
+    );
+    const bench = JSON.stringify({ endpoint_url: "https://a.example/x", price_usd: "0.01" });
+    expect(toolResult(answer(200, {}, bench), tool("benchmark_endpoint")).content[0]!.text).toBe(bench);
+  });
+});
+
+describe("the MCP tool list mirrors the routes' new parameters", () => {
+  it("unlocks_upcoming takes every filter of GET /v1/unlocks/upcoming; the POST tools take view", () => {
+    const props = Object.keys(
+      (tool("unlocks_upcoming").inputSchema as unknown as { properties: Record<string, unknown> }).properties,
+    );
+    expect(props).toEqual(
+      expect.arrayContaining([
+        "days",
+        "minRisk",
+        "minUsd",
+        "minPctCirculating",
+        "tokens",
+        "category",
+        "type",
+        "sort",
+        "limit",
+        "cursor",
+        "view",
+      ]),
+    );
+    for (const name of ["unlock_risk", "token_risk_summary", "unlock_backtest"])
+      expect(
+        (tool(name).inputSchema as unknown as { properties: Record<string, unknown> }).properties.view,
+      ).toBeDefined();
+    expect(tool("unlocks_upcoming").description).toMatch(
+      /short summary; the whole answer is in structuredContent/,
+    );
+    expect(toolInput(tool("unlocks_upcoming"), { tokens: "ARB,OP", sort: "usd", limit: 10 })).toEqual({
+      query: { tokens: "ARB,OP", sort: "usd", limit: "10" },
     });
   });
 });

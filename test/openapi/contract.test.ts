@@ -58,6 +58,10 @@ function typedCalls(calls: ReadmeCall[]): string {
     'export const bad1: Body<"/v1/unlock-risk"> = { unlock_event_id: "x" };',
     "// @ts-expect-error days is an integer, not a string",
     'export const bad2: Query<"/v1/unlocks/upcoming"> = { days: "30" };',
+    "// @ts-expect-error sort is one of date, usd, pct_circulating, risk",
+    'export const bad3: Query<"/v1/unlocks/upcoming"> = { sort: "size" };',
+    "// @ts-expect-error view is compact or full",
+    'export const bad4: Body<"/v1/token/risk-summary"> = { token: "ARB", view: "tiny" };',
   );
   return lines.join("\n");
 }

@@ -75,9 +75,26 @@ describe("openapi/openapi.json", () => {
     );
     const risk = doc.paths["/v1/unlock-risk"].post.responses["200"].content["application/json"].schema;
     expect(risk.required).toEqual(
-      expect.arrayContaining(["token", "unlock_event_id", "risk_score", "risk_level"]),
+      expect.arrayContaining(["token", "unlock_event_id", "risk_score", "codes", "legend"]),
     );
     expect(risk.required).not.toContain("evidence"); // includeEvidence: false leaves it out
+    expect(risk.required).not.toContain("size_band"); // view=full only
+    expect(risk.properties.risk_level).toBeUndefined(); // renamed: a band of a ranking, not a risk forecast
+    const upcoming = doc.paths["/v1/unlocks/upcoming"].get;
+    const params = (upcoming.parameters as { name: string }[]).map((p) => p.name);
+    expect(params).toEqual(
+      expect.arrayContaining([
+        "minUsd",
+        "minPctCirculating",
+        "tokens",
+        "category",
+        "type",
+        "sort",
+        "limit",
+        "cursor",
+        "view",
+      ]),
+    );
     const summary =
       doc.paths["/v1/token/risk-summary"].post.responses["200"].content["application/json"].schema;
     expect(summary.required).not.toContain("maxRiskScore"); // absent when the window has no events

@@ -108,7 +108,7 @@ const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
 const paidUpcoming = () =>
   app.inject({
     method: "GET",
-    url: "/v1/unlocks/upcoming?days=60",
+    url: "/v1/unlocks/upcoming?days=60&limit=500&view=full",
     headers: { "payment-signature": b64(v2Proof(requirementsV2(PRICES.upcoming, terms))) },
   });
 interface UpcomingItem {

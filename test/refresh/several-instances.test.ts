@@ -197,7 +197,7 @@ describe("several instances, one PostgreSQL ledger, each refreshing on its own",
     for (const i of instances) {
       const res = await i.app.inject({
         method: "GET",
-        url: "/v1/unlocks/upcoming?days=60",
+        url: "/v1/unlocks/upcoming?days=60&limit=500&view=full",
         headers: { "payment-signature": b64(v2Proof(requirementsV2(PRICES.upcoming, terms))) },
       });
       expect(res.statusCode).toBe(200);

@@ -52,7 +52,10 @@ describe("free routes", () => {
       docs: "/docs",
       llms: "/llms.txt",
       discovery: "/.well-known/x402",
+      tokens: "/v1/tokens",
+      mcp: "/mcp",
     });
+    expect(body.retries).toMatch(/Idempotency-Key.*payment-identifier.*retry key/);
     expect(body.routes).toContainEqual({
       route: "POST /v1/unlock/backtest",
       price_usd: "0.5",

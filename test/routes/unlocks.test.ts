@@ -211,9 +211,17 @@ describe("paid unlock routes return the contract's fields", () => {
     expect(scored).toMatchObject({
       token: item.token,
       unlock_event_id: item.unlock_event_id,
-      risk_level: expect.any(String),
+      risk_score: expect.any(Number),
+      legend: { fields: expect.any(Object), codes: expect.any(Object) },
     });
+    expect(scored.size_band).toBeUndefined();
     expect(Array.isArray(scored.evidence)).toBe(true);
+    const full = await post(
+      "/v1/unlock-risk",
+      { token: item.token, unlock_event_id: item.unlock_event_id, view: "full" },
+      pay(PRICES.unlockRisk),
+    );
+    expect(full.json()).toMatchObject({ size_band: expect.any(String), market: expect.any(Object) });
     const noEvidence = await post(
       "/v1/unlock-risk",
       { token: item.token, unlock_event_id: item.unlock_event_id, includeEvidence: false },
@@ -298,7 +306,15 @@ describe("backtest tells the truth", () => {
         pay(PRICES.backtest),
       );
       expect(res.statusCode).toBe(200);
-      const body = res.json() as {
+      const compact = res.json() as { price_sources?: unknown; legend: { fields: { method: string } } };
+      expect(compact.price_sources).toBeUndefined();
+      expect(compact.legend.fields.method).toEqual(expect.any(String));
+      const full = await post(
+        "/v1/unlock/backtest",
+        { token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", windowDays: w, view: "full" },
+        pay(PRICES.backtest),
+      );
+      const body = full.json() as {
         basis: string;
         synthetic: boolean;
         pooled_across_tokens: boolean;
@@ -312,7 +328,15 @@ describe("backtest tells the truth", () => {
       ).toEqual(["ARB", "ETH"]);
       expect(body.reactions).toHaveLength(1);
       const r = body.reactions[0]!;
-      expect(r).toMatchObject({ token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", unlock_date: d });
+      expect(r).toMatchObject({ token: "ARB", unlock_event_id: "unlock_arb_2024_03_16", date: d });
+      // The compact reactions hold the same figures, without what repeats (window, benchmark, synthetic).
+      const compactReaction = (compact as unknown as { reactions: Record<string, unknown>[] }).reactions[0]!;
+      for (const [k, v] of Object.entries(compactReaction)) expect(r[k]).toEqual(v);
+      expect(
+        Object.keys(r)
+          .filter((k) => !(k in compactReaction))
+          .sort(),
+      ).toEqual(["benchmark", "synthetic", "window_days"]);
       expect(Math.abs((r.pre_return_pct as number) - pre)).toBeLessThan(0.01);
       expect(Math.abs((r.post_return_pct as number) - postRet)).toBeLessThan(0.01);
       expect(Math.abs((r.beta as number) - beta)).toBeLessThan(1e-3);
@@ -379,5 +403,205 @@ describe("backtest tells the truth", () => {
     expect(body.basis).toBe("token_history");
     expect(body.reactions.length).toBeGreaterThan(0);
     for (const r of body.reactions) expect(r.unlock_event_id).toMatch(/^unlock_arb_/);
+  });
+});
+
+describe("GET /v1/unlocks/upcoming: the filters buyers use", () => {
+  type Item = {
+    unlock_event_id: string;
+    token: string;
+    date: string;
+    date_end?: string;
+    type: string;
+    category: string;
+    amount_usd: number;
+    pct_circulating: number | null;
+    risk_score: number;
+    codes: string[];
+  };
+  type List = {
+    count: number;
+    total: number;
+    total_amount_usd: number;
+    next_cursor: string | null;
+    window_start: string;
+    window_end: string;
+    legend: { fields: Record<string, string>; codes: Record<string, string> };
+    unlocks: Item[];
+  };
+  const list = async (qs: string): Promise<List> => {
+    const res = await t.app.inject({
+      method: "GET",
+      url: `/v1/unlocks/upcoming?${qs}`,
+      headers: pay(PRICES.upcoming),
+    });
+    expect(res.statusCode).toBe(200);
+    return res.json() as List;
+  };
+
+  it.each([
+    ["minUsd=-1", "/minUsd"],
+    ["minUsd=abc", "/minUsd"],
+    ["minPctCirculating=-0.1", "/minPctCirculating"],
+    ["minPctCirculating=100.5", "/minPctCirculating"],
+    ["tokens=", "/tokens"],
+    ["tokens=ARB,,OP", "/tokens"],
+    ["tokens=AR%20B", "/tokens"],
+    [`tokens=${"A".repeat(65)}`, "/tokens"],
+    [`tokens=${Array.from({ length: 51 }, () => "ARB").join(",")}`, "/tokens"],
+    ["tokens=ARB,NOPE", "/tokens"],
+    ["category=food", "/category"],
+    ["type=vesting", "/type"],
+    ["sort=size", "/sort"],
+    ["limit=0", "/limit"],
+    ["limit=501", "/limit"],
+    ["limit=1.5", "/limit"],
+    ["cursor=garbage", "/cursor"],
+    [`cursor=${"1".repeat(41)}`, "/cursor"],
+    ["cursor=0_0123456789abcdef", "/cursor"],
+    ["view=tiny", "/view"],
+  ])("?%s → 400 naming %s, before any payment request or facilitator call", async (qs, pointer) => {
+    const unpaid = await t.app.inject({ method: "GET", url: `/v1/unlocks/upcoming?${qs}` });
+    expectProblem(unpaid, 400);
+    expect((unpaid.json() as { errors: { pointer: string; in: string }[] }).errors).toContainEqual(
+      expect.objectContaining({ in: "query", pointer }),
+    );
+    const before = t.gateway.calls.verify;
+    const paid = await t.app.inject({
+      method: "GET",
+      url: `/v1/unlocks/upcoming?${qs}`,
+      headers: pay(PRICES.upcoming),
+    });
+    expectProblem(paid, 400);
+    expect(t.gateway.calls.verify).toBe(before);
+  });
+
+  it("accepts each filter at its bounds", async () => {
+    for (const qs of [
+      "minUsd=0",
+      "minPctCirculating=0",
+      "minPctCirculating=100",
+      "limit=1",
+      "limit=500",
+      `tokens=${Array.from({ length: 50 }, () => "arb").join(",")}`,
+    ])
+      expect((await list(qs)).count).toBeGreaterThanOrEqual(0);
+  });
+
+  it("each filter keeps exactly the items of the unfiltered list that pass it", async () => {
+    const all = await list("days=90&limit=500");
+    expect(all.total).toBe(all.count);
+    expect(all.count).toBeGreaterThan(20);
+    const same = (filtered: List, keep: (u: Item) => boolean) => {
+      const want = all.unlocks.filter(keep).map((u) => u.unlock_event_id);
+      expect(want.length).toBeGreaterThan(0);
+      expect(filtered.unlocks.map((u) => u.unlock_event_id).sort()).toEqual([...want].sort());
+      expect(filtered.total).toBe(want.length);
+    };
+    same(await list("days=90&limit=500&tokens=arb,OP"), (u) => u.token === "ARB" || u.token === "OP");
+    same(await list("days=90&limit=500&category=investors"), (u) => u.category === "investors");
+    same(await list("days=90&limit=500&type=cliff"), (u) => u.type === "cliff");
+    same(await list("days=90&limit=500&type=linear"), (u) => u.type === "linear");
+    same(await list("days=90&limit=500&minUsd=5000000"), (u) => u.amount_usd >= 5_000_000);
+    same(await list("days=90&limit=500&minPctCirculating=0.5"), (u) => (u.pct_circulating ?? -1) >= 0.5);
+    same(await list("days=90&limit=500&minRisk=30"), (u) => u.risk_score >= 30);
+  });
+
+  it("sorts by date (the first release day in the window), usd, pct_circulating or risk", async () => {
+    const byDate = await list("days=90&limit=500");
+    const dates = byDate.unlocks.map((u) => u.date);
+    expect([...dates].sort()).toEqual(dates);
+    // Dated by the release inside the window, never by a stream's earlier start.
+    for (const u of byDate.unlocks) {
+      expect(u.date >= byDate.window_start && u.date <= byDate.window_end).toBe(true);
+      if (u.type === "linear") expect(u.date_end! >= u.date && u.date_end! <= byDate.window_end).toBe(true);
+      else expect(u.date_end).toBeUndefined();
+    }
+    const desc = (xs: number[]) => expect([...xs].sort((a, b) => b - a)).toEqual(xs);
+    desc((await list("days=90&limit=500&sort=usd")).unlocks.map((u) => u.amount_usd));
+    desc((await list("days=90&limit=500&sort=risk")).unlocks.map((u) => u.risk_score));
+    const pct = (await list("days=90&limit=500&sort=pct_circulating")).unlocks.map((u) => u.pct_circulating);
+    const known = pct.filter((p): p is number => p !== null);
+    desc(known);
+    // Unknown shares come last.
+    expect(pct.slice(0, known.length)).toEqual(known);
+  });
+
+  it("pages with limit and cursor through exactly the unpaged list; a cursor for another query is refused", async () => {
+    const whole = await list("days=60&limit=500&sort=usd");
+    const seen: string[] = [];
+    let page = await list("days=60&limit=7&sort=usd");
+    expect(page.count).toBe(7);
+    expect(page.total).toBe(whole.total);
+    expect(page.total_amount_usd).toBe(whole.total_amount_usd);
+    for (let guard = 0; guard < 100; guard++) {
+      seen.push(...page.unlocks.map((u) => u.unlock_event_id));
+      if (page.next_cursor === null) break;
+      page = await list(`days=60&limit=7&sort=usd&cursor=${page.next_cursor}`);
+    }
+    expect(seen).toEqual(whole.unlocks.map((u) => u.unlock_event_id));
+    const first = await list("days=60&limit=7&sort=usd");
+    const other = await t.app.inject({
+      method: "GET",
+      url: `/v1/unlocks/upcoming?days=60&limit=7&sort=risk&cursor=${first.next_cursor}`,
+    });
+    expectProblem(other, 400);
+  });
+
+  it("compact and full views of one answer hold the same figures; prose is said once, in the legend", async () => {
+    const compact = await list("days=30&limit=500");
+    const full = await list("days=30&limit=500&view=full");
+    expect(full.unlocks.length).toBe(compact.unlocks.length);
+    const { unlocks: cu, legend: cl, ...cTop } = compact;
+    const { unlocks: fu, legend: fl, ...fTop } = full as List & { window_amount_tokens_by_token?: unknown };
+    expect(fTop).toMatchObject(cTop);
+    expect(fl).toEqual(cl);
+    compact.unlocks.forEach((c, i) => {
+      const f = full.unlocks[i] as Item & Record<string, unknown>;
+      expect(Object.fromEntries(Object.keys(c).map((k) => [k, f[k]]))).toEqual(c);
+      expect(f).toMatchObject({ size_band: expect.any(String), market: expect.any(Object) });
+      for (const code of c.codes) expect(compact.legend.codes[code]).toEqual(expect.any(String));
+      // No sentence rides in a compact item.
+      for (const v of Object.values(c)) if (typeof v === "string") expect(v.length).toBeLessThan(48);
+    });
+    expect(compact.legend.fields.risk_score).toMatch(/not a forecast/);
+  });
+
+  it("an ongoing stream shows what it still releases, not its whole month", async () => {
+    const full = await list("days=30&limit=500&view=full&type=linear");
+    const ongoing = full.unlocks.filter((u) => u.codes.includes("on")) as (Item & {
+      amount_tokens: number;
+      event_amount_tokens: number;
+      stream: { stream_start: string; month_amount_tokens: number };
+    })[];
+    expect(ongoing.length).toBeGreaterThan(0);
+    for (const u of ongoing) {
+      expect(u.date).toBe(full.window_start);
+      expect(u.stream.stream_start < u.date).toBe(true);
+      expect(u.amount_tokens).toBeLessThan(u.stream.month_amount_tokens);
+      expect(u.event_amount_tokens).toBe(u.stream.month_amount_tokens);
+    }
+  });
+});
+
+describe("POST routes: compact by default, the same figures in view=full", () => {
+  it("risk summary", async () => {
+    const compact = (
+      await post("/v1/token/risk-summary", { token: "ARB" }, pay(PRICES.riskSummary))
+    ).json() as Record<string, unknown>;
+    const full = (
+      await post("/v1/token/risk-summary", { token: "ARB", view: "full" }, pay(PRICES.riskSummary))
+    ).json() as Record<string, unknown>;
+    expect(compact.supply_coverage).toBeUndefined();
+    expect(full.supply_coverage).toEqual(expect.any(Object));
+    for (const [k, v] of Object.entries(compact)) {
+      if (k === "top_events")
+        (v as Record<string, unknown>[]).forEach((e, i) => {
+          const fe = (full.top_events as Record<string, unknown>[])[i]!;
+          expect(Object.fromEntries(Object.keys(e).map((key) => [key, fe[key]]))).toEqual(e);
+        });
+      else expect(full[k]).toEqual(v);
+    }
+    expect(JSON.stringify(compact).length).toBeLessThan(JSON.stringify(full).length / 2);
   });
 });

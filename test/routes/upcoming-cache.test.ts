@@ -30,7 +30,7 @@ describe("GET /v1/unlocks/upcoming over the real app: compression", () => {
   afterAll(() => t.close());
 
   const get = (headers: Record<string, string>) =>
-    t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365", headers });
+    t.app.inject({ method: "GET", url: "/v1/unlocks/upcoming?days=365&limit=500&view=full", headers });
 
   it("br and gzip bodies decode to exactly the identity JSON", async () => {
     const identity = await get(pay());
@@ -60,11 +60,20 @@ describe("GET /v1/unlocks/upcoming over the real app: compression", () => {
     expect(JSON.parse(identity.body)).toMatchObject({ days: 365, minRisk: 0 });
   });
 
-  it("the 402 challenge is never compressed, whatever the client accepts", async () => {
+  it("the 402 challenge is never served from the answer cache: its header as is, its body the v1 requirements", async () => {
+    // The v1 body lists every input field, so with the filters it passes the 2 KiB compression threshold as the POST
+    // routes' 402s do; whatever the encoding, it decodes to the requirements, never to a cached answer.
     const res = await get({ "accept-encoding": "br, gzip" });
     expect(res.statusCode).toBe(402);
-    expect(res.headers["content-encoding"]).toBeUndefined();
-    expect(res.json()).toMatchObject({ x402Version: 1 });
+    expect(res.headers["payment-required"]).toBeTruthy();
+    const encoding = res.headers["content-encoding"];
+    const text =
+      encoding === "br"
+        ? brotliDecompressSync(res.rawPayload).toString("utf8")
+        : encoding === "gzip"
+          ? gunzipSync(res.rawPayload).toString("utf8")
+          : res.body;
+    expect(JSON.parse(text)).toMatchObject({ x402Version: 1 });
   });
 
   it("an idempotent replay stored from a compressed reply decodes to the same body", async () => {
@@ -84,6 +93,9 @@ describe("GET /v1/unlocks/upcoming over the real app: compression", () => {
 async function routeWithCountingService() {
   const state = { now: TEST_NOW, version: "v1", calls: 0 };
   const unlocks = {
+    today: () => new Date(Math.floor(state.now.getTime() / DAY_MS) * DAY_MS).toISOString().slice(0, 10),
+    data: () => ({ snapshot: { as_of: "2026-11-22" } }),
+    hasToken: () => true,
     upcoming: (days: number, minRisk: number): UpcomingResponse => {
       state.calls++;
       const day = new Date(Math.floor(state.now.getTime() / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
@@ -93,6 +105,9 @@ async function routeWithCountingService() {
         window_start: day,
         window_end: day,
         count: 0,
+        total: 0,
+        total_amount_usd: 0,
+        next_offset: null,
         model_version: state.version,
         as_of: day,
         synthetic: false,
@@ -135,22 +150,29 @@ describe("GET /v1/unlocks/upcoming: the body is computed once per (data version,
       await body("days=30&minRisk=10");
       await body("days=30&pp_ref=campaign-1"); // the tag does not change the body: same entry
       expect(state.calls).toBe(2);
+      // The same query written in another order, or with its defaults spelt out, is the same entry.
+      await body("minRisk=10&days=30");
+      await body("sort=date&days=30&view=compact&limit=100");
+      expect(state.calls).toBe(2);
+      await body("days=30&view=full");
+      await body("days=30&sort=usd");
+      expect(state.calls).toBe(4);
 
       state.now = new Date(TEST_NOW.getTime() + 11 * 3_600_000); // 23:00 the same UTC day
       await body();
-      expect(state.calls).toBe(2);
+      expect(state.calls).toBe(4);
 
       state.now = new Date(TEST_NOW.getTime() + 12 * 3_600_000); // 00:00 the next UTC day
       const nextDay = await body();
-      expect(state.calls).toBe(3);
+      expect(state.calls).toBe(5);
       expect(nextDay.window_start).not.toBe(first.window_start);
 
       state.version = "v2";
       const reloaded = await body();
-      expect(state.calls).toBe(4);
+      expect(state.calls).toBe(6);
       expect(reloaded.model_version).toBe("v2");
       await body();
-      expect(state.calls).toBe(4);
+      expect(state.calls).toBe(6);
     } finally {
       await app.close();
     }

@@ -11,6 +11,7 @@ import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { releasedBefore } from "../../src/unlocks/events.js";
 import { sizeSubscore } from "../../src/unlocks/risk-model.js";
 import { createUnlockService, NoReactionsError, UnlockLookupError } from "../../src/unlocks/service.js";
+import { backtestView, riskView, summaryView, upcomingView } from "../../src/unlocks/views.js";
 
 const NOW = new Date("2026-11-22T00:00:00Z");
 const store = loadUnlockStore();
@@ -30,7 +31,8 @@ describe("unlock service on the shipped snapshot", () => {
 
   it("lists upcoming unlocks inside the window, by date, filtered by minRisk", () => {
     const all = svc.upcoming(30, 0);
-    expect(Value.Check(UpcomingResponse, all)).toBe(true);
+    for (const view of ["compact", "full"] as const)
+      expect(Value.Check(UpcomingResponse, upcomingView(all, view, null))).toBe(true);
     expect(all).toMatchObject({
       days: 30,
       minRisk: 0,
@@ -53,7 +55,9 @@ describe("unlock service on the shipped snapshot", () => {
       expect(u.market.price_as_of).toBe(token.market.as_of);
       expect(u.market.stale_days).toBe(parseDay("2026-11-22") - parseDay(token.market.as_of));
     }
-    const dates = all.unlocks.map((u) => u.unlock_date);
+    // Dated by the day the tokens release in the window: a stream under way by today.
+    const dates = all.unlocks.map((u) => u.release_start as string);
+    expect(dates.every((d) => d >= "2026-11-22" && d <= "2026-12-22")).toBe(true);
     expect([...dates].sort()).toEqual(dates);
     const risky = svc.upcoming(30, 40);
     expect(risky.unlocks.every((u) => u.risk_score >= 40)).toBe(true);
@@ -63,7 +67,8 @@ describe("unlock service on the shipped snapshot", () => {
 
   it("scores one event with evidence whose contributions add up to the score", () => {
     const item = svc.score("arb", "unlock_arb_2026_12_16", true);
-    expect(Value.Check(RiskItem, item)).toBe(true);
+    for (const view of ["compact", "full"] as const)
+      expect(Value.Check(RiskItem, riskView(item, view))).toBe(true);
     expect(item).toMatchObject({
       token: "ARB",
       unlock_date: "2026-12-16",
@@ -132,7 +137,8 @@ describe("unlock service on the shipped snapshot", () => {
 
   it("summarises a token over the next lookbackDays", () => {
     const s = svc.summary("arb", 90);
-    expect(Value.Check(RiskSummary, s)).toBe(true);
+    for (const view of ["compact", "full"] as const)
+      expect(Value.Check(RiskSummary, summaryView(s, view))).toBe(true);
     expect(s.windowDays).toBe(90);
     expect(s.window_end).toBe("2027-02-20");
     const events = svc.upcoming(90, 0).unlocks.filter((u) => u.token === "ARB");
@@ -159,7 +165,8 @@ describe("unlock service on the shipped snapshot", () => {
   it("summary with no events in the window: eventCount 0 and no maxRiskScore", () => {
     const late = createUnlockService(store, () => new Date("2046-01-01T00:00:00Z"));
     const s = late.summary("ARB", 30);
-    expect(Value.Check(RiskSummary, s)).toBe(true);
+    for (const view of ["compact", "full"] as const)
+      expect(Value.Check(RiskSummary, summaryView(s, view))).toBe(true);
     expect(s.eventCount).toBe(0);
     expect(s).not.toHaveProperty("maxRiskScore");
     expect(s).not.toHaveProperty("riskLevel");
@@ -173,7 +180,8 @@ describe("unlock service on the shipped snapshot", () => {
 
   it("backtests a future event on the token's own earlier unlocks, without overlaps", () => {
     const b = svc.backtest("ARB", "unlock_arb_2026_12_16", 60);
-    expect(Value.Check(BacktestResult, b)).toBe(true);
+    for (const view of ["compact", "full"] as const)
+      expect(Value.Check(BacktestResult, backtestView(b, view))).toBe(true);
     expect(b.basis).toBe("token_history");
     expect(b.pooled_across_tokens).toBe(false);
     expect(b.reactions.every((r) => r.token === "ARB")).toBe(true);
