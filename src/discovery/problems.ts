@@ -160,6 +160,14 @@ export const PROBLEM_TYPES: Record<string, ProblemType> = {
     action: "Wait for Retry-After seconds.",
     charged: NOT_CHARGED,
   },
+  "concurrency-limited": {
+    status: 429,
+    title: "Too many requests at once",
+    meaning:
+      "This client already has as many requests being answered as one client may hold at once (CLIENT_MAX_IN_FLIGHT).",
+    action: "Wait for one of your requests to end, or Retry-After seconds, then retry.",
+    charged: NOT_CHARGED,
+  },
   "provisional-cap-reached": {
     status: 503,
     title: "Benchmark daily cap reached",
