@@ -18,8 +18,8 @@ async function main() {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ token: "ARB" }),
   });
-  const summary = (await res.json()) as { token: string; eventCount: number; riskLevel?: string };
-  console.log(res.status, summary.token, summary.eventCount, summary.riskLevel);
+  const summary = (await res.json()) as { token: string; eventCount: number; sizeBand?: string };
+  console.log(res.status, summary.token, summary.eventCount, summary.sizeBand);
   const receipt = res.headers.get("PAYMENT-RESPONSE");
   if (receipt) console.log(decodePaymentResponseHeader(receipt)); // { success, transaction, network, payer }
 }

@@ -33,9 +33,9 @@ async function main() {
     const args = { token: "ARB", unlock_event_id: "unlock_arb_2026_12_16" };
     const risk = await callPaidTool(mcp, x402, "unlock_risk", args, 100_000n); // at most 0.10 USDC
     const item = risk.structuredContent as
-      | { token?: string; risk_score?: number; risk_level?: string }
+      | { token?: string; risk_score?: number; date?: string }
       | undefined;
-    console.log(risk.isError ? "error" : "ok", item?.token, item?.risk_score, item?.risk_level);
+    console.log(risk.isError ? "error" : "ok", item?.token, item?.risk_score, item?.date);
     console.log(risk._meta?.["x402/payment-response"]); // { success, transaction, network, payer }
   } finally {
     await mcp.close();

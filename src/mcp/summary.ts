@@ -1,4 +1,5 @@
 import type { OperationKey } from "../operations/table.js";
+import type { WireItem as Item } from "../unlocks/views.js";
 
 /**
  * The text of a paid tool's successful result: a few lines an assistant can quote (the top events, the totals, the
@@ -22,20 +23,6 @@ export function usd(x: unknown): string {
 const num = (x: unknown): string =>
   typeof x === "number" ? x.toLocaleString("en-US", { maximumFractionDigits: 2 }) : "unknown";
 const pct = (x: unknown): string => (typeof x === "number" ? `${x}% of circulating` : "circulating unknown");
-
-interface Item {
-  unlock_event_id: string;
-  token: string;
-  date: string;
-  date_end?: string;
-  type: string;
-  category: string;
-  amount_tokens: number;
-  amount_usd: number;
-  pct_circulating: number | null;
-  risk_score: number;
-  codes: string[];
-}
 
 function itemLine(u: Item): string {
   const when = u.date_end && u.date_end !== u.date ? `${u.date}..${u.date_end}` : u.date;

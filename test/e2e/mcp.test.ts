@@ -106,7 +106,13 @@ async function paysAllFive(pay: Pay, payer: `0x${string}`) {
     expect(after.payTo - before.payTo).toBe(BigInt(price));
     expect(before.buyer - after.buyer).toBe(BigInt(price));
     deltas[name] = before.buyer - after.buyer;
-    expect(JSON.parse((result.content as { text: string }[])[0]!.text)).toEqual(result.structuredContent);
+    const text = (result.content as { text: string }[])[0]!.text;
+    if (name === "benchmark_endpoint") expect(JSON.parse(text)).toEqual(result.structuredContent);
+    else {
+      // An unlock tool's text is a short summary an assistant can quote; the whole answer is structuredContent.
+      expect(text.length).toBeGreaterThan(0);
+      expect(text.length).toBeLessThan(JSON.stringify(result.structuredContent).length);
+    }
     return result.structuredContent as Record<string, unknown>;
   }
 

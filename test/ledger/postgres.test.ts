@@ -405,6 +405,7 @@ describe("postgres ledger", () => {
     const b = await openPostgresLedger(url, { secretKey }); // a second instance, same key
     try {
       expect(lines).toEqual([
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 /),
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 \(secrets/),
       ]);
       const receipts = await a.receipts();

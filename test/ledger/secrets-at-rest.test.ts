@@ -32,7 +32,8 @@ const withPaymentId = (p: Proof, id: string): Proof => ({
 describe("secrets at rest", () => {
   it("a copied ledger replays nothing; the buyers' own secrets still do", async () => {
     const path = join(dir, "ledger.sqlite");
-    t = await testApp({ LEDGER_PATH: path });
+    // Each call buys anew (the payer's re-read of an unchanged answer is tested in test/payments/reread.test.ts).
+    t = await testApp({ LEDGER_PATH: path, PAID_REREAD_SECONDS: "0" });
     const app = t.app;
     const accepted = requirementsV2(PRICES.upcoming, {
       payTo: TEST_PAY_TO,
