@@ -46,7 +46,9 @@ const NODE_WRITES = new Set(["date", "connection", "keep-alive", "content-length
 
 /** The status, headers and body of a response, for `fastify-same` to send the same bytes. */
 export async function captureReply(url: string): Promise<SameBytesReply> {
-  const res = await fetch(url);
+  // As the load generator asks (no Accept-Encoding): fetch would decode a compressed body but keep its
+  // Content-Encoding, and the replayed bytes would then not match their header.
+  const res = await fetch(url, { headers: { "accept-encoding": "identity" } });
   const body = await res.text();
   const headers: Array<[string, string]> = [];
   res.headers.forEach((value, name) => {
