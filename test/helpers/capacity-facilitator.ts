@@ -140,3 +140,10 @@ export async function startCapacityFacilitator(capacity: number): Promise<Capaci
     });
   return f;
 }
+
+/** How many answers had each status (or outcome), for a flood's report and its assertions. */
+export const tally = (statuses: readonly (number | string)[]): Record<string, number> =>
+  statuses.reduce<Record<string, number>>((t, s) => {
+    t[s] = (t[s] ?? 0) + 1;
+    return t;
+  }, {});

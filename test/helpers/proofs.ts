@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
-import { signAuthorization } from "../../src/payments/signature.js";
+import type { ExactPayload } from "../../src/payments/proof.js";
+import { signAuthorization, signedByPayer } from "../../src/payments/signature.js";
 
 export const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64");
 
@@ -69,4 +70,22 @@ export async function signedV2Proof(
     verifyingContract: accepted.asset,
   });
   return { x402Version: 2, accepted, payload: { signature, authorization } };
+}
+
+/**
+ * A facilitator's verify that checks the EIP-3009 signature for real (as a facilitator would) instead of trusting the
+ * proof: valid only when `from` signed it.
+ */
+export async function verifyBySignature(p: PaymentPayload, r: PaymentRequirements): Promise<VerifyResponse> {
+  const exact = p.payload as unknown as ExactPayload;
+  const extra = r.extra as { name: string; version: string };
+  const valid = await signedByPayer(exact, {
+    name: extra.name,
+    version: extra.version,
+    chainId: 8453,
+    verifyingContract: r.asset as `0x${string}`,
+  });
+  return valid
+    ? { isValid: true, payer: exact.authorization.from }
+    : { isValid: false, invalidReason: "invalid_exact_evm_signature", payer: exact.authorization.from };
 }

@@ -2,12 +2,11 @@ import type { PaymentPayload } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Receipt } from "../../src/ledger/port.js";
+import { PRICES } from "../../src/operations/prices.js";
 import type { ExactPayload } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { signedByPayer } from "../../src/payments/signature.js";
-import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, signedV2Proof, TEST_BUYER_KEY, v2Proof } from "../helpers/proofs.js";
+import { b64, signedV2Proof, TEST_BUYER_KEY, v2Proof, verifyBySignature } from "../helpers/proofs.js";
 
 /*
  * An Idempotency-Key is bound only once the proof's signature has checked out. The facilitator here
@@ -23,16 +22,7 @@ beforeEach(async () => {
   t.gateway.verifyResult = async (p: PaymentPayload, r) => {
     const exact = p.payload as unknown as ExactPayload;
     await holds.get(exact.authorization.nonce);
-    const extra = r.extra as { name: string; version: string };
-    const valid = await signedByPayer(exact, {
-      name: extra.name,
-      version: extra.version,
-      chainId: 8453,
-      verifyingContract: r.asset,
-    });
-    return valid
-      ? { isValid: true, payer: exact.authorization.from }
-      : { isValid: false, invalidReason: "invalid_exact_evm_signature", payer: exact.authorization.from };
+    return verifyBySignature(p, r);
   };
 });
 afterEach(async () => {

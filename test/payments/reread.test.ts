@@ -1,13 +1,11 @@
-import type { PaymentPayload } from "@x402/core/types";
+
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PRICES } from "../../src/operations/prices.js";
-import type { ExactPayload } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { signedByPayer } from "../../src/payments/signature.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, signedV2Proof, TEST_BUYER_KEY } from "../helpers/proofs.js";
+import { b64, signedV2Proof, TEST_BUYER_KEY, verifyBySignature } from "../helpers/proofs.js";
 
 /*
  * Bought once, read again free: the payer's own fresh proof for a request it already bought (same price, same data
@@ -25,19 +23,7 @@ let settleGate: Promise<void> | undefined;
 beforeEach(async () => {
   t = await testApp();
   settleGate = undefined;
-  t.gateway.verifyResult = async (p: PaymentPayload, r) => {
-    const exact = p.payload as unknown as ExactPayload;
-    const extra = r.extra as { name: string; version: string };
-    const valid = await signedByPayer(exact, {
-      name: extra.name,
-      version: extra.version,
-      chainId: 8453,
-      verifyingContract: r.asset,
-    });
-    return valid
-      ? { isValid: true, payer: exact.authorization.from }
-      : { isValid: false, invalidReason: "invalid_exact_evm_signature", payer: exact.authorization.from };
-  };
+  t.gateway.verifyResult = verifyBySignature;
   const settle = t.gateway.settleResult;
   t.gateway.settleResult = async (p, r) => {
     await settleGate;

@@ -4,7 +4,11 @@ import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
-import { type CapacityFacilitator, startCapacityFacilitator } from "../helpers/capacity-facilitator.js";
+import {
+  type CapacityFacilitator,
+  startCapacityFacilitator,
+  tally,
+} from "../helpers/capacity-facilitator.js";
 import { type HttpApp, startHttpApp, UPCOMING_PATH } from "../helpers/fault-facilitator.js";
 import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
 
@@ -36,12 +40,6 @@ afterEach(async () => {
   served = undefined;
   facilitator = undefined;
 });
-
-const tally = (statuses: (number | string)[]) =>
-  statuses.reduce<Record<string, number>>((t, s) => {
-    t[s] = (t[s] ?? 0) + 1;
-    return t;
-  }, {});
 
 /** POST /mcp with one JSON-RPC message or a batch; the HTTP status and the parsed body. */
 async function mcpPost(

@@ -5,7 +5,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
 import { DEFAULT_VERIFY_LANE } from "../../src/payments/verify-lanes.js";
-import { type CapacityFacilitator, startCapacityFacilitator } from "../helpers/capacity-facilitator.js";
+import {
+  type CapacityFacilitator,
+  startCapacityFacilitator,
+  tally,
+} from "../helpers/capacity-facilitator.js";
 import {
   type HttpApp,
   signedUpcomingProof,
@@ -43,12 +47,6 @@ afterEach(async () => {
   served = undefined;
   facilitator = undefined;
 });
-
-const tally = (statuses: number[]) =>
-  statuses.reduce<Record<number, number>>((t, s) => {
-    t[s] = (t[s] ?? 0) + 1;
-    return t;
-  }, {});
 
 async function send(app: HttpApp, proof: string, ip: string): Promise<number> {
   const res = await fetch(`${app.url}${UPCOMING_PATH}`, {
