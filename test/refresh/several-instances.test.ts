@@ -3,19 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
-import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
-import { createBenchmarkService } from "../../src/benchmark/service.js";
 import type { LedgerPort } from "../../src/ledger/port.js";
 import { openPostgresLedger } from "../../src/ledger/postgres.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
-import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
 import { PRICES } from "../../src/operations/prices.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
+import type { liveUnlockData } from "../../src/refresh/boot.js";
 import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";
-import { buildUnlockStore, readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
+import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
+import { liveApp } from "../helpers/live-app.js";
 import { asIfEarlier, type BinanceStandIn, binanceStandIn, downUrl } from "../helpers/market-standin.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
@@ -71,25 +69,9 @@ beforeAll(async () => {
       COINGECKO_BASE_URL: down,
       DEFILLAMA_BASE_URL: down,
     });
-    const loaded = loadServedSnapshot(config);
-    const data = liveUnlockData(config, buildUnlockStore(loaded.snapshot, servedReports(config)), { clock });
     // One after the other: each migrates the shared schema on open.
     const ledger = await openPostgresLedger(ledgerUrl);
-    const app = await buildApp({
-      config,
-      unlocks: data.service,
-      liveUnlocks: data.live,
-      ...(data.refresh ? { freshness: data.refresh.freshness } : {}),
-      benchmark: createBenchmarkService(loadCatalog(), { clock }),
-      ledger,
-      ledgerShared: true,
-      gateway,
-      payTo: TEST_PAY_TO,
-      facilitatorLabel: "fake",
-      clock,
-      logger: false,
-    });
-    await app.ready();
+    const { app, data } = await liveApp({ config, clock, ledger, gateway, ledgerShared: true });
     instances.push({ name, app, data, ledger, offsetMin });
   }
 }, 180_000);

@@ -5,22 +5,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
-import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
-import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { liveUnlockData, loadServedSnapshot, servedReports } from "../../src/refresh/boot.js";
+import type { liveUnlockData } from "../../src/refresh/boot.js";
 import { checkListing } from "../../src/sources/bazaar/bazaar.js";
 import { checkContinuity } from "../../src/sources/candles/binance.js";
 import { checkTotalMove } from "../../src/sources/candles/refresh.js";
 import { checkAgainstOtherSource, checkCirculating } from "../../src/sources/coingecko/circulating.js";
 import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";
-import { buildUnlockStore, readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
+import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import type { PriceSeries, UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
+import { liveApp } from "../helpers/live-app.js";
 import { asIfEarlier, downUrl } from "../helpers/market-standin.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
@@ -179,26 +177,8 @@ beforeAll(async () => {
     COINGECKO_BASE_URL: `${base}/api/v3`,
     DEFILLAMA_BASE_URL: down,
   });
-  const loaded = loadServedSnapshot(config);
-  data = liveUnlockData(config, buildUnlockStore(loaded.snapshot, servedReports(config)), {
-    clock,
-    limits: LIMITS,
-  });
   ledger = openLedger(":memory:");
-  app = await buildApp({
-    config,
-    unlocks: data.service,
-    liveUnlocks: data.live,
-    ...(data.refresh ? { freshness: data.refresh.freshness } : {}),
-    benchmark: createBenchmarkService(loadCatalog(), { clock }),
-    ledger,
-    gateway,
-    payTo: TEST_PAY_TO,
-    facilitatorLabel: "fake",
-    clock,
-    logger: false,
-  });
-  await app.ready();
+  ({ app, data } = await liveApp({ config, clock, ledger, gateway, limits: LIMITS }));
 }, 60_000);
 
 afterAll(async () => {
