@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { parseConfig } from "../../src/config.js";
 
 /**
  * A facilitator with a fixed capacity, as a real one has: at most `capacity` verify/settle requests are worked on at
@@ -147,3 +148,17 @@ export const tally = (statuses: readonly (number | string)[]): Record<string, nu
     t[s] = (t[s] ?? 0) + 1;
     return t;
   }, {});
+
+/**
+ * The shipped defaults of the limits a flood test exercises (the test helpers lift the rate and in-flight limits
+ * otherwise), behind a proxy that names each client's address.
+ */
+export function shippedLimits(): Record<string, string> {
+  const shipped = parseConfig({ NODE_ENV: "test" });
+  return {
+    TRUST_PROXY: "true",
+    RATE_LIMIT_MAX: String(shipped.rateLimit.max),
+    RATE_LIMIT_WINDOW_MS: String(shipped.rateLimit.windowMs),
+    CLIENT_MAX_IN_FLIGHT: String(shipped.clientMaxInFlight),
+  };
+}

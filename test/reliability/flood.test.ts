@@ -3,9 +3,9 @@ import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
 import {
   type CapacityFacilitator,
+  shippedLimits,
   startCapacityFacilitator,
   tally,
 } from "../helpers/capacity-facilitator.js";
@@ -19,14 +19,7 @@ import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
  * until the test releases them: the outcome is decided by counters and barriers, not by how fast anything runs.
  * Load shedding (MAX_EVENT_LOOP_DELAY_MS) is off here: it measures time, and the counters must decide before it does.
  */
-/** The shipped defaults of the limits under test (the test helpers lift the rate and in-flight limits otherwise). */
-const shipped = parseConfig({ NODE_ENV: "test" });
-const DEFAULTS = {
-  TRUST_PROXY: "true",
-  RATE_LIMIT_MAX: String(shipped.rateLimit.max),
-  RATE_LIMIT_WINDOW_MS: String(shipped.rateLimit.windowMs),
-  CLIENT_MAX_IN_FLIGHT: String(shipped.clientMaxInFlight),
-};
+const DEFAULTS = shippedLimits();
 const FLOODER = "198.51.100.66";
 const CAPACITY = 16;
 const TOOL = { name: "unlocks_upcoming", arguments: { days: 30 } };

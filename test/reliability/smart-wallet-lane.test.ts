@@ -2,11 +2,11 @@ import { randomBytes } from "node:crypto";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
 import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
 import { DEFAULT_VERIFY_LANE } from "../../src/payments/verify-lanes.js";
 import {
   type CapacityFacilitator,
+  shippedLimits,
   startCapacityFacilitator,
   tally,
 } from "../helpers/capacity-facilitator.js";
@@ -25,14 +25,7 @@ import { b64, v2Proof } from "../helpers/proofs.js";
  * answered 503). Honest EOA buyers, each on its own address, pay meanwhile. No timer decides anything: the
  * facilitator's barrier and the gateway's counters do.
  */
-/** The shipped defaults of the limits under test (the test helpers lift the rate and in-flight limits otherwise). */
-const shipped = parseConfig({ NODE_ENV: "test" });
-const DEFAULTS = {
-  TRUST_PROXY: "true",
-  RATE_LIMIT_MAX: String(shipped.rateLimit.max),
-  RATE_LIMIT_WINDOW_MS: String(shipped.rateLimit.windowMs),
-  CLIENT_MAX_IN_FLIGHT: String(shipped.clientMaxInFlight),
-};
+const DEFAULTS = shippedLimits();
 const CAPACITY = 16;
 const ATTACKERS = ["198.51.100.61", "198.51.100.62", "198.51.100.63", "198.51.100.64", "198.51.100.65"];
 const PER_ATTACKER = 10;
