@@ -9,7 +9,9 @@ import { describeRoutes } from "./discovery/openapi.js";
 import { clientErrorProblem, registerProblemHandlers } from "./http/problem.js";
 import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
+import type { LedgerPort } from "./ledger/port.js";
 import mcp from "./mcp/plugin.js";
+import { registerFreshnessMetrics, servedDataAsOf } from "./observability/freshness.js";
 import {
   combineObservers,
   createMetrics,
@@ -27,29 +29,27 @@ import {
 } from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
+import { benchmarkHandler } from "./operations/benchmark.js";
+import { unlockHandlers } from "./operations/unlocks.js";
+import type { ChainReader } from "./payments/chain-reader.js";
 import type { PaymentObserver } from "./payments/events.js";
 import type { FacilitatorGateway } from "./payments/gateway.js";
-import type { LedgerPort } from "./ledger/port.js";
 import { registerPaywall } from "./payments/paywall.js";
 import payments from "./payments/plugin.js";
-import type { ChainReader } from "./payments/chain-reader.js";
 import type { ServiceIdentity } from "./payments/requirements.js";
 import * as compress from "./plugins/external/compress.js";
 import * as cors from "./plugins/external/cors.js";
 import * as rateLimit from "./plugins/external/rate-limit.js";
 import * as swagger from "./plugins/external/swagger.js";
 import * as underPressure from "./plugins/external/under-pressure.js";
+import type { FreshnessSource } from "./refresh/freshness.js";
+import type { LiveUnlocks, UnlockGeneration } from "./refresh/live-unlocks.js";
 import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
 import { metaRoutes } from "./routes/meta.js";
 import { tokensRoutes } from "./routes/tokens.js";
 import { unlockRoutes } from "./routes/unlocks.js";
-import { benchmarkHandler } from "./operations/benchmark.js";
-import { unlockHandlers } from "./operations/unlocks.js";
-import { registerFreshnessMetrics, servedDataAsOf } from "./observability/freshness.js";
-import type { FreshnessSource } from "./refresh/freshness.js";
-import type { LiveUnlocks, UnlockGeneration } from "./refresh/live-unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
 import type { UnlockService } from "./unlocks/service.js";
 
@@ -156,7 +156,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(compress.default, compress.autoConfig);
   await app.register(swagger.default, swagger.autoConfig(config, SERVICE_VERSION));
 
-  describeRoutes(app, config.network);
+  describeRoutes(app);
 
   const incarnation = randomUUID();
   const metrics = createMetrics();
@@ -270,6 +270,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
   await app.register(unlockRoutes, {
     handlers,
+    network: config.network,
     clock,
     dataVersion: (request) => generationOf(request).version,
   });
@@ -278,7 +279,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     freshness: deps.freshness,
     clock,
   });
-  await app.register(benchmarkRoutes, { handler: handlers.benchmark, phase: config.benchmark.phase });
+  await app.register(benchmarkRoutes, {
+    handler: handlers.benchmark,
+    phase: config.benchmark.phase,
+    network: config.network,
+  });
   // The same operations as MCP tools (x402 MCP transport), on the payment core without an HTTP hop.
   await app.register(mcp, { version: SERVICE_VERSION, network: config.network, handlers });
 

@@ -1,7 +1,5 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
 import type { PaymentNetwork } from "../chain/networks.js";
-import { PRICES, paymentInfo } from "../operations/prices.js";
-import type { PaidRoute } from "../payments/plugin.js";
 import { commonErrorResponses } from "../routes/responses.js";
 import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 
@@ -105,7 +103,7 @@ function inBrowser(d: DiscoverableRoute): string {
  * Completes each route's OpenAPI operation as it is registered: operationId, security (the payment headers), request
  * and response examples on paid routes, and the statuses every route can answer. Must be added before the routes.
  */
-export function describeRoutes(app: FastifyInstance, network: PaymentNetwork): void {
+export function describeRoutes(app: FastifyInstance): void {
   app.addHook("onRoute", (route: RouteOptions) => {
     const schema = route.schema as (Record<string, unknown> & { hide?: boolean }) | undefined;
     if (!schema || schema.hide) return;
@@ -115,9 +113,6 @@ export function describeRoutes(app: FastifyInstance, network: PaymentNetwork): v
       const response = (schema.response ?? {}) as Record<string, Record<string, unknown>>;
       if (paid) {
         schema.operationId = paid.operationId;
-        // The routes declare their terms on the default network; the configured one is what the 402 asks for.
-        const price = Object.values(PRICES).find((p: PaidRoute) => p.route === id);
-        if (price && schema["x-payment-info"]) schema["x-payment-info"] = paymentInfo(price, network);
         // No credential is needed to call (the first answer is the 402) and there is no API key. The proof headers are
         // documented as header parameters, not as apiKey security schemes: agent discovery tools (@agentcash/discovery)
         // read any apiKey scheme on a paid operation as "apiKey+paid", i.e. "get an API key first". `x-payment-info`

@@ -7,7 +7,7 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
 import { callPaidTool, type PaidHandlers, type ToolServer } from "./call.js";
 import { problemResult, type ToolResult } from "./results.js";
@@ -17,7 +17,7 @@ export interface McpOptions {
   /** Server version shown to MCP clients (initialize). */
   version: string;
   /** The chain and USDC paid with; Base mainnet when unset. */
-  network?: PaymentNetwork;
+  network: PaymentNetwork;
   /** Each paid operation's checks and answer: the same the HTTP routes run. */
   handlers: PaidHandlers;
 }
@@ -157,7 +157,7 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
     if (Array.isArray(request.body)) return reply.code(400).type("application/json").send(BATCH_REFUSED);
     const invalid = nonObjectArguments(request.body);
     if (invalid) return reply.code(200).type("application/json").send(invalid);
-    const pooled = idle.pop() ?? pooledServer(tools, opts.version, opts.network ?? BASE_MAINNET);
+    const pooled = idle.pop() ?? pooledServer(tools, opts.version, opts.network);
     pooled.call = { caller: request, reply };
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from "typebox";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../chain/usdc.js";
 import { OPERATIONS, type OperationKey } from "../operations/table.js";
 import { PpRef, ProblemSchema } from "../schemas/common.js";
@@ -90,10 +90,7 @@ export const toolNamed = (name: string): PaidTool | undefined => PAID_TOOLS.find
  * x402 client (`withX402Client`) adds to the tool's description, and under ours, in USDC atomic units with the scheme,
  * network and asset the call's PaymentRequired will ask for. (The x402 MCP transport defines no tool-level key.)
  */
-export const priceMeta = (
-  tool: PaidTool,
-  network: PaymentNetwork = BASE_MAINNET,
-): Record<string, unknown> => ({
+export const priceMeta = (tool: PaidTool, network: PaymentNetwork): Record<string, unknown> => ({
   "agents-x402/paymentRequired": true,
   // Decimal text, never a float: rendered as "$0.02".
   "agents-x402/priceUSD": formatUsdc(tool.amount),

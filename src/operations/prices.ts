@@ -1,8 +1,8 @@
+import type { PaymentNetwork } from "../chain/networks.js";
+import { formatUsdc } from "../chain/usdc.js";
 import { bazaarExtension, v1OutputSchema } from "../discovery/bazaar.js";
 import { discoverable } from "../discovery/catalog.js";
 import type { PaidRoute } from "../payments/plugin.js";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
-import { formatUsdc } from "../chain/usdc.js";
 import { OPERATIONS, type OperationKey } from "./table.js";
 
 /** The terms the payment core needs of each paid operation (the table of paid operations holds them). */
@@ -39,7 +39,7 @@ export const PRICES = Object.fromEntries(
  * The `x-payment-info` OpenAPI extension of a paid operation, in the shape agent discovery tools read (a fixed USD
  * price as a decimal string, and the protocols it can be paid with), plus the exact x402 terms.
  */
-export function paymentInfo(price: PaidRoute, network: PaymentNetwork = BASE_MAINNET) {
+export function paymentInfo(price: PaidRoute, network: PaymentNetwork) {
   return {
     price: { mode: "fixed", currency: "USD", amount: formatUsdc(price.amount) },
     protocols: [

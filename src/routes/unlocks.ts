@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest, FastifyTypeProviderDefault } from "fastify";
+import type { PaymentNetwork } from "../chain/networks.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
+import type { PaidHandler } from "../operations/handler.js";
+import { PRICES, paymentInfo } from "../operations/prices.js";
+import { OPERATIONS, operationDescription } from "../operations/table.js";
+import type { UnlockHandlers } from "../operations/unlocks.js";
 import { PaidQuery, UnlockPaymentHeaders } from "../schemas/common.js";
 import { DEFAULT_UPCOMING_LIMIT, UpcomingQuery } from "../schemas/unlocks.js";
 import { UpcomingResponse } from "../schemas/unlocks-responses.js";
-import type { PaidHandler } from "../operations/handler.js";
-import type { UnlockHandlers } from "../operations/unlocks.js";
-import { OPERATIONS, operationDescription } from "../operations/table.js";
-import { PRICES, paymentInfo } from "../operations/prices.js";
 import { notFoundResponse, paid, paidErrorResponses, problem } from "./responses.js";
 
 const TAG = "unlocks";
@@ -21,6 +22,8 @@ const noReactionsResponse = problem(
 export interface UnlockRoutesOptions {
   /** The four operations' checks and answers (see src/operations/unlocks.ts). */
   handlers: UnlockHandlers;
+  /** The network the 402 asks payment on, stated in each operation's `x-payment-info`. */
+  network: PaymentNetwork;
   /** Decides the UTC day the cached upcoming bodies belong to; must agree with the service's own clock. */
   clock?: () => Date;
   /** Changes whenever the unlock data behind the service changes (a refresh); the shipped snapshot never does. */
@@ -53,7 +56,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
         querystring: UpcomingQuery,
         headers: UnlockPaymentHeaders,
         response: { 200: paid(UpcomingResponse), ...paidErrorResponses(PRICES.upcoming) },
-        "x-payment-info": paymentInfo(PRICES.upcoming),
+        "x-payment-info": paymentInfo(PRICES.upcoming, opts.network),
       },
       preHandler: [
         async (request) => handlers.upcoming.check(request.query, request),
@@ -121,7 +124,7 @@ export const unlockRoutes: FastifyPluginAsyncTypebox<UnlockRoutesOptions> = asyn
           headers: UnlockPaymentHeaders,
           body: op.inputSchema,
           response: { 200: paid(op.outputSchema), ...responses },
-          "x-payment-info": paymentInfo(PRICES[key]),
+          "x-payment-info": paymentInfo(PRICES[key], opts.network),
         },
         preHandler: [
           async (request) => handler.check(request.body, request),

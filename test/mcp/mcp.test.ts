@@ -6,9 +6,10 @@ import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { appendPaymentIdentifierToExtensions, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { afterEach, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
+import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
-import { FacilitatorFault } from "../../src/payments/gateway.js";
 import { PRICES } from "../../src/operations/prices.js";
+import { FacilitatorFault } from "../../src/payments/gateway.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
 import { RiskItem } from "../../src/schemas/unlocks-responses.js";
@@ -119,7 +120,9 @@ describe("tools/list", () => {
       const price = Object.values(PRICES).find((p) => p.route === `${tool.method} ${tool.path}`);
       expect(price?.amount, tool.name).toBe(tool.amount);
       // Each tool's price, readable before calling it.
-      expect(tools.find((x) => x.name === tool.name)?._meta, tool.name).toEqual(priceMeta(tool));
+      expect(tools.find((x) => x.name === tool.name)?._meta, tool.name).toEqual(
+        priceMeta(tool, BASE_MAINNET),
+      );
     }
   });
 });

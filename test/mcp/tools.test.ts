@@ -6,18 +6,18 @@ import {
   validateDiscoveryExtension,
   validateDiscoveryExtensionSpec,
 } from "@x402/extensions/bazaar";
+import type { FastifyRequest } from "fastify";
 import { describe, expect, it } from "vitest";
+import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { headline } from "../../src/discovery/bazaar.js";
 import { discoverable } from "../../src/discovery/catalog.js";
 import { ascii } from "../../src/mcp/discovery.js";
 import { NO_PAYMENT, type ToolAnswer, toolChallenge, toolResult } from "../../src/mcp/results.js";
 import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";
-import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
-import { BASE_MAINNET } from "../../src/chain/networks.js";
-import { paymentRequiredV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
-import type { FastifyRequest } from "fastify";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
+import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
+import { paymentRequiredV2 } from "../../src/payments/requirements.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
@@ -217,7 +217,7 @@ describe("ascii: what a client echoes in its payment", () => {
 
 describe("priceMeta: each tool's price in tools/list", () => {
   it("Cloudflare agents' keys and ours, from the route's price in atomic units", () => {
-    expect(priceMeta(tool("unlock_risk"))).toEqual({
+    expect(priceMeta(tool("unlock_risk"), BASE_MAINNET)).toEqual({
       "agents-x402/paymentRequired": true,
       "agents-x402/priceUSD": "0.1",
       "pressure402/price": {

@@ -3,10 +3,11 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { compressBody } from "../../src/http/encoding.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
+import { requirementsV2 } from "../../src/payments/requirements.js";
 import { unlockRoutes } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";
 import type { UnlockService, UpcomingResponse } from "../../src/unlocks/service.js";
@@ -126,6 +127,7 @@ async function routeWithCountingService() {
   } as unknown as FastifyInstance["payments"]);
   await app.register(unlockRoutes, {
     handlers: unlockHandlers({ unlocksFor: () => unlocks }),
+    network: BASE_MAINNET,
     clock: () => state.now,
     dataVersion: () => state.version,
   });
