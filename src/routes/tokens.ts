@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { Type } from "typebox";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
+import { View } from "../schemas/unlocks.js";
 import { TokensMapResponse } from "../schemas/unlocks-responses.js";
 import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
 import { latestMarketProvenance } from "../unlocks/market-context.js";
@@ -47,7 +48,8 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
         summary:
           "Covered tokens, each with its next unlock, schedule completeness and per-source freshness (free)",
         description:
-          "Free, rate-limited, no payment. Every token the unlock routes know, with its next unlock (date, event id, tokens, USD, % of circulating: the ids the paid routes take), its schedule's completeness, the candle day its price comes from (stale_days: how old), today's circulating supply and the report it is anchored on (source, as-of, anchor age), the URL, as-of and fetch time of each stretch of candles its price comes from, and each data source's last refresh. It changes only with a data refresh or the UTC day: a weak ETag (If-None-Match → 304) and Cache-Control say so.",
+          "Free, rate-limited, no payment. Every token the unlock routes know, with its next unlock (date, event id, tokens, USD, % of circulating: the ids the paid routes take), its schedule's completeness, the candle day its price comes from (stale_days: how old), today's circulating supply and the report it is anchored on (source, as-of, anchor age), the URL, as-of and fetch time of each stretch of candles its price comes from, and each data source's last refresh. It changes only with a data refresh or the UTC day: a weak ETag (If-None-Match → 304) and Cache-Control say so. Compact by default; view=full adds each token's market segments and sources and how its circulating figure was obtained, in words.",
+        querystring: Type.Object({ view: View }, { additionalProperties: false }),
         response: {
           200: TokensMapResponse,
           304: Type.Null({ description: "Not modified: the If-None-Match ETag is still current" }),
@@ -57,6 +59,9 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
     async (request, reply) => {
       const now = opts.clock();
       const today = dayOf(now);
+      // The words and per-segment provenance are most of the bytes (three quarters of the full list); an agent asks
+      // for them when it needs them.
+      const full = request.query.view === "full";
       const service = opts.unlocksFor(request);
       const store = service.data();
       const reported = opts.freshness?.circulating() ?? new Map();
@@ -94,9 +99,8 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
               price_as_of: t.market.as_of,
               stale_days: today - parseDay(t.market.as_of),
               venue: t.market.venue ?? null,
-              source: t.market.source,
               source_url: provenance.source_url,
-              segments: provenance.segments,
+              ...(full ? { source: t.market.source, segments: provenance.segments } : {}),
             },
             circulating_reported: anchor
               ? {
@@ -111,7 +115,7 @@ export const tokensRoutes: FastifyPluginAsyncTypebox<TokensRouteOptions> = async
               source: fig.source,
               circulating: fig.value === null ? null : Math.round(fig.value * 100) / 100,
               circulating_rule: fig.rule,
-              method: fig.method,
+              ...(full ? { method: fig.method } : {}),
               ...anchorAge,
             },
             derivatives: derivatives.get(t.symbol) ?? null,

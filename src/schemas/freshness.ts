@@ -93,14 +93,16 @@ export const TokenCoverage = Type.Object(
         price_as_of: Type.String({ description: "UTC day of the candle whose close prices the token" }),
         stale_days: Type.Integer({ description: "Days from price_as_of to today (UTC)" }),
         venue: NullableStr("Exchange of the series"),
-        source: Type.String(),
+        source: Type.Optional(Type.String({ description: "The series' sources in words (view=full)" })),
         source_url: NullableStr(
           "Where the price's candle comes from (its segment's url), as paid answers say",
         ),
-        segments: Type.Array(MarketSegment, {
-          description:
-            "Each stretch of candles the latest price and ADV were read from (shipped history, live extension), as paid answers carry it",
-        }),
+        segments: Type.Optional(
+          Type.Array(MarketSegment, {
+            description:
+              "Each stretch of candles the latest price and ADV were read from (shipped history, live extension), as paid answers carry it (view=full)",
+          }),
+        ),
       },
       closed,
     ),
@@ -132,7 +134,9 @@ export const TokenCoverage = Type.Object(
           description: "Circulating supply today, as the paid risk summary states it; null when unknown",
         }),
         circulating_rule: Type.String({ description: "reported+schedule, schedule or unknown" }),
-        method: Type.String({ description: "How the figure was obtained" }),
+        method: Type.Optional(
+          Type.String({ description: "How the figure was obtained, in words (view=full)" }),
+        ),
         circulating_anchor_age_days: Type.Union([Type.Integer(), Type.Null()], {
           description: "Days from the end of the anchoring report's day to today; null without a report",
         }),

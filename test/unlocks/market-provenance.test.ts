@@ -1,13 +1,13 @@
-import Fastify from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify from "fastify";
 import { beforeAll, describe, expect, it } from "vitest";
-import { refreshMarkets } from "../../src/sources/candles/refresh.js";
 import { tokensRoutes } from "../../src/routes/tokens.js";
+import { refreshMarkets } from "../../src/sources/candles/refresh.js";
+import type { FetchLike } from "../../src/sources/http.js";
 import { loadReportedCirculating } from "../../src/unlocks/circulating-reported.js";
 import { dayOf, formatDay, parseDay } from "../../src/unlocks/data/dates.js";
 import { buildUnlockStore, type DailySeries, readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../../src/unlocks/data/types.js";
-import type { FetchLike } from "../../src/sources/http.js";
 import { segmentsUsed } from "../../src/unlocks/market-context.js";
 import { createUnlockService, type UnlockService } from "../../src/unlocks/service.js";
 
@@ -122,15 +122,28 @@ describe("a refreshed figure names both segments it rests on", () => {
   it("GET /v1/tokens tells the same story as the paid summary", async () => {
     const app = Fastify().withTypeProvider<TypeBoxTypeProvider>();
     await app.register(tokensRoutes, { unlocksFor: () => service, clock: () => NOW });
-    const body = (await app.inject({ url: "/v1/tokens" })).json() as {
+    type Tokens = {
       tokens: {
         symbol: string;
-        market: { source_url: string; segments: unknown[] };
-        supply: { circulating: number | null; circulating_rule: string; source: string };
+        market: { source_url: string; segments?: unknown[]; source?: string };
+        supply: { circulating: number | null; circulating_rule: string; source: string; method?: string };
         circulating_reported: { source: string; as_of: string } | null;
       }[];
     };
+    const body = (await app.inject({ url: "/v1/tokens?view=full" })).json() as Tokens;
+    // Compact (the default) holds the same figures without the words and the per-segment provenance.
+    const compact = (await app.inject({ url: "/v1/tokens" })).json() as Tokens;
     await app.close();
+    expect(compact.tokens.length).toBe(body.tokens.length);
+    for (const [i, t] of compact.tokens.entries()) {
+      const f = body.tokens[i];
+      expect(t.market.segments).toBeUndefined();
+      expect(t.supply.method).toBeUndefined();
+      const { segments: _s, source: _src, ...market } = f?.market ?? { source_url: "" };
+      const { method: _m, ...supply } = f?.supply ?? { circulating: null, circulating_rule: "", source: "" };
+      expect({ ...t, market: t.market, supply: t.supply }).toEqual({ ...f, market, supply });
+    }
+    expect(JSON.stringify(compact).length).toBeLessThan(JSON.stringify(body).length / 2);
     const arb = body.tokens.find((t) => t.symbol === "ARB");
     const paid = service.summary("ARB", 90);
     expect(arb?.market.source_url).toBe(paid.market.source_url);
