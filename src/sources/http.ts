@@ -20,6 +20,11 @@ export type FetchLike = (
 export interface ReadLimits {
   readonly maxBytes: number;
   readonly timeoutMs: number;
+  /**
+   * The signal that ends one answer's time (`timeoutMs` for the answer to `url`); `AbortSignal.timeout` unless a test
+   * injects its own clock, so the time cap is proved without waiting for it.
+   */
+  readonly deadline?: (timeoutMs: number, url: string) => AbortSignal;
 }
 
 /**
@@ -155,7 +160,9 @@ export async function boundedGet(
   limits: ReadLimits = DEFAULT_READ_LIMITS,
 ): Promise<BoundedAnswer> {
   const origin = checkSourceUrl(url).origin;
-  const timeout = AbortSignal.timeout(limits.timeoutMs);
+  const timeout = limits.deadline
+    ? limits.deadline(limits.timeoutMs, url)
+    : AbortSignal.timeout(limits.timeoutMs);
   const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
   let at = url;
   for (let hop = 0; ; hop++) {

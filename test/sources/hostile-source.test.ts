@@ -32,13 +32,28 @@ const EARLIER_LAST = formatDay(parseDay(SHIPPED_LAST) - HELD_BACK);
 const ATTACKS = {
   ARB: "compound", // each new close 15× the one before: passes the 20×-per-candle check, compounds to 3375×
   APT: "huge", // an endless body, paused after its first chunk until the test has measured /health
-  STRK: "drip", // one byte every 20 ms, never done
+  STRK: "drip", // one byte every 20 ms, never done: only the time cap ends it
   TIA: "redirect", // 302 to another host
   ZK: "truncated", // Content-Length promised, connection closed mid-body
   PYTH: "html", // a CDN's HTML error page with status 200
 } as const;
-/** The caps the test configures: small, so a run is short; the defaults are 16 MiB and 30 s. */
-const LIMITS = { maxBytes: 2 * 1024 * 1024, timeoutMs: 1_500 };
+/**
+ * The time cap runs on the test's clock: every answer's deadline is a signal the test holds, and the drip's is fired
+ * once its body has started (the real timeout is set past the test's own, so only the injected deadline can end the
+ * drip; without a time cap the run would never finish). The size cap is small so a run is short (default 16 MiB).
+ */
+const TIMEOUT_MS = 120_000;
+const deadlines = new Map<string, AbortController>();
+const LIMITS = {
+  maxBytes: 2 * 1024 * 1024,
+  timeoutMs: TIMEOUT_MS,
+  deadline: (ms: number, url: string) => {
+    expect(ms).toBe(TIMEOUT_MS);
+    const c = new AbortController();
+    deadlines.set(url, c);
+    return c.signal;
+  },
+};
 /** RSS may grow by at most this much over the hostile run (the huge body alone would be unbounded without the cap). */
 const RSS_BOUND = 96 * 1024 * 1024;
 
@@ -63,6 +78,14 @@ const hugeReleased = new Promise<void>((r) => {
   releaseHuge = r;
 });
 let hugeBytesSent = 0;
+let dripStarted!: () => void;
+const dripStartedP = new Promise<void>((r) => {
+  dripStarted = r;
+});
+let dripClosed!: () => void;
+const dripClosedP = new Promise<void>((r) => {
+  dripClosed = r;
+});
 const redirectsFollowed: string[] = [];
 
 function candles(series: PriceSeries, symbol: string, limit: number): unknown[] {
@@ -144,11 +167,12 @@ beforeAll(async () => {
     if (attack === "drip") {
       open.add(res);
       res.writeHead(200, { "content-type": "application/json" });
-      res.write("[");
+      res.write("[", () => dripStarted());
       const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(" ")), 20);
       res.on("close", () => {
         clearInterval(t);
         open.delete(res);
+        dripClosed();
       });
       return;
     }
@@ -284,6 +308,12 @@ describe("a hostile source cannot poison or freeze the service", () => {
     // And again while the rest of it streams.
     const health2 = await app.inject({ method: "GET", url: "/health" });
     expect(health2.statusCode).toBe(200);
+    // The drip is mid-body; its time is up now, on the test's clock.
+    await dripStartedP;
+    const drip = [...deadlines].find(([url]) => url.includes("symbol=STRKUSDT"));
+    expect(drip).toBeDefined();
+    drip?.[1].abort(new DOMException("the answer's time is up", "TimeoutError"));
+    await dripClosedP; // the reader dropped the connection rather than wait on
     const result = await run;
     const rssGrowth = process.memoryUsage().rss - rssBefore;
     expect(rssGrowth).toBeLessThan(RSS_BOUND);
