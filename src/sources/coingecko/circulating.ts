@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeFileAtomic } from "../../files/atomic-write.js";
 import { dataPath } from "../../files/paths.js";
+import type { ReportIndex } from "../../unlocks/circulating-reported.js";
 import type { SchedulePiece } from "../../unlocks/data/types.js";
 import { failure, ImplausibleError, retryAfterOf } from "../errors.js";
 import type { SourceOutcome } from "../status.js";
@@ -87,16 +88,50 @@ export function readLiveCirculating(dataDir: string): ReadonlyMap<string, Report
   }
 }
 
-/** What we hold of a token to judge a reported figure by: our own max supply and its vesting schedule. */
+/** A report a new figure is judged against: the last live one, or the shipped one before any live one. */
+export interface PriorReport {
+  readonly date: string;
+  readonly circulating_supply: string;
+  /** The figure counts releases up to this time. */
+  readonly as_of: string;
+  readonly source: string;
+}
+
+/**
+ * What we hold of a token to judge a reported figure by: our own max supply, its supply schedule and the latest
+ * shipped report (CoinMarketCap's monthly snapshot), which stands in for the previous report until a live one exists,
+ * so the first live report is bounded too.
+ */
 export interface SupplyBounds {
   readonly maxSupply: number | null;
-  readonly schedule: readonly SchedulePiece[];
+  readonly schedule: readonly Pick<SchedulePiece, "kind" | "start" | "end" | "amount_tokens">[];
+  readonly shipped?: PriorReport | undefined;
+}
+
+/** The latest shipped report of each token (by symbol as the snapshot spells it), in the shape a live one has. */
+export function shippedPriorReports(
+  reports: ReportIndex,
+  symbols: readonly string[],
+): ReadonlyMap<string, PriorReport> {
+  const out = new Map<string, PriorReport>();
+  for (const symbol of symbols) {
+    const last = reports.get(symbol.toLowerCase())?.at(-1);
+    if (!last) continue;
+    out.set(symbol, {
+      date: last.date,
+      circulating_supply: decimalString(last.value),
+      // A report dated D counts every release up to the end of D.
+      as_of: new Date((last.day + 1) * DAY_MS).toISOString(),
+      source: last.source,
+    });
+  }
+  return out;
 }
 
 const DAY_MS = 86_400_000;
 
 /** Tokens the schedule releases after day `from` up to day `to` (cliffs on their day, linear pieces pro rata). */
-export function releasedBetween(schedule: readonly SchedulePiece[], from: number, to: number): number {
+export function releasedBetween(schedule: SupplyBounds["schedule"], from: number, to: number): number {
   let sum = 0;
   for (const p of schedule) {
     const start = Date.parse(p.start) / DAY_MS;
@@ -121,19 +156,24 @@ export const MAX_REPORT_DRIFT = 1.5;
 
 /**
  * Refuses a reported circulating supply above our own max supply, or off from the last good report by more than the
- * schedule's movement since then allows (`MAX_REPORT_DRIFT` either way).
+ * schedule's movement since then allows (`MAX_REPORT_DRIFT` either way). The last good report is the previous live
+ * one, or, before there is one, the latest shipped report: a first live report is held to the same bound. A token
+ * with neither (no shipped report names it) is bounded by its max supply only.
  */
 export function checkCirculating(
   token: string,
   figure: number,
   at: Date,
   bounds: SupplyBounds | undefined,
-  previous: ReportedCirculating | undefined,
+  live: PriorReport | undefined,
 ): void {
   const refused = { token, circulating_supply: figure, as_of: at.toISOString() };
   const max = bounds?.maxSupply ?? null;
   if (max !== null && figure > max * 1.001)
     throw new ImplausibleError(`circulating ${figure} is above the max supply ${max}`, refused);
+  // The newer of the two: a live report from long ago does not outrank a newer shipped one.
+  const shipped = bounds?.shipped;
+  const previous = live && (!shipped || live.as_of >= shipped.as_of) ? live : shipped;
   if (!previous) return;
   const before = Number(previous.circulating_supply);
   if (!(before > 0)) return;
@@ -143,7 +183,7 @@ export function checkCirculating(
   const expected = before + released;
   if (figure > expected * MAX_REPORT_DRIFT || figure * MAX_REPORT_DRIFT < before)
     throw new ImplausibleError(
-      `circulating ${figure} against ${before} reported on ${previous.date} plus ${Math.round(released)} released by the schedule since (bound ×${MAX_REPORT_DRIFT})`,
+      `circulating ${figure} against ${before} reported${previous === live ? "" : ` by ${previous.source} (shipped)`} on ${previous.date} plus ${Math.round(released)} released by the schedule since (bound ×${MAX_REPORT_DRIFT})`,
       { ...refused, previous },
     );
 }
