@@ -47,6 +47,7 @@ const heldBack = (s: PriceSeries): PriceSeries =>
   cut(s, parseDay(s.start) + s.close.length - 2 - parseDay(HELD_LAST));
 
 let server: Server;
+const asked: string[] = [];
 let base: UnlockSnapshot;
 let run: SourcesRun;
 let dataDir: string;
@@ -63,6 +64,7 @@ beforeAll(async () => {
   );
   server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    asked.push(`http://127.0.0.1:${(server.address() as AddressInfo).port}${req.url}`);
     const pair = url.searchParams.get("symbol") ?? "";
     const limit = Number(url.searchParams.get("limit"));
     const through = parseDay(NOW.toISOString().slice(0, 10)) - 1;
@@ -169,6 +171,13 @@ describe("a venue's closes are checked against the other venue's", () => {
     // The last candle closed at NOW: 2025-11-12's.
     expect(jup?.market.as_of).toBe(formatDay(parseDay(NOW.toISOString().slice(0, 10)) - 1));
     expect(run.snapshot?.tokens.find((t) => t.symbol === "TIA")?.market.as_of).toBe(jup?.market.as_of);
+    // The live segment names the endpoint the candles were read from (the same URL, less the count asked).
+    const live = jup?.prices?.segments?.at(-1);
+    expect(live?.source_url).toMatch(/\/bn\/fapi\/v1\/klines\?symbol=JUPUSDT&interval=1d$/);
+    expect(asked).toContain(`${live?.source_url}&limit=4`);
+    expect(
+      asked.some((u) => u.endsWith("/by/v5/market/kline?category=linear&symbol=JUPUSDT&interval=D&limit=4")),
+    ).toBe(true);
   });
 
   it("ARB's skewed Binance batch is refused whole: its series stays as it was, the refusal is quarantined and reported as implausible", () => {

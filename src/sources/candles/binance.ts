@@ -132,6 +132,16 @@ export async function fetchExchangeInfo(fetchImpl: FetchLike, base: string): Pro
   return parseExchangeInfo(await getJson(fetchImpl, joinUrl(base, "fapi/v1/exchangeInfo")));
 }
 
+/**
+ * A symbol's daily klines endpoint: fetched with `limit`, and named without it by the live segment its candles
+ * extend (the one place the URL is written).
+ */
+export const klinesUrl = (base: string, symbol: string, limit?: number): string =>
+  joinUrl(
+    base,
+    `fapi/v1/klines?symbol=${pairOf(symbol)}&interval=1d${limit === undefined ? "" : `&limit=${limit}`}`,
+  );
+
 export async function fetchKlines(
   fetchImpl: FetchLike,
   base: string,
@@ -139,8 +149,7 @@ export async function fetchKlines(
   limit: number,
   nowMs: number,
 ): Promise<Candle[]> {
-  const url = joinUrl(base, `fapi/v1/klines?symbol=${pairOf(symbol)}&interval=1d&limit=${limit}`);
-  return parseKlines(await getJson(fetchImpl, url), nowMs);
+  return parseKlines(await getJson(fetchImpl, klinesUrl(base, symbol, limit)), nowMs);
 }
 
 export async function fetchDepth(fetchImpl: FetchLike, base: string, symbol: string): Promise<Depth | null> {

@@ -37,6 +37,16 @@ export function parseBybitKlines(raw: unknown, nowMs: number): Candle[] {
   return out;
 }
 
+/**
+ * A symbol's daily kline endpoint (Bybit serves at most 1000 a request): fetched with `limit`, and named without it
+ * by the live segment its candles extend (the one place the URL is written).
+ */
+export const bybitKlinesUrl = (base: string, symbol: string, limit?: number): string =>
+  joinUrl(
+    base,
+    `v5/market/kline?category=linear&symbol=${symbol.toUpperCase()}USDT&interval=D${limit === undefined ? "" : `&limit=${Math.min(limit, 1000)}`}`,
+  );
+
 export async function fetchBybitKlines(
   fetchImpl: FetchLike,
   base: string,
@@ -44,9 +54,5 @@ export async function fetchBybitKlines(
   limit: number,
   nowMs: number,
 ): Promise<Candle[]> {
-  const url = joinUrl(
-    base,
-    `v5/market/kline?category=linear&symbol=${symbol.toUpperCase()}USDT&interval=D&limit=${Math.min(limit, 1000)}`,
-  );
-  return parseBybitKlines(await getJson(fetchImpl, url), nowMs);
+  return parseBybitKlines(await getJson(fetchImpl, bybitKlinesUrl(base, symbol, limit)), nowMs);
 }

@@ -12,10 +12,10 @@ import {
   checkContinuity,
   fetchDepth,
   fetchKlines,
-  pairOf,
+  klinesUrl,
   withDepth,
 } from "./binance.js";
-import { BYBIT_INSTRUMENT, BYBIT_VENUE, fetchBybitKlines } from "./bybit.js";
+import { BYBIT_INSTRUMENT, BYBIT_VENUE, bybitKlinesUrl, fetchBybitKlines } from "./bybit.js";
 import { mergeCandles } from "./merge.js";
 
 export interface MarketSources {
@@ -48,14 +48,14 @@ const segmentFor = (venue: Venue, base: string, symbol: string, now: Date) =>
         venue: BINANCE_VENUE,
         instrument: BINANCE_INSTRUMENT,
         quote: "USDT",
-        source_url: `${base.replace(/\/+$/, "")}/fapi/v1/klines?symbol=${pairOf(symbol)}&interval=1d`,
+        source_url: klinesUrl(base, symbol),
         fetched_at: now.toISOString(),
       }
     : {
         venue: BYBIT_VENUE,
         instrument: BYBIT_INSTRUMENT,
         quote: "USDT",
-        source_url: `${base.replace(/\/+$/, "")}/v5/market/kline?category=linear&symbol=${pairOf(symbol)}&interval=D`,
+        source_url: bybitKlinesUrl(base, symbol),
         fetched_at: now.toISOString(),
       };
 
