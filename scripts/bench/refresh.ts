@@ -127,7 +127,7 @@ async function main() {
     log(`before swaps: RSS ${mb(before.rss)} MB, heap ${mb(before.heapUsed)} MB`);
     for (let i = 1; i <= SWAPS; i++) {
       const held = data.live.current();
-      data.live.swap(i % 2 ? full : earlier);
+      await data.live.swap(i % 2 ? full : earlier);
       held.service.hasToken("ARB"); // the in-flight request's generation is alive across the swap
       await (await fetch(`${url}/v1/tokens`)).text(); // over HTTP, as buyers call: driven by inject, the heap grew by each response (not so over HTTP)
       if (i === 1 || i === 10 || i === 50 || i === SWAPS) {

@@ -160,8 +160,8 @@ export function liveUnlockData(
     store.snapshot,
     {
       ...opts,
-      onSnapshot: (s) => {
-        live.swap(s);
+      onSnapshot: async (s) => {
+        await live.swap(s);
       },
     },
     benchmark,

@@ -1,7 +1,7 @@
 import { EMPTY_REPORTS, type ReportIndex } from "../unlocks/circulating-reported.js";
 import { buildUnlockStore } from "../unlocks/data/snapshot.js";
 import type { UnlockSnapshot } from "../unlocks/data/types.js";
-import { createUnlockService, type UnlockService } from "../unlocks/service.js";
+import { createUnlockServiceSliced, type UnlockService } from "../unlocks/service.js";
 
 /** One generation of unlock data: the service over it and a label that changes with every swap. */
 export interface UnlockGeneration {
@@ -16,8 +16,12 @@ export interface UnlockGeneration {
  */
 export interface LiveUnlocks {
   current(): UnlockGeneration;
-  /** Builds the service over `snapshot` (validated already) and makes it current. Synchronous: CPU only. */
-  swap(snapshot: UnlockSnapshot): UnlockGeneration;
+  /**
+   * Builds the service over `snapshot` (validated already) and makes it current. The build gives the event loop back
+   * every few milliseconds, so requests served meanwhile (on the generation current until then) are not held up by
+   * it; of overlapping swaps, the last one asked for wins.
+   */
+  swap(snapshot: UnlockSnapshot): Promise<UnlockGeneration>;
   /** Swaps so far. */
   swaps(): number;
 }
@@ -29,11 +33,14 @@ export function createLiveUnlocks(
   reports: () => ReportIndex = () => EMPTY_REPORTS,
 ): LiveUnlocks {
   let n = 0;
+  let asked = 0;
   let current: UnlockGeneration = { service: initial, version: "0" };
   return {
     current: () => current,
-    swap(snapshot) {
-      const service = createUnlockService(buildUnlockStore(snapshot, reports()), clock);
+    async swap(snapshot) {
+      const mine = ++asked;
+      const service = await createUnlockServiceSliced(buildUnlockStore(snapshot, reports()), clock);
+      if (mine !== asked) return current; // a later swap was asked for meanwhile: it decides
       n += 1;
       current = { service, version: `${n}:${snapshot.generated_at}` };
       return current;

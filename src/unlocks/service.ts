@@ -3,6 +3,8 @@ import { dayOf, formatDay } from "./data/dates.js";
 import type { UnlockStore } from "./data/snapshot.js";
 import {
   buildEventIndex,
+  buildEventIndexSliced,
+  type EventIndex,
   eventAt,
   eventIdAt,
   findEvent,
@@ -35,8 +37,13 @@ export * from "./service-types.js";
  * requests slice it (window: upcoming, summary) or measure reactions (backtest-basis), and rebuild only the events
  * they return. `clock` decides "today".
  */
-export function createUnlockService(store: UnlockStore, clock: () => Date = () => new Date()): UnlockService {
-  const index = buildEventIndex(store);
+export function createUnlockService(
+  store: UnlockStore,
+  clock: () => Date = () => new Date(),
+  /** The store's index when already built (off the request path: `createUnlockServiceSliced`). */
+  prebuilt?: EventIndex,
+): UnlockService {
+  const index = prebuilt ?? buildEventIndex(store);
   const today = (): number => dayOf(clock());
   // Not memoised here: the route serialises each (data version, day, query) answer once and keeps the body
   // (routes/unlocks.ts), which is the only caller on a hot path.
@@ -124,4 +131,15 @@ export function createUnlockService(store: UnlockStore, clock: () => Date = () =
         scoreEvent(store, tokenOf(store, index, row), eventAt(store, index, row)),
       ),
   };
+}
+
+/**
+ * The same service, its index built in slices that give the event loop back (`buildEventIndexSliced`): what a refresh
+ * swaps in while requests are being served.
+ */
+export async function createUnlockServiceSliced(
+  store: UnlockStore,
+  clock: () => Date = () => new Date(),
+): Promise<UnlockService> {
+  return createUnlockService(store, clock, await buildEventIndexSliced(store));
 }

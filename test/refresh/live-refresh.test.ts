@@ -236,7 +236,7 @@ describe("the running service refreshes its market data from the source, without
     await inVerify; // past its pre-payment checks, on the current generation
     const old = data.live.current().version;
     // The shipped snapshot has the poisoned tokens' later candles too: swapped in while the request waits.
-    data.live.swap({ ...full, generated_at: new Date(now.getTime() + 1).toISOString() });
+    await data.live.swap({ ...full, generated_at: new Date(now.getTime() + 1).toISOString() });
     expect(data.live.current().version).not.toBe(old);
     release();
     const res = await inFlight;

@@ -64,8 +64,8 @@ beforeAll(async () => {
     },
     coinIds: new Map(),
     clock: () => now,
-    onSnapshot: (s) => {
-      live.swap(s);
+    onSnapshot: async (s) => {
+      await live.swap(s);
     },
   });
 });

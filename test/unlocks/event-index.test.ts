@@ -3,6 +3,7 @@ import { parseDay } from "../../src/unlocks/data/dates.js";
 import { buildUnlockStore, loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import {
   buildEventIndex,
+  buildEventIndexSliced,
   categoryOf,
   eventIdAt,
   findEvent,
@@ -140,5 +141,23 @@ describe("compact event index", () => {
     const empty = buildEventIndex(buildUnlockStore({ ...store.snapshot, tokens: [] }));
     expect(empty.size).toBe(0);
     expect(empty.order.length).toBe(0);
+  });
+
+  it("built in slices, it is the same index, and the event loop runs between slices", async () => {
+    // A turn of the event loop counted each time it gets one: the one-go build never gives it one.
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const whole = buildEventIndex(store);
+    expect(turns).toBe(0);
+    // A zero budget gives the loop back after every token: the turns counted are the yields, not time.
+    const sliced = await buildEventIndexSliced(store, 0);
+    counting = false;
+    expect(turns).toBeGreaterThanOrEqual(store.tokens.length - 1);
+    expect(sliced).toEqual(whole);
   });
 });
