@@ -297,13 +297,11 @@ describe("a hostile source cannot poison or freeze the service", () => {
     const rssBefore = process.memoryUsage().rss;
     const swaps = data.live.swaps();
     const run = data.refresh?.refresher.runOnce(["binance", "coingecko"]);
-    // The huge body is mid-stream (its sender paused on the test's barrier): the server must answer now.
+    // The huge body is mid-stream (its sender paused on the test's barrier until /health has answered): a /health that
+    // waited on the refresh would never answer, and the test would time out instead of passing.
     await hugeStartedP;
-    const t0 = performance.now();
     const health = await app.inject({ method: "GET", url: "/health" });
-    const healthMs = performance.now() - t0;
     expect(health.statusCode).toBe(200);
-    expect(healthMs).toBeLessThan(1_000);
     releaseHuge();
     // And again while the rest of it streams.
     const health2 = await app.inject({ method: "GET", url: "/health" });
