@@ -74,6 +74,11 @@ export interface PaymentCore {
   inFlightPollMs: number;
   /** This process's waiters on a receipt's end (settled, released, failed), by receipt id. */
   waiters: Map<string, Set<() => void>>;
+  /**
+   * This process's claims inside their facilitator verify, past their own re-read and not yet bound: a fresh proof of
+   * the same payer for the same request waits for them. A claim here never waits for another, so no two wait in a ring.
+   */
+  verifying: Set<string>;
   /** The data generation a request is answered from (its transport's request object). */
   dataGeneration: (request: object) => string | undefined;
 }
@@ -274,6 +279,7 @@ function replay(version: 1 | 2, stored: StoredResponse, receipt: Receipt): Outco
 
 /** Ends a claim that did not settle: released, or back to unknown when an earlier settlement may have happened. */
 async function giveBack(core: PaymentCore, p: Pick<Payment, "receiptId" | "reclaimed">): Promise<void> {
+  core.verifying.delete(p.receiptId);
   try {
     if (p.reclaimed)
       await core.ledger.recordFailure(p.receiptId, {
@@ -434,6 +440,11 @@ const STILL_BUYING: OutcomeOf<"refused"> = {
  * generation): a purchase like any other. `proven` says the proof is the payer's own; it is asked only when an
  * earlier purchase exists, and "unproven" is returned when it is not (the facilitator's verify proves it later).
  * A chain observer holds the payer's settled (from, nonce) and signature but cannot sign a fresh proof as the payer.
+ *
+ * A purchase past its verify (settling, or claimed with its secret bound) is waited for until it ends; one still inside
+ * its verify (this process's `verifying`, or another instance's claim made earlier and within the wait) until it is
+ * bound or given back. That one is not yet known to be the payer's: the wait is only a delay, and if it outlasts the
+ * wait this proof is bought on its own.
  */
 async function rereadEarlier(
   core: PaymentCore,
@@ -451,14 +462,13 @@ async function rereadEarlier(
       (r) => r.id !== mine.id && r.amount === a.route.amount,
     );
     const bought = earlier.filter((r) => rereadable(r, a)).at(-1);
-    // Only a purchase past its verify is waited for: settling, or claimed with its secret bound (bound only after the
-    // facilitator verified it and it waited for nobody). A forged proof naming the payer is never bound, so it cannot
-    // hold the payer's own request up, and no two waiting claims ever wait for each other.
-    const inFlight = earlier.find(
+    // A secret is bound only after the facilitator verified the proof and its request waited for nobody.
+    const pastVerify = earlier.find(
       (r) =>
         r.status === "settling" ||
         (r.status === "claimed" && (r.idempotencyKey !== null || r.paymentId !== null)),
     );
+    const inFlight = pastVerify ?? earlier.find((r) => insideVerify(core, r, mine, a.now));
     if (!bought && !inFlight) return undefined;
     if (!isProven) {
       if (!(await proven())) return "unproven";
@@ -469,10 +479,24 @@ async function rereadEarlier(
       report(core, a, "replayed");
       return replay(a.proof.version, bought.response, bought);
     }
+    if (!inFlight) return undefined;
     const left = waitUntil - performance.now();
-    if (left <= 0 || !inFlight) return STILL_BUYING;
+    // Still unverified after the whole wait: not known to be the payer's purchase, so this proof buys on its own.
+    if (left <= 0) return pastVerify ? STILL_BUYING : undefined;
     await receiptEnd(core, inFlight.id, left);
   }
+}
+
+/**
+ * Whether an unbound claim of the payer is inside its facilitator verify: one of this process's (known exactly), or
+ * another instance's claimed before `mine` and recently enough to still be verifying. Both kinds never wait for a
+ * later claim, so waits only ever point back in time or at a claim that waits for nobody.
+ */
+function insideVerify(core: PaymentCore, r: Receipt, mine: Receipt, now: Date): boolean {
+  if (r.status !== "claimed" || r.idempotencyKey !== null || r.paymentId !== null) return false;
+  if (r.incarnation === core.incarnation) return core.verifying.has(r.id);
+  const at = Date.parse(r.createdAt);
+  return at < Date.parse(mine.createdAt) && at > now.getTime() - core.inFlightWaitMs;
 }
 
 /**
@@ -585,6 +609,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   }
   // Whoever might already have been charged for it is told so, never "nothing was charged".
   const consequence = reclaimed ? BEING_CONFIRMED : NOTHING_CHARGED;
+  core.verifying.add(receiptId);
   try {
     const verdict = await timed(core, "verify", () =>
       core.gateway.verify(proof.payload as PaymentPayload, requirements, { client: a.client }),
@@ -631,7 +656,9 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       now,
     });
   if (mine && reread === "unproven") {
-    // Verified by the facilitator now (a smart wallet's signature, proven on chain): the payer's own proof.
+    // Verified by the facilitator now (a smart wallet's signature, proven on chain): the payer's own proof. It may
+    // wait for a purchase still verifying, so it leaves `verifying` first.
+    core.verifying.delete(receiptId);
     const again = await rereadEarlier(core, a, mine, async () => true).catch(async (err) => {
       await giveBack(core, payment);
       throw err;
@@ -656,7 +683,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       };
     }
   }
-  const bound = await bindSecret(receiptId, identity);
+  const bound = await bindSecret(receiptId, identity).finally(() => core.verifying.delete(receiptId));
   if (!bound.ok) {
     await giveBack(core, payment);
     return secretReused(bound.secret, bound.reason);

@@ -75,6 +75,7 @@ export function createPaymentCore(opts: CoreOptions, log: FastifyBaseLogger): Pa
     inFlightWaitMs: opts.inFlightWaitMs ?? 30_000,
     inFlightPollMs: opts.inFlightPollMs ?? 250,
     waiters: new Map(),
+    verifying: new Set(),
     dataGeneration: opts.dataGeneration ?? (() => undefined),
   };
 }
