@@ -4,7 +4,6 @@ import {
   HttpProblem,
   PROBLEM_CONTENT_TYPE,
   type Problem,
-  problem,
   problemOf,
   validationProblem,
 } from "../http/problem.js";
@@ -12,7 +11,7 @@ import { validatorCompiler } from "../http/validation.js";
 import type { PaidHandler } from "../operations/handler.js";
 import { completePayment, type HandlerResponse, type PaymentCore } from "../payments/core.js";
 import { decideCall, logFault, type ProofOffer } from "../payments/decide.js";
-import { completionAnswer } from "../payments/http-answers.js";
+import { internalProblem, outcomeProblem } from "../payments/http-answers.js";
 import { HEADER_V2 } from "../payments/matching.js";
 import { decodeProof, proofObject } from "../payments/proof.js";
 import { OPERATIONS, type OperationKey } from "../operations/table.js";
@@ -36,7 +35,7 @@ export type PaidHandlers = { readonly [K in OperationKey]: PaidHandler<never> };
 export interface ToolServer {
   core: PaymentCore;
   handlers: PaidHandlers;
-  /** Whether the request's Host makes the MCP endpoint's URL (the 402's resource). */
+  /** Whether the request's Host makes the MCP endpoint's URL (the PaymentRequired's resource). */
   hostMakesUrl(request: FastifyRequest, path: string): boolean;
   baseUrl(request: FastifyRequest): string;
 }
@@ -66,7 +65,7 @@ function shapeOf(tool: PaidTool) {
   return s;
 }
 
-/** The arguments validated as the route validates its request (body first, then query), or the route's 400. */
+/** The arguments validated as the route validates its request (body first, then query), or the route's problem. */
 function validated(
   tool: PaidTool,
   args: Record<string, unknown> | undefined,
@@ -117,7 +116,14 @@ export async function callPaidTool(
   const handler = server.handlers[tool.key] as PaidHandler<unknown>;
   if (!server.hostMakesUrl(request, instance))
     return problemResult(
-      problem(400, "invalid-host", "The Host header does not make a valid URL.", instance),
+      outcomeProblem(
+        {
+          kind: "invalid_request",
+          code: "invalid-host",
+          detail: "The Host header does not make a valid URL.",
+        },
+        instance,
+      ),
     );
   const input = validated(tool, args);
   if ("problem" in input) return problemResult(input.problem);
@@ -137,32 +143,23 @@ export async function callPaidTool(
     proof === undefined
       ? unpaidChallenge(tool, handler.price, server.core.terms, baseUrl)
       : toolChallenge(tool, handler.price, server.core.terms, baseUrl, true);
-  const decision = await decideCall(
-    server.core,
-    handler.price,
-    {
-      method: tool.method,
-      offer: offerOf(proof),
-      idempotencyKey: typeof retryKey === "string" ? retryKey : undefined,
-      query: input.query,
-      body: input.body,
-      resourceUrl: `${baseUrl}${instance}`,
-      instance,
-      client: request.ip,
-      generation: server.core.dataGeneration(request),
-      log: request.log,
-    },
-    challenge,
-  );
-  if (decision.kind === "answer")
-    return toolResult({ ...decision.answer, status: decision.answer.status ?? 500 }, tool);
+  const decision = await decideCall(server.core, handler.price, {
+    method: tool.method,
+    offer: offerOf(proof),
+    idempotencyKey: typeof retryKey === "string" ? retryKey : undefined,
+    query: input.query,
+    body: input.body,
+    resourceUrl: `${baseUrl}${instance}`,
+    client: request.ip,
+    generation: server.core.dataGeneration(request),
+    log: request.log,
+  });
+  if (decision.kind === "answer") return toolResult(decision.outcome, tool, challenge);
 
   const response = await answered(handler, operationInput, request, reply, tool);
-  const payment = decision.payment;
-  const completion = await completePayment(server.core, payment, response);
-  if (completion.kind === "fault") logFault(request.log, completion.fault);
-  const a = completionAnswer(completion, payment.issuedKey, instance, challenge);
-  return toolResult({ ...a, status: a.status ?? response.statusCode, body: a.body ?? response.body }, tool);
+  const completion = await completePayment(server.core, decision.payment, response);
+  logFault(request.log, completion);
+  return toolResult(completion, tool, challenge, response);
 }
 
 /** The operation's answer as its route would send it: the 200 body its serializer writes, or the problem. */
@@ -188,8 +185,7 @@ async function answered(
   } catch (err) {
     const refusal = thrown(err, tool.path);
     if (!refusal) request.log.error({ err, tool: tool.name }, "mcp tool call failed");
-    const p =
-      refusal?.problem ?? problem(500, "internal", "The server failed to answer this request.", tool.path);
+    const p = refusal?.problem ?? internalProblem(tool.path, "The server failed to answer this request.");
     return { statusCode: p.status, contentType: PROBLEM_CONTENT_TYPE, body: JSON.stringify(p) };
   }
 }

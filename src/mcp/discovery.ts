@@ -10,8 +10,8 @@ import type { PaidTool } from "./tools.js";
  * (`resource.url`, `toolName`), so the tool's PaymentRequired names the MCP endpoint as its resource.
  *
  * A client echoes the extension inside its payment, which the adapter hands to the route as PAYMENT-SIGNATURE: like
- * the HTTP routes' 402, it shows the answer's headline fields as the output example (the full one is in the OpenAPI
- * document).
+ * the HTTP routes' PaymentRequired, it shows the answer's headline fields as the output example (the full one is in
+ * the OpenAPI document).
  */
 function build(tool: PaidTool): Record<string, DiscoveryExtension> {
   const d = discoverable(`${tool.method} ${tool.path}`);

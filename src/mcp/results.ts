@@ -1,8 +1,15 @@
-import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
-import { type Problem, problem } from "../http/problem.js";
+import type { Problem } from "../http/problem.js";
 import { boundedError } from "../payments/challenge.js";
-import type { Challenge, HttpAnswer } from "../payments/http-answers.js";
+import type { HandlerResponse } from "../payments/core.js";
+import {
+  type Challenge,
+  internalProblem,
+  malformedAnswerProblem,
+  outcomeProblem,
+  replaySettlement,
+} from "../payments/http-answers.js";
+import type { Outcome } from "../payments/outcomes.js";
 import { type PaymentTerms, paymentRequiredV2, type RoutePrice } from "../payments/requirements.js";
 import { ascii, mcpBazaar } from "./discovery.js";
 import { toolSummary } from "./summary.js";
@@ -34,9 +41,6 @@ export interface ToolResult {
   _meta?: Record<string, unknown>;
 }
 
-/** The core's answer to a tool call, with the status and body the handler gave where the core kept them. */
-export type ToolAnswer = HttpAnswer & { status: number };
-
 function parseObject(text: string): Record<string, unknown> | undefined {
   try {
     const v: unknown = JSON.parse(text);
@@ -55,8 +59,11 @@ const structured = (value: Record<string, unknown>, isError: boolean): ToolResul
   ...(isError ? { isError: true } : {}),
 });
 
-/** An error result carrying a problem (RFC 9457 fields), with `retryAfter` when the answer said when to retry. */
-export const problemResult = (p: Problem | Record<string, unknown>, retryAfter?: string): ToolResult => {
+/** An error result carrying a problem (RFC 9457 fields), with `retryAfter` (seconds) when it says when to retry. */
+export const problemResult = (
+  p: Problem | Record<string, unknown>,
+  retryAfter?: string | number,
+): ToolResult => {
   const seconds = Number(retryAfter);
   return structured(Number.isFinite(seconds) && seconds > 0 ? { ...p, retryAfter: seconds } : p, true);
 };
@@ -77,7 +84,7 @@ export function toolPaymentRequired(
   return { ...pr, resource: ascii(pr.resource), extensions: { ...pr.extensions, ...mcpBazaar(tool) } };
 }
 
-/** The 402s of one tool call: a call that carried no payment is told where to put one. */
+/** The PaymentRequired of one tool call: a call that carried no payment is told where to put one. */
 export const toolChallenge =
   (tool: PaidTool, price: RoutePrice, terms: PaymentTerms, baseUrl: string, paid: boolean): Challenge =>
   (error) => ({
@@ -93,57 +100,75 @@ export const paymentRequiredResult = (pr: PaymentRequired): ToolResult => ({
   _meta: { [META_ERROR]: pr },
 });
 
-const headerOf = (a: HttpAnswer, name: string): string | undefined =>
-  a.headers.find(([n]) => n.toLowerCase() === name)?.[1];
-
-const text = (body: unknown): string =>
-  typeof body === "string" ? body : Buffer.isBuffer(body) ? body.toString("utf8") : JSON.stringify(body);
-
 /**
- * The tool result of the core's answer:
- * - 2xx: the body as structured content, the settlement in `_meta["x402/payment-response"]`;
- * - 402: the tool's PaymentRequired (fresh requirements, the reason in `error`);
- * - any other status: the problem (with `retryAfter` when the answer said when to retry).
+ * The tool result of a paid call's outcome (payments/outcomes.ts), the same outcome HTTP renders in
+ * payments/http-answers.ts, whose problem bodies it shares:
+ * - delivered or replayed: the answer as structured content, the settlement in `_meta["x402/payment-response"]`;
+ * - payment_required: the tool's PaymentRequired (fresh requirements, the reason in `error`);
+ * - unpaid: the operation's own problem;
+ * - any other: the outcome's problem, with `retryAfter` (seconds) when it says when to retry.
  * A failed settlement's `success: false` and the retry key issued to the payment ride in `_meta` of any of them.
+ * `response`: the operation's answer, for an outcome that sends it (delivered, unpaid).
  */
-export function toolResult(answer: ToolAnswer, tool: PaidTool): ToolResult {
-  const result = resultOf(answer, tool);
+export function toolResult(
+  outcome: Outcome,
+  tool: PaidTool,
+  challenge: Challenge,
+  response?: HandlerResponse,
+): ToolResult {
+  const result = resultOf(outcome, tool, challenge, response);
   const meta: Record<string, unknown> = {};
-  const issued = headerOf(answer, "idempotency-key");
-  if (issued) meta[META_RETRY_KEY] = issued;
-  const settlement = answer.x402?.settlement;
-  if (settlement && (answer.status < 200 || answer.status >= 300)) meta[META_PAYMENT_RESPONSE] = settlement;
+  if ("retryKey" in outcome && outcome.retryKey !== undefined) meta[META_RETRY_KEY] = outcome.retryKey;
+  if ((outcome.kind === "payment_required" || outcome.kind === "fault") && outcome.settlement)
+    meta[META_PAYMENT_RESPONSE] = outcome.settlement.response;
   return Object.keys(meta).length ? { ...result, _meta: { ...result._meta, ...meta } } : result;
 }
 
-function resultOf(answer: ToolAnswer, tool: PaidTool): ToolResult {
-  const instance = tool.path;
-  if (answer.status >= 200 && answer.status < 300) {
-    const body = text(answer.body);
-    const value = parseObject(body);
-    if (!value)
-      return problemResult(problem(502, "internal", "The route answered without a JSON object.", instance));
-    // A replay carries the settlement as it was kept with the response (encoded, as HTTP sends it).
-    const kept = headerOf(answer, "payment-response");
-    const settlement = answer.x402?.settlement ?? (kept ? decodePaymentResponseHeader(kept) : undefined);
-    const meta: Record<string, unknown> = {};
-    if (settlement) meta[META_PAYMENT_RESPONSE] = settlement;
-    if (headerOf(answer, "idempotent-replayed") === "true") meta["pressure402/replayed"] = true;
-    return {
-      // A short quotable summary; the whole answer is structuredContent (summary.ts).
-      content: [{ type: "text", text: toolSummary(tool.key, value) ?? body }],
-      structuredContent: value,
-      ...(Object.keys(meta).length ? { _meta: meta } : {}),
-    };
+/** An answer's body as the tool's structured result, with what `_meta` adds to it. */
+function answerResult(body: string, tool: PaidTool, meta: Record<string, unknown>): ToolResult {
+  const value = parseObject(body);
+  if (!value) return problemResult(malformedAnswerProblem(tool.path));
+  return {
+    // A short quotable summary; the whole answer is structuredContent (summary.ts).
+    content: [{ type: "text", text: toolSummary(tool.key, value) ?? body }],
+    structuredContent: value,
+    ...(Object.keys(meta).length ? { _meta: meta } : {}),
+  };
+}
+
+function resultOf(
+  outcome: Outcome,
+  tool: PaidTool,
+  challenge: Challenge,
+  response: HandlerResponse | undefined,
+): ToolResult {
+  switch (outcome.kind) {
+    case "delivered":
+      return answerResult(response?.body ?? "", tool, {
+        [META_PAYMENT_RESPONSE]: outcome.settlement.response,
+      });
+    case "replay": {
+      const settlement = replaySettlement(outcome);
+      return answerResult(outcome.response.body, tool, {
+        ...(settlement ? { [META_PAYMENT_RESPONSE]: settlement } : {}),
+        "pressure402/replayed": true,
+      });
+    }
+    case "payment_required":
+      return paymentRequiredResult(challenge(outcome.error, outcome.v1Error).required);
+    case "unpaid": {
+      // The operation's own problem (its check or answer failed), as its route would have answered it.
+      const p = parseObject(response?.body ?? "");
+      return problemResult(
+        p && typeof p.status === "number" && typeof p.type === "string"
+          ? p
+          : internalProblem(tool.path, "The server failed to answer this request."),
+      );
+    }
+    default:
+      return problemResult(
+        outcomeProblem(outcome, tool.path),
+        "retryAfterSeconds" in outcome ? outcome.retryAfterSeconds : undefined,
+      );
   }
-  const required = answer.x402?.required;
-  if (answer.status === 402 && required) return paymentRequiredResult(required);
-  const body = typeof answer.body === "object" && !Buffer.isBuffer(answer.body) ? answer.body : undefined;
-  const p = (body as Record<string, unknown> | undefined) ?? parseObject(text(answer.body));
-  return problemResult(
-    p && typeof p.status === "number" && typeof p.type === "string"
-      ? p
-      : problem(answer.status, "internal", "The server failed to answer this request.", instance),
-    headerOf(answer, "retry-after"),
-  );
 }

@@ -24,9 +24,9 @@ function cacheOf(terms: PaymentTerms, price: RoutePrice): Map<string, ReturnType
 }
 
 /**
- * The 402 of a tool call that carried no payment, built once per tool and base URL: its PaymentRequired never changes
+ * The PaymentRequired of a tool call that carried no payment, built once per tool and base URL: its PaymentRequired never changes
  * for them (the price, terms, Bazaar extension and "payment required" reason are fixed), so an unpaid call costs what
- * an HTTP route's cached 402 costs, not a fresh PaymentRequired each time.
+ * an HTTP route's cached challenge costs, not a fresh PaymentRequired each time.
  */
 export function unpaidChallenge(
   tool: PaidTool,

@@ -3,6 +3,8 @@ import { availabilityLabel, type BenchmarkPhase } from "../benchmark/availabilit
 import type { BenchmarkService } from "../benchmark/service.js";
 import { HttpProblem } from "../http/problem.js";
 import type { LedgerPort } from "../ledger/port.js";
+import { refusalError } from "../payments/http-answers.js";
+import { capReached, type ProvisionalCap } from "../payments/outcomes.js";
 import { PRICES } from "./prices.js";
 import type { BenchmarkBody } from "../schemas/benchmark.js";
 import type { PaidHandler } from "./handler.js";
@@ -54,37 +56,33 @@ function assertAbsoluteUrl(value: string): void {
 export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Static<typeof BenchmarkBody>> {
   const route = PRICES.benchmark.route;
 
-  /** Counts survive restarts (ledger). */
-  async function capState(now: Date): Promise<{ reached: boolean; retryAfterSeconds: number }> {
-    if (opts.phase !== "provisional") return { reached: false, retryAfterSeconds: 0 };
-    const dayStart = utcDayStart(now);
-    const used = await opts.ledger.countPaidSince(route, dayStart);
-    const retryAfterSeconds = Math.max(1, Math.ceil((dayStart.getTime() + DAY_MS - now.getTime()) / 1000));
-    return { reached: used >= opts.provisionalCap, retryAfterSeconds };
+  /** The provisional phase's cap of this UTC day; counts survive restarts (ledger). */
+  function capOf(now: Date): ProvisionalCap | undefined {
+    if (opts.phase !== "provisional") return undefined;
+    const since = utcDayStart(now);
+    return {
+      limit: opts.provisionalCap,
+      since,
+      until: new Date(since.getTime() + DAY_MS),
+      detail: `The benchmark's provisional daily cap (${opts.provisionalCap} paid calls per UTC day) is reached; it reopens at 00:00 UTC.`,
+      extensions: { availability: availabilityLabel(opts.phase, true) },
+    };
   }
 
   return {
     // The check answers before any 402; the cap rule reserves the slot atomically with the payment's claim.
     price: {
       ...PRICES.benchmark,
-      cap: () =>
-        opts.phase === "provisional"
-          ? { limit: opts.provisionalCap, since: utcDayStart(opts.clock()) }
-          : undefined,
+      cap: () => capOf(opts.clock()),
     },
     check: async (body) => {
       assertAbsoluteUrl(body.endpoint_url);
       const refusal = await opts.benchmark.precheck({ endpoint_url: body.endpoint_url });
       if (refusal !== null) throw invalidUrl(`endpoint_url ${refusal.detail}.`, refusal.detail);
-      const cap = await capState(opts.clock());
-      if (cap.reached)
-        throw new HttpProblem(
-          503,
-          "provisional-cap-reached",
-          `The benchmark's provisional daily cap (${opts.provisionalCap} paid calls per UTC day) is reached; it reopens at 00:00 UTC.`,
-          { "Retry-After": String(cap.retryAfterSeconds) },
-          { availability: availabilityLabel(opts.phase, true) },
-        );
+      const now = opts.clock();
+      const cap = capOf(now);
+      if (cap && (await opts.ledger.countPaidSince(route, cap.since)) >= cap.limit)
+        throw refusalError(capReached(cap, now));
     },
     answer: (body) =>
       opts.benchmark.benchmark(

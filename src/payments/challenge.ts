@@ -20,7 +20,7 @@ export interface Challenge {
    * clients read the header).
    */
   body: Readonly<PaymentRequiredV1>;
-  /** `body` as the JSON bytes sent: serialized once, not by the route's 402 serializer on every answer. */
+  /** `body` as the JSON bytes sent: serialized once, not by the route's serializer on every PaymentRequired. */
   bytes: Buffer;
 }
 
@@ -35,7 +35,7 @@ export const boundedError = (error: string): string =>
   error.length > ERROR_MAX ? `${error.slice(0, ERROR_MAX - 1)}…` : error;
 
 /**
- * A route's 402 challenges, each built once: the price, terms and encoding never change for a route, and a challenge
+ * A route's PaymentRequired challenges, each built once: the price, terms and encoding never change for a route, and a challenge
  * varies only with the resource URL (path and query) and the error text. Bounded, so a client walking random query
  * strings costs memory for at most `max` entries.
  */
@@ -45,7 +45,7 @@ export function challengeCache(
   max = 256,
 ): (resourceUrl: string, error: string, v1Error?: string) => Challenge {
   // By resource URL, then by error text: the texts are a handful of constants per route, so no key is built per
-  // request (a joined key of URL and text was a fresh string to hash on every 402).
+  // request (a joined key of URL and text was a fresh string to hash on every challenge).
   const cache = new Map<string, Map<string, Map<string | undefined, Challenge>>>();
   let entries = 0;
   return (resourceUrl, fullError, fullV1Error) => {
@@ -88,7 +88,7 @@ export function challengeCache(
   };
 }
 
-/** Every route's challenge cache, each built on the route's first 402. */
+/** Every route's challenge cache, each built on the route's first challenge. */
 export function routeChallenges(terms: PaymentTerms) {
   const caches = new WeakMap<RoutePrice, ReturnType<typeof challengeCache>>();
   return (route: RoutePrice, resourceUrl: string) => {

@@ -1,6 +1,6 @@
 /**
  * A small circuit breaker for the facilitator: after `failureThreshold` consecutive faults it opens and requests
- * fail fast (503 + Retry-After) instead of queueing behind a dead dependency; after `cooldownMs` one trial call is
+ * fail fast (unavailable, with Retry-After) instead of queueing behind a dead dependency; after `cooldownMs` one trial call is
  * let through (half-open) and its outcome closes or re-opens the circuit. Pure state + transitions, no timers.
  *
  * A fault seen on one payer's proof may be that proof's own cost (a slow contract signature), so such faults open the

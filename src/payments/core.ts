@@ -1,9 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import type { FastifyBaseLogger } from "fastify";
-import { v1NameOf } from "../chain/networks.js";
 import type { PaymentObserver, PaymentOutcome } from "./events.js";
 import {
   FacilitatorFault,
@@ -12,6 +10,7 @@ import {
   localSignatureCheck,
   SETTLEMENT_PENDING,
 } from "./gateway.js";
+import { handlerSucceeded, keptAnswer } from "./http-answers.js";
 import {
   type LedgerPort,
   normalizeNetwork,
@@ -19,6 +18,18 @@ import {
   type Receipt,
   type StoredResponse,
 } from "../ledger/port.js";
+import {
+  BEING_CONFIRMED,
+  BUSY_RETRY_SECONDS,
+  capReached,
+  type FaultReason,
+  NOT_CONFIRMED,
+  NOTHING_CHARGED,
+  type OutcomeOf,
+  type ProvisionalCap,
+  type Settlement,
+  unconfirmed,
+} from "./outcomes.js";
 import type { Proof } from "./proof.js";
 import type { ChainReader } from "./chain-reader.js";
 import { deadIncarnations, resolveFromChain } from "./recovery.js";
@@ -28,10 +39,9 @@ import { reasonCode, settleFailureKind } from "./settle-failure.js";
 /**
  * The payment decision, free of any transport: claim → verify → (the caller runs its handler) → settle → deliver, and
  * the recoveries in between. Plain functions over the ledger port, the facilitator gateway and the chain reader, in
- * the spirit of @x402/core's resource server. decide.ts runs them for one paid call of any transport and
- * http-answers.ts says what each outcome answers; the HTTP plugin and the MCP tools only carry that, and
- * test/payments/core.test.ts calls them directly. Every answer is a value saying what happened, never a reply
- * written here.
+ * the spirit of @x402/core's resource server. decide.ts runs them for one paid call of any transport; every answer
+ * is an outcome in x402 terms (outcomes.ts), never a status or a header: http-answers.ts renders it for HTTP and
+ * src/mcp for a tool call. test/payments/core.test.ts calls them directly.
  */
 export interface PaymentCore {
   gateway: FacilitatorGateway;
@@ -64,6 +74,11 @@ export interface PaymentCore {
   inFlightPollMs: number;
   /** This process's waiters on a receipt's end (settled, released, failed), by receipt id. */
   waiters: Map<string, Set<() => void>>;
+  /**
+   * This process's claims inside their facilitator verify, past their own re-read and not yet bound: a fresh proof of
+   * the same payer for the same request waits for them. A claim here never waits for another, so no two wait in a ring.
+   */
+  verifying: Set<string>;
   /** The data generation a request is answered from (its transport's request object). */
   dataGeneration: (request: object) => string | undefined;
 }
@@ -124,8 +139,11 @@ export async function flushUnwritten(core: PaymentCore): Promise<number> {
   return core.unwritten.size;
 }
 
-/** A provisional cap, reserved atomically with the claim: `limit` paid calls since `since`. */
-export type CapRule = (now: Date) => { limit: number; since: Date } | undefined;
+/**
+ * A provisional cap, reserved atomically with the claim: `limit` paid calls since `since`, and what a buyer is told
+ * when it is reached (the operation's check tells it the same before any PaymentRequired).
+ */
+export type CapRule = (now: Date) => ProvisionalCap | undefined;
 
 export interface PaidRoute extends RoutePrice {
   /** Stable route id for receipts, e.g. "POST /v1/unlock-risk". */
@@ -166,27 +184,10 @@ export interface Payment extends Omit<Attempt, "now"> {
   issuedKey?: string | undefined;
 }
 
-export type Refusal = {
-  status: 409 | 422 | 503;
-  slug: string;
-  detail: string;
-  headers?: Record<string, string>;
-};
-
 /** What the transport answers instead of running the handler, or that it may run it. */
 export type Admission =
   | { kind: "proceed"; payment: Payment }
-  /** The response this payment already bought, with the settlement header of the proof's x402 version. */
-  | { kind: "replay"; response: StoredResponse }
-  /** A fresh PAYMENT-REQUIRED naming why. */
-  | { kind: "payment_required"; error: string }
-  /** Another live request holds this payment (`withKey`: one sent with the same Idempotency-Key). */
-  | { kind: "busy"; withKey: boolean }
-  /** An earlier settlement of this payment has no known outcome yet: retry with the same proof. */
-  | { kind: "unconfirmed" }
-  | { kind: "refused"; refusal: Refusal }
-  /** The facilitator failed; `consequence` tells the buyer where its money stands. */
-  | { kind: "fault"; fault: FacilitatorFault; consequence: string };
+  | OutcomeOf<"replay" | "payment_required" | "busy" | "unconfirmed" | "refused" | "fault">;
 
 /** The handler's answer, as the payment core needs it to settle and to keep it for a retry. */
 export interface HandlerResponse {
@@ -195,35 +196,15 @@ export interface HandlerResponse {
   body: string;
 }
 
-/** A settlement as the transports answer it: the x402 SettleResponse and its header for the proof's version. */
-export interface Settled {
-  header: [string, string];
-  settlement: SettleResponse;
-}
+/** What follows the handler's answer: delivered with its settlement, or what replaces it. */
+export type Completion = OutcomeOf<
+  "delivered" | "unpaid" | "taken_over" | "unconfirmed" | "payment_required" | "fault"
+>;
 
-const settled = (version: 1 | 2, settlement: SettleResponse): Settled => ({
-  header: settlementHeader(version, settlement),
-  settlement,
-});
-
-export type Completion =
-  /** Paid: send the handler's response with this settlement. */
-  | ({ kind: "delivered" } & Settled)
-  /** The handler failed: its answer goes out as it is, nothing was settled. */
-  | { kind: "unpaid" }
-  /** The claim lapsed and another request took the payment over: it settles, not this one. */
-  | { kind: "taken_over" }
-  /** The settlement's outcome is unknown (a timeout, a lost answer): never `success: false`, which invites paying again. */
-  | { kind: "unconfirmed" }
-  /**
-   * A settlement known to have failed, with its `success: false` settlement (the x402 HTTP transport's
-   * PAYMENT-RESPONSE on failure, naming the reason).
-   */
-  | ({ kind: "payment_required"; error: string } & Partial<Settled>)
-  | ({ kind: "fault"; fault: FacilitatorFault; consequence: string } & Partial<Settled>);
+const settled = (version: 1 | 2, response: SettleResponse): Settlement => ({ response, version });
 
 /** The settlement of a failed settlement: `success: false`, the reason, no transaction. */
-const failed = (p: Payment, errorReason: string): Settled =>
+const failed = (p: Payment, errorReason: string): Settlement =>
   settled(p.proof.version, {
     success: false,
     errorReason,
@@ -232,11 +213,19 @@ const failed = (p: Payment, errorReason: string): Settled =>
     payer: p.identity.payer,
   });
 
-export const NOTHING_CHARGED = "Nothing was charged; retry later.";
-export const BEING_CONFIRMED =
-  "An earlier settlement of this payment is still being confirmed; do not pay again, retry later with the same proof.";
-const NOT_CONFIRMED =
-  "The settlement could not be confirmed and nothing was delivered; retry later with the same proof.";
+/** A fault outcome; the failure's own words stay for the log. */
+const fault = (
+  f: { reason: FaultReason; retryAfterSeconds: number; message: string },
+  consequence: string,
+  settlement?: Settlement,
+): OutcomeOf<"fault"> => ({
+  kind: "fault",
+  reason: f.reason,
+  retryAfterSeconds: f.retryAfterSeconds,
+  message: f.message,
+  consequence,
+  ...(settlement ? { settlement } : {}),
+});
 
 function report(core: PaymentCore, p: { route: PaidRoute; proof?: Proof }, o: PaymentOutcome) {
   core.observer.paymentOutcome({
@@ -271,52 +260,26 @@ async function timed<T>(
   }
 }
 
-/** The settlement header of an x402 version: PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1, network "base"). */
-export function settlementHeader(version: 1 | 2, result: SettleResponse): [string, string] {
-  if (version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
-  const v1 = { ...result, network: v1NameOf(result.network) };
-  return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
-}
-
-const SETTLEMENT_HEADERS = { 1: "X-PAYMENT-RESPONSE", 2: "PAYMENT-RESPONSE" } as const;
-
-/**
- * A stored response replayed to a proof of `version`: the same authorization may come back as v1 (X-PAYMENT) after
- * paying as v2 or the other way round, and each client reads only its own version's settlement header.
- */
-export function replayFor(version: 1 | 2, stored: StoredResponse, receipt: Receipt): StoredResponse {
-  const wanted = SETTLEMENT_HEADERS[version];
-  const other = SETTLEMENT_HEADERS[version === 1 ? 2 : 1];
-  if (stored.headers[wanted] !== undefined || stored.headers[other] === undefined || !receipt.transaction)
-    return stored;
-  const { [other]: _dropped, ...rest } = stored.headers;
-  const [name, value] = settlementHeader(version, {
-    success: true,
-    transaction: receipt.transaction,
-    network: receipt.identity.network as PaymentRequirements["network"],
-    payer: receipt.identity.payer,
-  });
-  return { ...stored, headers: { ...rest, [name]: value } };
-}
-
-/** What the ledger keeps for a retry: status, body, content type and the settlement header. */
-function storedResponse(
-  response: HandlerResponse,
-  header: [string, string],
-  generation: string | undefined,
-): StoredResponse {
-  const headers: Record<string, string> = { [header[0]]: header[1], "Cache-Control": "private, no-store" };
-  if (response.contentType) headers["Content-Type"] = response.contentType;
+/** A kept answer replayed to a proof of `version`, with the settlement of the transaction that paid for it. */
+function replay(version: 1 | 2, stored: StoredResponse, receipt: Receipt): OutcomeOf<"replay"> {
   return {
-    statusCode: response.statusCode,
-    headers,
-    body: response.body,
-    ...(generation === undefined ? {} : { generation }),
+    kind: "replay",
+    response: stored,
+    version,
+    paid: receipt.transaction
+      ? {
+          success: true,
+          transaction: receipt.transaction,
+          network: receipt.identity.network as PaymentRequirements["network"],
+          payer: receipt.identity.payer,
+        }
+      : undefined,
   };
 }
 
 /** Ends a claim that did not settle: released, or back to unknown when an earlier settlement may have happened. */
 async function giveBack(core: PaymentCore, p: Pick<Payment, "receiptId" | "reclaimed">): Promise<void> {
+  core.verifying.delete(p.receiptId);
   try {
     if (p.reclaimed)
       await core.ledger.recordFailure(p.receiptId, {
@@ -354,28 +317,23 @@ async function releaseDeadHolder(core: PaymentCore, r: Receipt, now: Date): Prom
 
 type Secret = "key" | "payment_id";
 
-/**
- * A secret reused for another request or another payment: 422 for an Idempotency-Key (as before), 409 for a
- * payment-identifier id (the extension's "same id, different payload").
- */
-const secretReused = (secret: Secret, reason: "different_request" | "different_payment"): Admission => {
+/** A secret reused for another request or another payment (the extension's "same id, different payload"). */
+const secretReused = (
+  secret: Secret,
+  reason: "different_request" | "different_payment",
+): OutcomeOf<"refused"> => {
   const what = reason === "different_request" ? "a different request" : "a different payment proof";
-  return {
-    kind: "refused",
-    refusal:
-      secret === "key"
-        ? {
-            status: 422,
-            slug: "idempotency-key-reused",
-            detail: `this Idempotency-Key was used with ${what}`,
-          }
-        : {
-            status: 409,
-            slug: "payment-identifier-reused",
-            detail: `this payment-identifier id was used with ${what}; nothing was charged`,
-            headers: { "Cache-Control": "no-store" },
-          },
-  };
+  return secret === "key"
+    ? {
+        kind: "refused",
+        code: "idempotency-key-reused",
+        detail: `this Idempotency-Key was used with ${what}`,
+      }
+    : {
+        kind: "refused",
+        code: "payment-identifier-reused",
+        detail: `this payment-identifier id was used with ${what}; nothing was charged`,
+      };
 };
 
 /**
@@ -422,7 +380,7 @@ function answerPaid(
   }
   if (r.response && (!r.responseExpiresAt || Date.parse(r.responseExpiresAt) > a.now.getTime())) {
     report(core, a, "replayed");
-    return { kind: "replay", response: replayFor(a.proof.version, r.response, r) };
+    return replay(a.proof.version, r.response, r);
   }
   if (r.responseExpiresAt === null && r.transaction)
     // Paid (found on chain) and never delivered: run the handler and deliver, with no second settlement.
@@ -430,13 +388,9 @@ function answerPaid(
   report(core, a, "refused");
   return {
     kind: "refused",
-    refusal: {
-      status: 409,
-      slug: "payment-already-used",
-      detail:
-        "This payment already bought this request's response, which is no longer kept (retention window passed).",
-      headers: { "Cache-Control": "no-store" },
-    },
+    code: "payment-already-used",
+    detail:
+      "This payment already bought this request's response, which is no longer kept (retention window passed).",
   };
 }
 
@@ -463,16 +417,20 @@ function rereadable(r: Receipt, a: Attempt): r is Receipt & { response: StoredRe
   );
 }
 
+/** Another live request holds this payment. */
+const busy = (withKey: boolean): OutcomeOf<"busy"> => ({
+  kind: "busy",
+  withKey,
+  retryAfterSeconds: BUSY_RETRY_SECONDS,
+});
+
 /** What a fresh proof is answered while the payer's earlier purchase of the same request is still being paid. */
-const STILL_BUYING: Admission = {
+const STILL_BUYING: OutcomeOf<"refused"> = {
   kind: "refused",
-  refusal: {
-    status: 409,
-    slug: "purchase-in-progress",
-    detail:
-      "Your earlier payment for this same request is still being settled; nothing was charged for this one. Do not pay again: retry shortly to get that answer.",
-    headers: { "Retry-After": "2", "Cache-Control": "no-store" },
-  },
+  code: "purchase-in-progress",
+  detail:
+    "Your earlier payment for this same request is still being settled; nothing was charged for this one. Do not pay again: retry shortly to get that answer.",
+  retryAfterSeconds: 2,
 };
 
 /**
@@ -482,6 +440,11 @@ const STILL_BUYING: Admission = {
  * generation): a purchase like any other. `proven` says the proof is the payer's own; it is asked only when an
  * earlier purchase exists, and "unproven" is returned when it is not (the facilitator's verify proves it later).
  * A chain observer holds the payer's settled (from, nonce) and signature but cannot sign a fresh proof as the payer.
+ *
+ * A purchase past its verify (settling, or claimed with its secret bound) is waited for until it ends; one still inside
+ * its verify (this process's `verifying`, or another instance's claim made earlier and within the wait) until it is
+ * bound or given back. That one is not yet known to be the payer's: the wait is only a delay, and if it outlasts the
+ * wait this proof is bought on its own.
  */
 async function rereadEarlier(
   core: PaymentCore,
@@ -499,14 +462,13 @@ async function rereadEarlier(
       (r) => r.id !== mine.id && r.amount === a.route.amount,
     );
     const bought = earlier.filter((r) => rereadable(r, a)).at(-1);
-    // Only a purchase past its verify is waited for: settling, or claimed with its secret bound (bound only after the
-    // facilitator verified it and it waited for nobody). A forged proof naming the payer is never bound, so it cannot
-    // hold the payer's own request up, and no two waiting claims ever wait for each other.
-    const inFlight = earlier.find(
+    // A secret is bound only after the facilitator verified the proof and its request waited for nobody.
+    const pastVerify = earlier.find(
       (r) =>
         r.status === "settling" ||
         (r.status === "claimed" && (r.idempotencyKey !== null || r.paymentId !== null)),
     );
+    const inFlight = pastVerify ?? earlier.find((r) => insideVerify(core, r, mine, a.now));
     if (!bought && !inFlight) return undefined;
     if (!isProven) {
       if (!(await proven())) return "unproven";
@@ -515,19 +477,34 @@ async function rereadEarlier(
     if (bought) {
       a.log.info({ receipt: bought.id }, "a fresh proof of the payer re-reads the answer it bought");
       report(core, a, "replayed");
-      return { kind: "replay", response: replayFor(a.proof.version, bought.response, bought) };
+      return replay(a.proof.version, bought.response, bought);
     }
+    if (!inFlight) return undefined;
     const left = waitUntil - performance.now();
-    if (left <= 0 || !inFlight) return STILL_BUYING;
+    // Still unverified after the whole wait: not known to be the payer's purchase, so this proof buys on its own.
+    if (left <= 0) return pastVerify ? STILL_BUYING : undefined;
     await receiptEnd(core, inFlight.id, left);
   }
+}
+
+/**
+ * Whether an unbound claim of the payer is inside its facilitator verify: one of this process's (known exactly), or
+ * another instance's claimed before `mine` and recently enough to still be verifying. Both kinds never wait for a
+ * later claim, so waits only ever point back in time or at a claim that waits for nobody.
+ */
+function insideVerify(core: PaymentCore, r: Receipt, mine: Receipt, now: Date): boolean {
+  if (r.status !== "claimed" || r.idempotencyKey !== null || r.paymentId !== null) return false;
+  if (r.incarnation === core.incarnation) return core.verifying.has(r.id);
+  const at = Date.parse(r.createdAt);
+  return at < Date.parse(mine.createdAt) && at > now.getTime() - core.inFlightWaitMs;
 }
 
 /**
  * Whether the facilitator's "invalid signature" is in fact the payer's own signature it could not check (its chain is
  * down): the gateway recovered it to `from` before asking. Only an EOA's signature is proven without the chain; a
  * contract wallet's was vouched for by our chain read and the facilitator may still refuse it for reasons of its own,
- * so it stays the buyer's 402. A gateway that says nothing proved nothing: a 402, never a 503 inviting free retries.
+ * so it stays the buyer's PaymentRequired. A gateway that says nothing proved nothing: a PaymentRequired, never a
+ * fault inviting free retries.
  */
 const payersOwnSignature = (verdict: GatewayVerdict, reason: string): boolean =>
   reason === "invalid_exact_evm_signature" && verdict.signature === "eoa";
@@ -547,6 +524,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   };
   const { now: _now, ...attempt } = a;
   const base = { ...attempt, identity };
+  const cap = route.cap?.(now);
   const claimIt = () =>
     core.ledger.claimAuthorization({
       identity,
@@ -559,7 +537,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       validBefore: proof.exact.authorization.validBefore,
       incarnation: core.incarnation,
       lockTtlMs: core.lockTtlMs,
-      cap: route.cap?.(now),
+      cap,
       now,
     });
   let claim = await claimIt();
@@ -574,17 +552,10 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       return secretReused("key", claim.reason);
     case "cap_reached":
       report(core, a, "refused");
-      return {
-        kind: "refused",
-        refusal: {
-          status: 503,
-          slug: "provisional-cap-reached",
-          detail: "This route's provisional cap of paid calls is reached.",
-          headers: { "Retry-After": "3600" },
-        },
-      };
+      // The ledger is asked only with a cap, so there is one.
+      return capReached(cap as ProvisionalCap, now);
     case "in_progress":
-      return { kind: "busy", withKey: secretOf(core, a, claim.receipt) !== undefined };
+      return busy(secretOf(core, a, claim.receipt) !== undefined);
     case "paid":
       return answerPaid(core, a, base, claim.receipt);
     case "unresolved": {
@@ -600,11 +571,11 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
         secretOf(core, a, claim.receipt) === undefined ||
         claim.receipt.requestFingerprint !== a.requestFingerprint
       )
-        return { kind: "unconfirmed" };
+        return unconfirmed();
       // Unused, or no chain to ask: this request takes it over and pays normally. The chain refuses a second use
       // of one authorization, so at worst the facilitator refuses it and the question stays open.
       if (!(await core.ledger.reclaimUnresolved(claim.receipt.id, core.incarnation, core.lockTtlMs, now)))
-        return { kind: "busy", withKey: false };
+        return busy(false);
       receiptId = claim.receipt.id;
       reclaimed = true;
       break;
@@ -638,6 +609,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   }
   // Whoever might already have been charged for it is told so, never "nothing was charged".
   const consequence = reclaimed ? BEING_CONFIRMED : NOTHING_CHARGED;
+  core.verifying.add(receiptId);
   try {
     const verdict = await timed(core, "verify", () =>
       core.gateway.verify(proof.payload as PaymentPayload, requirements, { client: a.client }),
@@ -649,18 +621,16 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       if (payersOwnSignature(verdict, reason)) {
         // The payer's own signature, proven by the gateway without the chain: the facilitator could not check it.
         report(core, a, "facilitator_error");
-        return {
-          kind: "fault",
-          fault: new FacilitatorFault(
-            503,
-            "facilitator_chain_unavailable",
-            30,
-            `verify said ${reason} for a valid signature`,
-          ),
+        return fault(
+          {
+            reason: "facilitator_chain_unavailable",
+            retryAfterSeconds: 30,
+            message: `verify said ${reason} for a valid signature`,
+          },
           consequence,
-        };
+        );
       }
-      if (reclaimed) return { kind: "unconfirmed" };
+      if (reclaimed) return unconfirmed();
       report(core, a, "invalid");
       return { kind: "payment_required", error: reason };
     }
@@ -668,7 +638,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
     await giveBack(core, payment);
     if (error instanceof FacilitatorFault) {
       report(core, a, "facilitator_error");
-      return { kind: "fault", fault: error, consequence };
+      return fault(error, consequence);
     }
     throw error;
   }
@@ -686,7 +656,9 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       now,
     });
   if (mine && reread === "unproven") {
-    // Verified by the facilitator now (a smart wallet's signature, proven on chain): the payer's own proof.
+    // Verified by the facilitator now (a smart wallet's signature, proven on chain): the payer's own proof. It may
+    // wait for a purchase still verifying, so it leaves `verifying` first.
+    core.verifying.delete(receiptId);
     const again = await rereadEarlier(core, a, mine, async () => true).catch(async (err) => {
       await giveBack(core, payment);
       throw err;
@@ -711,7 +683,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
       };
     }
   }
-  const bound = await bindSecret(receiptId, identity);
+  const bound = await bindSecret(receiptId, identity).finally(() => core.verifying.delete(receiptId));
   if (!bound.ok) {
     await giveBack(core, payment);
     return secretReused(bound.secret, bound.reason);
@@ -743,7 +715,7 @@ async function deliverPaid(
   response: HandlerResponse,
 ): Promise<Completion> {
   const transaction = paid.transaction as string;
-  const answer = settled(p.proof.version, {
+  const settlement = settled(p.proof.version, {
     success: true,
     transaction,
     network: p.requirements.network,
@@ -753,7 +725,7 @@ async function deliverPaid(
   try {
     await core.ledger.storeResponse(
       p.receiptId,
-      storedResponse(response, answer.header, p.generation),
+      keptAnswer(response, settlement, p.generation),
       new Date(now.getTime() + core.retentionMs),
       now,
     );
@@ -763,14 +735,14 @@ async function deliverPaid(
   }
   logSettled(p, transaction, "settled");
   report(core, p, "settled");
-  return { kind: "delivered", ...answer };
+  return { kind: "delivered", settlement };
 }
 
 /**
  * Settle → deliver → recover, once the handler has answered. Only a successful answer is settled; the body is
  * delivered only when a transaction exists. A failure without a transaction is an unknown until the chain proves it:
  * the receipt stays `unknown` (the reconciler and the buyer's retry settle it) and the buyer is told to retry with the
- * same proof, never handed a fresh PAYMENT-REQUIRED that invites a second payment.
+ * same proof, never handed a fresh PaymentRequired that invites a second payment.
  */
 export async function completePayment(
   core: PaymentCore,
@@ -778,7 +750,9 @@ export async function completePayment(
   response: HandlerResponse,
 ): Promise<Completion> {
   try {
-    return await complete(core, p, response);
+    const c = await complete(core, p, response);
+    // Whatever this answer is, only the key issued to this payment recovers it.
+    return p.issuedKey === undefined ? c : { ...c, retryKey: p.issuedKey };
   } finally {
     receiptEnded(core, p.receiptId);
   }
@@ -786,21 +760,21 @@ export async function completePayment(
 
 async function complete(core: PaymentCore, p: Payment, response: HandlerResponse): Promise<Completion> {
   if (p.deliver) {
-    if (response.statusCode >= 400) return { kind: "unpaid" };
+    if (!handlerSucceeded(response)) return { kind: "unpaid" };
     return deliverPaid(core, p, p.deliver, response);
   }
-  if (response.statusCode >= 400) {
+  if (!handlerSucceeded(response)) {
     // Nothing was settled: a ledger that cannot release the claim now (a full disk) leaves it to its lock's expiry.
     await giveBack(core, p).catch((err) => p.log.error({ err, receipt: p.receiptId }, "claim not released"));
     return { kind: "unpaid" };
   }
   const started = core.clock();
   if (!(await core.ledger.beginSettlement(p.receiptId, core.incarnation, started)))
-    return { kind: "taken_over" };
+    return { kind: "taken_over", retryAfterSeconds: BUSY_RETRY_SECONDS };
   try {
     return await settleAndRecord(core, p, response, started);
   } catch (err) {
-    // The ledger failed somewhere after settle was called: the outcome is an unknown the chain settles, never a 500.
+    // The ledger failed somewhere after settle was called: the outcome is an unknown the chain settles, never an error.
     p.log.error({ err, receipt: p.receiptId }, "ledger failed after settlement began");
     if (!core.unwritten.has(p.receiptId))
       core.unwritten.set(p.receiptId, () =>
@@ -811,12 +785,8 @@ async function complete(core: PaymentCore, p: Payment, response: HandlerResponse
         }),
       );
     report(core, p, "unknown");
-    // Whether the transfer happened is unknown here: a 503 problem that says so, never a `success: false`.
-    return {
-      kind: "fault",
-      fault: new FacilitatorFault(503, "ledger_unavailable", 5, String(err)),
-      consequence: NOT_CONFIRMED,
-    };
+    // Whether the transfer happened is unknown here: a fault that says so, never a `success: false`.
+    return fault({ reason: "ledger_unavailable", retryAfterSeconds: 5, message: String(err) }, NOT_CONFIRMED);
   }
 }
 
@@ -851,7 +821,7 @@ async function settleAndRecord(
       "settlement outcome unknown",
     );
     // Unknown is not failure: the buyer may be charged, so it is told to wait and not pay again, never `success: false`.
-    return { kind: "unconfirmed" };
+    return unconfirmed();
   }
 
   const pending = !result.success && result.errorReason === SETTLEMENT_PENDING && Boolean(result.transaction);
@@ -859,12 +829,12 @@ async function settleAndRecord(
 
   // Settled, or broadcast and awaiting confirmation: the transaction exists, so the buyer gets what it paid for.
   const status = pending ? "pending" : "settled";
-  const answer = settled(p.proof.version, result);
+  const settlement = settled(p.proof.version, result);
   const record = {
     status,
     transaction: result.transaction,
     response: {
-      value: storedResponse(response, answer.header, p.generation),
+      value: keptAnswer(response, settlement, p.generation),
       expiresAt: new Date(started.getTime() + core.retentionMs),
     },
     now: core.clock(),
@@ -884,7 +854,7 @@ async function settleAndRecord(
     );
     logSettled(p, result.transaction, status);
     report(core, p, status);
-    return { kind: "delivered", ...answer };
+    return { kind: "delivered", settlement };
   }
   if (!rec.ok) {
     // The facilitator named a transaction that already paid for another receipt: not a payment for this one.
@@ -894,16 +864,15 @@ async function settleAndRecord(
     );
     await core.ledger.recordFailure(p.receiptId, { status: "failed", error: rec.reason, now: core.clock() });
     report(core, p, "settle_failed");
-    return {
-      kind: "fault",
-      fault: new FacilitatorFault(502, "facilitator_bad_response", 5, rec.reason),
-      consequence: "Nothing was delivered; retry later.",
-      ...failed(p, rec.reason),
-    };
+    return fault(
+      { reason: "facilitator_bad_response", retryAfterSeconds: 5, message: rec.reason },
+      "Nothing was delivered; retry later.",
+      failed(p, rec.reason),
+    );
   }
   logSettled(p, result.transaction, status);
   report(core, p, status);
-  return { kind: "delivered", ...answer };
+  return { kind: "delivered", settlement };
 }
 
 /** A settle answer `success: false`: a refusal before anything was sent, or an unknown only the chain settles. */
@@ -928,11 +897,7 @@ async function settleFailed(
       p.log,
     );
     report(core, p, "settle_failed");
-    return {
-      kind: "payment_required",
-      error: `settlement_failed: ${reason}`,
-      ...failed(p, reason),
-    };
+    return { kind: "payment_required", error: `settlement_failed: ${reason}`, settlement: failed(p, reason) };
   }
   await mustWrite(
     core,
@@ -949,13 +914,9 @@ async function settleFailed(
   if (res?.kind === "failed") {
     // The chain proves nothing moved for good (its validity window passed unused, or it was cancelled).
     report(core, p, "settle_failed");
-    return {
-      kind: "payment_required",
-      error: `settlement_failed: ${reason}`,
-      ...failed(p, reason),
-    };
+    return { kind: "payment_required", error: `settlement_failed: ${reason}`, settlement: failed(p, reason) };
   }
   // Still unknown: the reconciler and the buyer's retry with the same proof resolve it from the chain.
   report(core, p, "unknown");
-  return { kind: "unconfirmed" };
+  return unconfirmed();
 }

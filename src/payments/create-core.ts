@@ -17,7 +17,7 @@ export interface CoreOptions {
   responseRetentionMs?: number;
   /** How long a claim stays locked if its request never finishes (a hung client); settling never expires. */
   lockTtlMs?: number;
-  /** Reads the chain to settle lost settlement outcomes; without it they are answered 409 until resolved. */
+  /** Reads the chain to settle lost settlement outcomes; without it they are answered unconfirmed until resolved. */
   chain?: ChainReader | undefined;
   observer?: PaymentObserver;
   clock?: () => Date;
@@ -42,10 +42,10 @@ export interface CoreOptions {
 
 export const DEFAULT_REREAD_WINDOW_MS = 3_600_000;
 
-/** The payments plugin's options: the core's, and where its 402 resources point and how often maintenance runs. */
+/** The payments plugin's options: the core's, and where its PaymentRequired resources point and how often maintenance runs. */
 export interface PaymentsOptions extends CoreOptions {
   publicBaseUrl: string | undefined;
-  /** Production: the 402 `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
+  /** Production: the PaymentRequired `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
   requirePublicBaseUrl?: boolean;
   /** Background reconciler/heartbeat/purge period; 0 runs it only at start (tests call reconcileNow). */
   maintenanceMs?: number;
@@ -75,6 +75,7 @@ export function createPaymentCore(opts: CoreOptions, log: FastifyBaseLogger): Pa
     inFlightWaitMs: opts.inFlightWaitMs ?? 30_000,
     inFlightPollMs: opts.inFlightPollMs ?? 250,
     waiters: new Map(),
+    verifying: new Set(),
     dataGeneration: opts.dataGeneration ?? (() => undefined),
   };
 }

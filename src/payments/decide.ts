@@ -1,15 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
-import { problem } from "../http/problem.js";
 import { admitPayment, type PaidRoute, type Payment, type PaymentCore, reportOutcome } from "./core.js";
-import {
-  admissionAnswer,
-  type Challenge,
-  type HttpAnswer,
-  paymentRequiredAnswer,
-  problemAnswer,
-} from "./http-answers.js";
 import { validIdempotencyKey } from "./idempotency.js";
 import { authorizationMismatch, type HEADER_V1, type HEADER_V2, requirementsFor } from "./matching.js";
+import { NOTHING_CHARGED, type Outcome, type OutcomeOf } from "./outcomes.js";
 import { type DecodeResult, paymentIdOf, requestFingerprint } from "./proof.js";
 
 /**
@@ -31,10 +24,8 @@ export interface PaidCall {
   /** Validated query and body: what the call asks for (its fingerprint). */
   query: unknown;
   body: unknown;
-  /** The 402's resource URL (without pp_ref). */
+  /** The PaymentRequired's resource URL (without pp_ref). */
   resourceUrl: string;
-  /** The problem `instance`: the operation's path. */
-  instance: string;
   /** The sender's address: what an attacker controls, unlike the `from` a proof claims. */
   client: string;
   /** The data generation the answer will come from. */
@@ -42,60 +33,49 @@ export interface PaidCall {
   log: FastifyBaseLogger;
 }
 
-export type CallDecision = { kind: "proceed"; payment: Payment } | { kind: "answer"; answer: HttpAnswer };
+/** Proceed to the handler with a verified payment, or answer this outcome (its transport renders it). */
+export type CallDecision = { kind: "proceed"; payment: Payment } | { kind: "answer"; outcome: Outcome };
 
-const answer = (a: HttpAnswer): CallDecision => ({ kind: "answer", answer: a });
+const answer = (outcome: Outcome): CallDecision => ({ kind: "answer", outcome });
+const required = (error: string, v1Error?: string): OutcomeOf<"payment_required"> =>
+  v1Error === undefined ? { kind: "payment_required", error } : { kind: "payment_required", error, v1Error };
+const invalid = (code: OutcomeOf<"invalid_request">["code"], detail: string): CallDecision =>
+  answer({ kind: "invalid_request", code, detail });
 
 /**
  * Everything decided before the handler runs: the offered proof, its match against the route's terms, the pre-checks
  * of the authorization, the idempotency key and payment identifier, then the core's admission.
  */
-export async function decideCall(
-  core: PaymentCore,
-  route: PaidRoute,
-  call: PaidCall,
-  challenge: Challenge,
-): Promise<CallDecision> {
-  const { instance, offer } = call;
+export async function decideCall(core: PaymentCore, route: PaidRoute, call: PaidCall): Promise<CallDecision> {
+  const { offer } = call;
   const terms = core.terms;
   const now = core.clock();
   // HEAD has no body to deliver: it shows the price and never verifies or settles a proof.
   if (call.method === "HEAD")
-    return answer(
-      paymentRequiredAnswer(challenge, "payment required: HEAD never pays; send the proof with GET"),
-    );
+    return answer(required("payment required: HEAD never pays; send the proof with GET"));
   if (offer.kind === "both")
-    return answer(
-      problemAnswer(
-        problem(400, "invalid-payment-header", "Send PAYMENT-SIGNATURE or X-PAYMENT, not both.", instance),
-      ),
-    );
+    return invalid("invalid-payment-header", "Send PAYMENT-SIGNATURE or X-PAYMENT, not both.");
   if (offer.kind === "v1_not_accepted")
     return answer(
-      paymentRequiredAnswer(
-        challenge,
+      required(
         "x402 v1 proofs (X-PAYMENT) are not accepted on this route; pay with PAYMENT-SIGNATURE (x402 v2)",
       ),
     );
   if (offer.kind === "none")
     return answer(
-      paymentRequiredAnswer(
-        challenge,
-        "payment required: send an x402 proof in PAYMENT-SIGNATURE",
-        "X-PAYMENT header is required",
-      ),
+      required("payment required: send an x402 proof in PAYMENT-SIGNATURE", "X-PAYMENT header is required"),
     );
 
   const decoded = offer.decoded;
   if (!decoded.ok) {
     reportOutcome(core, { route }, "refused");
-    return answer(problemAnswer(problem(400, "invalid-payment-header", decoded.detail, instance)));
+    return invalid("invalid-payment-header", decoded.detail);
   }
   const proof = decoded.proof;
   const matched = requirementsFor(proof, offer, route, terms, call.resourceUrl);
   if (!matched.ok) {
     reportOutcome(core, { route, proof }, "refused");
-    return answer(paymentRequiredAnswer(challenge, matched.error));
+    return answer(required(matched.error));
   }
   const wrong = authorizationMismatch(
     proof.exact,
@@ -104,23 +84,13 @@ export async function decideCall(
   );
   if (wrong) {
     reportOutcome(core, { route, proof }, "refused");
-    return answer(paymentRequiredAnswer(challenge, wrong));
+    return answer(required(wrong));
   }
   const { idempotencyKey } = call;
   if (idempotencyKey !== undefined && !validIdempotencyKey(idempotencyKey))
-    return answer(
-      problemAnswer(
-        problem(
-          400,
-          "invalid-idempotency-key",
-          "Idempotency-Key must be 1–255 visible ASCII characters.",
-          instance,
-        ),
-      ),
-    );
+    return invalid("invalid-idempotency-key", "Idempotency-Key must be 1–255 visible ASCII characters.");
   const paymentId = paymentIdOf(proof);
-  if (!paymentId.ok)
-    return answer(problemAnswer(problem(400, "invalid-payment-identifier", paymentId.detail, instance)));
+  if (!paymentId.ok) return invalid("invalid-payment-identifier", paymentId.detail);
 
   let admission: Awaited<ReturnType<typeof admitPayment>>;
   try {
@@ -138,29 +108,22 @@ export async function decideCall(
       log: call.log,
     });
   } catch (err) {
-    // The ledger failed before anything was settled (a full disk): a retryable 503, never a 500.
+    // The ledger failed before anything was settled (a full disk): retryable, never an internal error.
     call.log.error({ err }, "payment admission failed");
-    return answer(
-      problemAnswer(
-        problem(
-          503,
-          "ledger-unavailable",
-          "The payment ledger is unavailable. Nothing was charged; retry later.",
-          instance,
-        ),
-        { "Retry-After": "5", "Cache-Control": "no-store" },
-      ),
-    );
+    return answer({
+      kind: "fault",
+      reason: "ledger_unavailable",
+      retryAfterSeconds: 5,
+      consequence: NOTHING_CHARGED,
+      message: String(err),
+    });
   }
   if (admission.kind === "proceed") return admission;
-  if (admission.kind === "fault") logFault(call.log, admission.fault);
-  return answer(admissionAnswer(admission, instance, challenge));
+  logFault(call.log, admission);
+  return answer(admission);
 }
 
-/** The facilitator's own words, for the operator only. */
-export function logFault(
-  log: FastifyBaseLogger,
-  f: { reason: string; status: number; message: string },
-): void {
-  log.warn({ reason: f.reason, status: f.status, detail: f.message }, "facilitator fault");
+/** A fault's own words, for the operator only. */
+export function logFault(log: FastifyBaseLogger, o: Outcome): void {
+  if (o.kind === "fault") log.warn({ reason: o.reason, detail: o.message }, "facilitator fault");
 }

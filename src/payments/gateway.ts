@@ -23,6 +23,7 @@ import {
   recordSuccess,
 } from "./circuit.js";
 import { createFacilitatorHttpClient, FacilitatorUnreachableError } from "./facilitator-client.js";
+import type { FaultReason } from "./outcomes.js";
 import { createPayerLimits, type PayerLimitOptions, type PayerLimits } from "./payer-limits.js";
 import type { ExactPayload } from "./proof.js";
 import { type AuthorizationDomain, authorizationDomainOf, signedByPayer } from "./signature.js";
@@ -54,11 +55,10 @@ export function createFacilitatorClient(target: FacilitatorTarget): FacilitatorC
   });
 }
 
-/** The facilitator could not give an answer: the request fails closed with this status, never with free content. */
+/** The facilitator could not give an answer: the request fails closed with this reason, never with free content. */
 export class FacilitatorFault extends Error {
   constructor(
-    readonly status: 429 | 502 | 503,
-    readonly reason: string,
+    readonly reason: FaultReason,
     readonly retryAfterSeconds: number,
     message: string,
   ) {
@@ -70,12 +70,11 @@ export const SETTLEMENT_PENDING = "settlement_pending";
 
 /**
  * This payer's proofs may not reach the facilitator now: too many of its verifications are running, or its recent
- * ones timed out or failed (back-off). 429 + Retry-After, nothing charged; the facilitator's circuit is untouched.
+ * ones timed out or failed (back-off). Retry later, nothing charged; the facilitator's circuit is untouched.
  */
 export class PayerLimited extends FacilitatorFault {
   constructor({ retryAfterMs, why }: { retryAfterMs: number; why: "busy" | "backoff" | "lane" }) {
     super(
-      429,
       "payer_limited",
       Math.max(1, Math.ceil(retryAfterMs / 1000)),
       why === "busy"
@@ -194,8 +193,11 @@ export interface FacilitatorGateway {
   probed?(reachable: boolean): void;
 }
 
-/** "Facilitator verify failed (503): …" — how @x402/core's HTTP client reports a non-2xx answer without a verdict. */
-const HTTP_STATUS = /^Facilitator \w+ failed \((\d{3})\)/;
+/**
+ * "Facilitator verify failed (<status>): …" — how @x402/core's HTTP client reports a non-2xx answer without a
+ * verdict; a server error of the facilitator's (5xx) is its own fault.
+ */
+const FACILITATOR_SERVER_ERROR = /^Facilitator \w+ failed \(5\d\d\)/;
 
 /**
  * Maps an error of a facilitator call to the fault answered to the client, and says whether it is the facilitator's
@@ -211,7 +213,6 @@ export function classify(
   if (error instanceof FacilitatorTimeoutError)
     return {
       fault: new FacilitatorFault(
-        503,
         "facilitator_timeout",
         retryAfterSeconds,
         `facilitator ${operation} timed out`,
@@ -220,7 +221,7 @@ export function classify(
     };
   if (error instanceof FacilitatorResponseError)
     return {
-      fault: new FacilitatorFault(502, "facilitator_bad_response", retryAfterSeconds, error.message),
+      fault: new FacilitatorFault("facilitator_bad_response", retryAfterSeconds, error.message),
       counts: true,
     };
   const message = error instanceof Error ? error.message : String(error);
@@ -231,7 +232,6 @@ export function classify(
   )
     return {
       fault: new FacilitatorFault(
-        503,
         "facilitator_unreachable",
         retryAfterSeconds,
         `facilitator ${operation}: ${message}`,
@@ -239,15 +239,13 @@ export function classify(
       counts: true,
       unreachable: true,
     };
-  const status = Number(HTTP_STATUS.exec(message)?.[1] ?? 0);
   return {
     fault: new FacilitatorFault(
-      502,
       "facilitator_error",
       retryAfterSeconds,
       `facilitator ${operation}: ${message}`,
     ),
-    counts: status >= 500,
+    counts: FACILITATOR_SERVER_ERROR.test(message),
   };
 }
 
@@ -309,7 +307,6 @@ export function createFacilitatorGateway(
     const admission = admit(circuit, opts, now());
     if (!admission.allowed)
       throw new FacilitatorFault(
-        503,
         "facilitator_circuit_open",
         Math.max(1, Math.ceil(admission.retryAfterMs / 1000)),
         "facilitator is failing; not calling it until the cool-down ends",

@@ -1,27 +1,34 @@
+import { decodePaymentResponseHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
-import { PROBLEM_CONTENT_TYPE, type Problem, problem } from "../http/problem.js";
-import type { Admission, Completion, Refusal } from "./core.js";
-import type { FacilitatorFault } from "./gateway.js";
+import { v1NameOf } from "../chain/networks.js";
+import { HttpProblem, PROBLEM_CONTENT_TYPE, type Problem, problem } from "../http/problem.js";
 import type { StoredResponse } from "../ledger/port.js";
+import type { HandlerResponse } from "./core.js";
+import type {
+  FaultReason,
+  InvalidCode,
+  Outcome,
+  OutcomeKind,
+  OutcomeOf,
+  RefusalCode,
+  Settlement,
+} from "./outcomes.js";
 
 /**
- * What the transport sends, decided here and only copied by the Fastify plugin: a status (absent: the handler's),
- * headers in the order they are set, and a body (absent: the handler's payload). A problem body is a `Problem` object
- * the route's serializer writes; inside onSend, where no serializer runs, it is already JSON text.
+ * The one table from a payment outcome (outcomes.ts) to what HTTP sends: status, headers and body, problems as RFC 9457
+ * problem+json, settlements and PaymentRequired encoded as the x402 HTTP transport names them. The Fastify plugin only
+ * copies these; src/mcp renders the same outcomes as tool results and takes only the problem bodies from here.
  */
 export interface HttpAnswer {
+  /** Absent: the handler's own status. */
   status?: number;
   headers: Array<[string, string]>;
+  /** Absent: the handler's own payload. A problem is a `Problem` object the route's serializer writes. */
   body?: unknown;
-  /**
-   * The x402 objects behind the encoded headers, for a transport that carries them as they are (MCP): the
-   * PaymentRequired of a 402 and the settlement of a paid or failed settlement.
-   */
-  x402?: { required?: PaymentRequired; settlement?: SettleResponse };
 }
 
 /**
- * The 402 of a route for one request: the v2 PaymentRequired and, over HTTP, its PAYMENT-REQUIRED header and JSON body
+ * The PaymentRequired of a route (or tool) for one request, and over HTTP its PAYMENT-REQUIRED header and JSON body
  * bytes (see challenge.ts).
  */
 export type Challenge = (
@@ -29,169 +36,248 @@ export type Challenge = (
   v1Error?: string,
 ) => { required: PaymentRequired; header?: string; bytes?: Buffer };
 
-const FAULT_DETAIL: Record<string, string> = {
-  facilitator_timeout: "The payment facilitator did not answer in time.",
-  facilitator_unreachable: "The payment facilitator is unreachable.",
-  facilitator_bad_response: "The payment facilitator answered with malformed data.",
-  facilitator_circuit_open: "The payment facilitator is failing; calls are paused for a short cool-down.",
-  facilitator_error: "The payment facilitator answered with an error.",
-  facilitator_chain_unavailable: "The payment facilitator could not reach the chain to check the payment.",
-  payer_limited: "Too many payment checks of this payer are running or recently failed.",
-  ledger_unavailable: "The payment ledger could not record this payment.",
+/** x402's status for a request that must pay first. */
+export const PAYMENT_REQUIRED_STATUS = 402;
+const BAD_REQUEST = 400;
+const CONFLICT = 409;
+const INTERNAL = 500;
+const BAD_GATEWAY = 502;
+const UNAVAILABLE = 503;
+
+/** Each refusal's status, and whether an intermediary must not keep it (it answers one payment, not the URL). */
+const REFUSALS: Record<RefusalCode, { status: number; noStore: boolean }> = {
+  "idempotency-key-reused": { status: 422, noStore: false },
+  // The extension's "same id, different payload".
+  "payment-identifier-reused": { status: CONFLICT, noStore: true },
+  "payment-already-used": { status: CONFLICT, noStore: true },
+  "purchase-in-progress": { status: CONFLICT, noStore: true },
+  "provisional-cap-reached": { status: UNAVAILABLE, noStore: false },
 };
 
-export const problemAnswer = (p: Problem, headers: Record<string, string> = {}): HttpAnswer => ({
-  status: p.status,
-  headers: [...Object.entries(headers), ["content-type", PROBLEM_CONTENT_TYPE]],
-  body: p,
-});
+/** Each fault's status: the buyer's own rate (429), a facilitator that answered badly (502), or unavailable (503). */
+const FAULTS: Record<FaultReason, { status: number; detail: string }> = {
+  facilitator_timeout: { status: UNAVAILABLE, detail: "The payment facilitator did not answer in time." },
+  facilitator_unreachable: { status: UNAVAILABLE, detail: "The payment facilitator is unreachable." },
+  facilitator_bad_response: {
+    status: BAD_GATEWAY,
+    detail: "The payment facilitator answered with malformed data.",
+  },
+  facilitator_circuit_open: {
+    status: UNAVAILABLE,
+    detail: "The payment facilitator is failing; calls are paused for a short cool-down.",
+  },
+  facilitator_error: { status: BAD_GATEWAY, detail: "The payment facilitator answered with an error." },
+  facilitator_chain_unavailable: {
+    status: UNAVAILABLE,
+    detail: "The payment facilitator could not reach the chain to check the payment.",
+  },
+  payer_limited: {
+    status: 429,
+    detail: "Too many payment checks of this payer are running or recently failed.",
+  },
+  ledger_unavailable: { status: UNAVAILABLE, detail: "The payment ledger is unavailable." },
+};
 
-/** 402 with a fresh PAYMENT-REQUIRED (v2 header) and, on v1-capable routes, the v1 JSON body. */
-export function paymentRequiredAnswer(challenge: Challenge, error: string, v1Error?: string): HttpAnswer {
-  const c = challenge(error, v1Error);
-  return {
-    status: 402,
-    headers: [
-      ...(c.header === undefined ? [] : [["PAYMENT-REQUIRED", c.header] as [string, string]]),
-      ["Cache-Control", "no-store"],
-      ["content-type", "application/json"],
-    ],
-    body: c.bytes,
-    x402: { required: c.required },
-  };
-}
+const INVALID: Record<InvalidCode, number> = {
+  "invalid-payment-header": BAD_REQUEST,
+  "invalid-idempotency-key": BAD_REQUEST,
+  "invalid-payment-identifier": BAD_REQUEST,
+  "invalid-host": BAD_REQUEST,
+};
 
-export const busyAnswer = (instance: string, withKey: boolean): HttpAnswer =>
-  problemAnswer(
-    withKey
-      ? problem(409, "request-in-progress", "A request with this Idempotency-Key is still running.", instance)
-      : problem(
-          409,
-          "payment-in-progress",
-          "This payment is already being used by another request.",
-          instance,
-        ),
-    { "Retry-After": "1" },
-  );
+/** The problem of a call that did not pass (every outcome but a PaymentRequired, a replay, a delivery, unpaid). */
+export type ProblemOutcome = OutcomeOf<
+  "invalid_request" | "busy" | "refused" | "unconfirmed" | "fault" | "taken_over"
+>;
 
-/**
- * A payment whose settlement has no known outcome yet (a timeout, a lost answer, an earlier attempt still unknown):
- * x402 has no pending settlement, so this is a 409 with no PAYMENT-RESPONSE at all, never `success: false`; the
- * recovery resolves it from the chain and the retry with the same proof or key gets the answer.
- */
-export const unconfirmedAnswer = (instance: string): HttpAnswer => ({
-  status: 409,
-  headers: [
-    ["content-type", PROBLEM_CONTENT_TYPE],
-    ["Retry-After", "5"],
-    ["Cache-Control", "no-store"],
-  ],
-  body: problem(
-    409,
-    "settlement-unconfirmed",
-    "The settlement of this payment is being confirmed on chain; you may already be charged. Do not pay again: retry shortly with the same proof, or with this answer's Idempotency-Key.",
-    instance,
-  ),
-});
+const PROBLEM_KINDS: ReadonlySet<OutcomeKind> = new Set<ProblemOutcome["kind"]>([
+  "invalid_request",
+  "busy",
+  "refused",
+  "unconfirmed",
+  "fault",
+  "taken_over",
+]);
 
-/** A facilitator fault. Its own words stay in the log: they may carry internals a client has no use for. */
-export function faultAnswer(f: FacilitatorFault, consequence: string, instance: string): HttpAnswer {
-  const detail = `${FAULT_DETAIL[f.reason] ?? "The payment facilitator failed."} ${consequence}`;
-  return {
-    status: f.status,
-    headers: [
-      ["content-type", PROBLEM_CONTENT_TYPE],
-      ["Retry-After", String(f.retryAfterSeconds)],
-      ["Cache-Control", "no-store"],
-    ],
-    body: problem(f.status, f.reason.replace(/_/g, "-"), detail, instance),
-  };
-}
+export const isProblemOutcome = (o: Outcome): o is ProblemOutcome => PROBLEM_KINDS.has(o.kind);
 
-export const refusedAnswer = (r: Refusal, instance: string): HttpAnswer =>
-  problemAnswer(problem(r.status, r.slug, r.detail, instance), r.headers);
-
-export const replayAnswer = (stored: StoredResponse): HttpAnswer => ({
-  status: stored.statusCode,
-  headers: [...Object.entries(stored.headers), ["Idempotent-Replayed", "true"]],
-  body: stored.body,
-});
-
-/** The answer to an admission that does not let the handler run. */
-export function admissionAnswer(
-  a: Exclude<Admission, { kind: "proceed" }>,
-  instance: string,
-  challenge: Challenge,
-): HttpAnswer {
-  switch (a.kind) {
-    case "replay":
-      return replayAnswer(a.response);
-    case "payment_required":
-      return paymentRequiredAnswer(challenge, a.error);
+/** The RFC 9457 problem a buyer gets for an outcome, over HTTP and as an MCP tool result alike. */
+export function outcomeProblem(o: ProblemOutcome, instance: string): Problem {
+  switch (o.kind) {
+    case "invalid_request":
+      return problem(INVALID[o.code], o.code, o.detail, instance);
     case "busy":
-      return busyAnswer(instance, a.withKey);
-    case "unconfirmed":
-      return unconfirmedAnswer(instance);
+      return o.withKey
+        ? problem(
+            CONFLICT,
+            "request-in-progress",
+            "A request with this Idempotency-Key is still running.",
+            instance,
+          )
+        : problem(
+            CONFLICT,
+            "payment-in-progress",
+            "This payment is already being used by another request.",
+            instance,
+          );
+    case "taken_over":
+      return problem(
+        CONFLICT,
+        "payment-in-progress",
+        "This payment is being settled by another request.",
+        instance,
+      );
     case "refused":
-      return refusedAnswer(a.refusal, instance);
-    case "fault":
-      return faultAnswer(a.fault, a.consequence, instance);
+      return problem(REFUSALS[o.code].status, o.code, o.detail, instance, o.extensions);
+    case "unconfirmed":
+      // x402 has no pending settlement: never `success: false`, which would invite paying again.
+      return problem(
+        CONFLICT,
+        "settlement-unconfirmed",
+        "The settlement of this payment is being confirmed on chain; you may already be charged. Do not pay again: retry shortly with the same proof, or with this answer's Idempotency-Key.",
+        instance,
+      );
+    case "fault": {
+      // The failure's own words stay in the log: they may carry internals a client has no use for.
+      const f = FAULTS[o.reason];
+      return problem(f.status, o.reason.replace(/_/g, "-"), `${f.detail} ${o.consequence}`, instance);
+    }
   }
 }
 
-/** A problem answer whose body goes out as JSON text (onSend runs no serializer). */
-const asText = (a: HttpAnswer): HttpAnswer => ({ ...a, body: JSON.stringify(a.body) });
+/** A problem answer with its headers (Retry-After as the outcome states it; no-store where the table says). */
+function problemAnswer(o: ProblemOutcome, instance: string): HttpAnswer {
+  const p = outcomeProblem(o, instance);
+  const headers: Array<[string, string]> = [["content-type", PROBLEM_CONTENT_TYPE]];
+  if ("retryAfterSeconds" in o && o.retryAfterSeconds !== undefined)
+    headers.push(["Retry-After", String(o.retryAfterSeconds)]);
+  const noStore =
+    o.kind === "unconfirmed" || o.kind === "fault" || (o.kind === "refused" && REFUSALS[o.code].noStore);
+  if (noStore) headers.push(["Cache-Control", "no-store"]);
+  return { status: p.status, headers, body: p };
+}
 
 /**
- * What goes out once the handler answered and the core completed the payment: the handler's payload with the
- * settlement header, or the problem/402 that replaces it. `issuedKey`: the retry key issued to a payment without a
- * secret; whatever this answer is, only it recovers the payment.
+ * A refusal an operation's own check throws before any PaymentRequired (a cap it sees reached): the problem and headers
+ * of the same outcome, so a buyer is told the same whether the check or the claim saw it.
  */
-export function completionAnswer(
-  c: Completion,
-  issuedKey: string | undefined,
-  instance: string,
-  challenge: Challenge,
-): HttpAnswer {
-  const headers: Array<[string, string]> = [];
-  if (issuedKey !== undefined) headers.push(["Idempotency-Key", issuedKey]);
-  // A failed settlement still answers PAYMENT-RESPONSE (`success: false` and the reason), as x402 clients expect.
-  const settlement = "settlement" in c ? c.settlement : undefined;
-  if (c.kind !== "delivered" && "header" in c && c.header) headers.push(c.header);
-  const with_ = (a: HttpAnswer): HttpAnswer => ({
-    ...a,
-    headers: [...headers, ...a.headers],
-    ...(settlement ? { x402: { ...a.x402, settlement } } : {}),
-  });
-  switch (c.kind) {
-    case "delivered":
+export function refusalError(o: OutcomeOf<"refused">): HttpProblem {
+  const headers: Record<string, string> = {};
+  if (o.retryAfterSeconds !== undefined) headers["Retry-After"] = String(o.retryAfterSeconds);
+  if (REFUSALS[o.code].noStore) headers["Cache-Control"] = "no-store";
+  return new HttpProblem(REFUSALS[o.code].status, o.code, o.detail, headers, o.extensions ?? {});
+}
+
+/** The settlement header of an x402 version: PAYMENT-RESPONSE (v2) or X-PAYMENT-RESPONSE (v1, network "base"). */
+export function settlementHeader(version: 1 | 2, result: SettleResponse): [string, string] {
+  if (version === 2) return ["PAYMENT-RESPONSE", encodePaymentResponseHeader(result)];
+  const v1 = { ...result, network: v1NameOf(result.network) };
+  return ["X-PAYMENT-RESPONSE", Buffer.from(JSON.stringify(v1)).toString("base64")];
+}
+
+const SETTLEMENT_HEADERS = { 1: "X-PAYMENT-RESPONSE", 2: "PAYMENT-RESPONSE" } as const;
+
+/**
+ * What the ledger keeps of a delivered answer for a retry: the HTTP answer as sent (status, content type, the
+ * settlement header), so a replay on any transport gives the same bytes.
+ */
+export function keptAnswer(
+  response: HandlerResponse,
+  settlement: Settlement,
+  generation: string | undefined,
+): StoredResponse {
+  const [name, value] = settlementHeader(settlement.version, settlement.response);
+  const headers: Record<string, string> = { [name]: value, "Cache-Control": "private, no-store" };
+  if (response.contentType) headers["Content-Type"] = response.contentType;
+  return {
+    statusCode: response.statusCode,
+    headers,
+    body: response.body,
+    ...(generation === undefined ? {} : { generation }),
+  };
+}
+
+/**
+ * A kept answer's headers for a proof of `version`: the same authorization may come back as v1 (X-PAYMENT) after
+ * paying as v2 or the other way round, and each client reads only its own version's settlement header.
+ */
+function replayHeaders(o: OutcomeOf<"replay">): Record<string, string> {
+  const stored = o.response.headers;
+  const wanted = SETTLEMENT_HEADERS[o.version];
+  const other = SETTLEMENT_HEADERS[o.version === 1 ? 2 : 1];
+  if (stored[wanted] !== undefined || stored[other] === undefined || !o.paid) return stored;
+  const { [other]: _dropped, ...rest } = stored;
+  const [name, value] = settlementHeader(o.version, o.paid);
+  return { ...rest, [name]: value };
+}
+
+/** The settlement a replay carries, as an x402 object (what a transport without headers hands its client). */
+export function replaySettlement(o: OutcomeOf<"replay">): SettleResponse | undefined {
+  const kept = replayHeaders(o)[SETTLEMENT_HEADERS[o.version]];
+  if (kept === undefined) return undefined;
+  return o.version === 2 ? decodePaymentResponseHeader(kept) : o.paid;
+}
+
+/** Whether the handler answered successfully: only such an answer is settled and kept. */
+export const handlerSucceeded = (response: HandlerResponse): boolean => response.statusCode < BAD_REQUEST;
+
+/** What any transport answers when the server itself failed: a problem without internals. */
+export const internalProblem = (instance: string, detail: string): Problem =>
+  problem(INTERNAL, "internal", detail, instance);
+
+/** What a transport answers when an operation's answer was not what its route promises. */
+export const malformedAnswerProblem = (instance: string): Problem =>
+  problem(BAD_GATEWAY, "internal", "The route answered without a JSON object.", instance);
+
+/**
+ * What HTTP sends for an outcome. `challenge` builds the PaymentRequired; `instance` is the problem's. Absent
+ * status/body (a delivery, an unpaid answer): the handler's own go out, with the headers given here.
+ */
+export function httpAnswer(o: Outcome, instance: string, challenge: Challenge): HttpAnswer {
+  const lead: Array<[string, string]> = [];
+  if ("retryKey" in o && o.retryKey !== undefined) lead.push(["Idempotency-Key", o.retryKey]);
+  // A failed settlement still answers its settlement header (`success: false` and the reason), as x402 clients expect.
+  if ((o.kind === "payment_required" || o.kind === "fault") && o.settlement)
+    lead.push(settlementHeader(o.settlement.version, o.settlement.response));
+  const led = (a: HttpAnswer): HttpAnswer => (lead.length ? { ...a, headers: [...lead, ...a.headers] } : a);
+  switch (o.kind) {
+    case "payment_required": {
+      const c = challenge(o.error, o.v1Error);
+      return led({
+        status: PAYMENT_REQUIRED_STATUS,
+        headers: [
+          ...(c.header === undefined ? [] : [["PAYMENT-REQUIRED", c.header] as [string, string]]),
+          ["Cache-Control", "no-store"],
+          ["content-type", "application/json"],
+        ],
+        body: c.bytes,
+      });
+    }
+    case "replay":
       return {
-        headers: [...headers, c.header, ["Cache-Control", "private, no-store"]],
-        x402: { settlement: c.settlement },
+        status: o.response.statusCode,
+        headers: [...Object.entries(replayHeaders(o)), ["Idempotent-Replayed", "true"]],
+        body: o.response.body,
       };
+    case "delivered":
+      return led({
+        headers: [
+          settlementHeader(o.settlement.version, o.settlement.response),
+          ["Cache-Control", "private, no-store"],
+        ],
+      });
     case "unpaid":
-      return { headers };
-    case "taken_over":
-      return with_(
-        asText({
-          status: 409,
-          headers: [
-            ["content-type", PROBLEM_CONTENT_TYPE],
-            ["Retry-After", "1"],
-          ],
-          body: problem(
-            409,
-            "payment-in-progress",
-            "This payment is being settled by another request.",
-            instance,
-          ),
-        }),
-      );
-    case "unconfirmed":
-      return with_(asText(unconfirmedAnswer(instance)));
-    case "payment_required":
-      return with_(paymentRequiredAnswer(challenge, c.error));
-    case "fault":
-      return with_(asText(faultAnswer(c.fault, c.consequence, instance)));
+      return led({ headers: [] });
+    default:
+      return led(problemAnswer(o, instance));
   }
+}
+
+/**
+ * What goes out once the handler answered and the core completed the payment, from the onSend hook, where no
+ * serializer runs: a problem body already as JSON text.
+ */
+export function completionAnswer(o: Outcome, instance: string, challenge: Challenge): HttpAnswer {
+  const a = httpAnswer(o, instance, challenge);
+  return isProblemOutcome(o) ? { ...a, body: JSON.stringify(a.body) } : a;
 }

@@ -11,13 +11,13 @@ export function offerOf(header: (name: string) => string | undefined, acceptsV1:
 }
 
 /**
- * Where a request's 402 resources point: PUBLIC_BASE_URL, or without it the request's own origin (its Host). pp_ref
+ * Where a request's PaymentRequired resources point: PUBLIC_BASE_URL, or without it the request's own origin (its Host). pp_ref
  * is recorded with the paid call, never echoed: the resource URL is the request's without it.
  */
 export function resourceUrls(publicBaseUrl: string | undefined) {
   const baseUrl = (request: FastifyRequest): string =>
     publicBaseUrl ?? `${request.protocol}://${request.host}`;
-  // A URL parse per request cost a 402 about 4 µs; the verdict depends on the origin and the path, and a path never
+  // A URL parse per request cost a challenge about 4 µs; the verdict depends on the origin and the path, and a path never
   // fails to parse after a valid origin (the URL parser percent-encodes what it does not take), so it is kept per
   // origin. Bounded: a client inventing Host headers only recycles entries.
   const origins = new Map<string, boolean>();
@@ -33,7 +33,7 @@ export function resourceUrls(publicBaseUrl: string | undefined) {
   return {
     baseUrl,
     resourceUrl: (request: FastifyRequest): string => `${baseUrl(request)}${withoutPpRef(request.url)}`,
-    /** Without PUBLIC_BASE_URL the 402's resource comes from Host: one that makes no URL is the caller's error. */
+    /** Without PUBLIC_BASE_URL the challenge's resource comes from Host: one that makes no URL is the caller's error. */
     hostMakesUrl: (request: FastifyRequest, path: string): boolean => {
       if (publicBaseUrl) return true;
       const origin = baseUrl(request);
@@ -47,7 +47,7 @@ export function resourceUrls(publicBaseUrl: string | undefined) {
 /** A Host header: a name or IPv4 address, or a bracketed IPv6 address, and an optional port (RFC 9110 `uri-host`). */
 const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
-/** Whether a Host header makes the 402's resource URL (without PUBLIC_BASE_URL the resource comes from it). */
+/** Whether a Host header makes the challenge's resource URL (without PUBLIC_BASE_URL the resource comes from it). */
 export function validHost(host: string, resourceUrl: string): boolean {
   if (!HOST.test(host)) return false;
   try {

@@ -6,13 +6,14 @@ import { paymentNetwork } from "../chain/networks.js";
 import { compressBody, precompressedEncoding } from "../http/encoding.js";
 import { createResponseCache } from "../http/response-cache.js";
 import { cspForProtocol } from "../http/security-headers.js";
+import { PAYMENT_REQUIRED_STATUS } from "./http-answers.js";
 
 /**
- * The browser paywall: a paid GET opened by a person (a browser navigating to it) answers its 402 with the x402
+ * The browser paywall: a paid GET opened by a person (a browser navigating to it) answers its PaymentRequired with the x402
  * paywall page of `@x402/paywall` instead of the JSON challenge. The page shows the route's price and description,
  * connects the person's wallet, signs the same payment an agent would, repeats the request with PAYMENT-SIGNATURE and
- * shows the answer. It is built from the 402's own PAYMENT-REQUIRED header, so it offers exactly what an agent is
- * offered (its `resource.serviceName` and `iconUrl` name the seller in the wallet's prompt); the status stays 402 and
+ * shows the answer. It is built from the answer's own PAYMENT-REQUIRED header, so it offers exactly what an agent is
+ * offered (its `resource.serviceName` and `iconUrl` name the seller in the wallet's prompt); the status stays Payment Required and
  * the header stays on the answer.
  */
 type Header = string | number | string[] | undefined;
@@ -122,14 +123,15 @@ const varyAccept = (reply: FastifyReply) => {
 };
 
 /**
- * Turns a paid GET's 402 into the paywall page for a browser. An onSend hook on the app: it sees every 402 as the
- * payments plugin built it (the PAYMENT-REQUIRED header) and replaces only the body, before compression.
+ * Turns a paid GET's PaymentRequired into the paywall page for a browser. An onSend hook on the app: it sees every
+ * PaymentRequired as the payments plugin built it (the PAYMENT-REQUIRED header) and replaces only the body, before
+ * compression.
  */
 export function registerPaywall(app: FastifyInstance): void {
   const page = paywallPages();
   // A page is 2.3 MB of HTML: built once per challenge (the PAYMENT-REQUIRED header and protocol it is made of) and
   // compressed once per encoding, then served from memory — building and gzipping it per request made every browser
-  // visit cost ~70× a JSON 402's CPU. Both caches are bounded, so walking query strings only recycles entries.
+  // visit cost ~70× a JSON challenge's CPU. Both caches are bounded, so walking query strings only recycles entries.
   const pages = new Map<string, Promise<{ html: Buffer; csp: string } | undefined>>();
   const bodies = createResponseCache({ maxEntries: 24, maxUnits: 32 * 1024 * 1024 });
   const pageFor = (header: string, protocol: string) => {
@@ -159,9 +161,9 @@ export function registerPaywall(app: FastifyInstance): void {
     if (!encoding) return built.html;
     return bodies.get("paywall", `${key}\n${encoding}`, () => compressBody(built.html, encoding));
   };
-  // A callback hook: every answer passes here, and only a browser's 402 needs to wait for anything.
+  // A callback hook: every answer passes here, and only a browser's PaymentRequired needs to wait for anything.
   app.addHook("onSend", (request, reply, payload, done) => {
-    if (reply.statusCode !== 402 || request.method !== "GET") return done(null, payload);
+    if (reply.statusCode !== PAYMENT_REQUIRED_STATUS || request.method !== "GET") return done(null, payload);
     // Browsers and agents get different bodies at the same URL: caches must keep them apart.
     varyAccept(reply);
     const header = reply.getHeader("payment-required");

@@ -1,17 +1,24 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
-import { problem, problemInstance } from "../http/problem.js";
+import { problemInstance } from "../http/problem.js";
 import { routeChallenges } from "./challenge.js";
 import { completePayment, type PaidRoute, type Payment, type PaymentCore } from "./core.js";
 import { createPaymentCore, type PaymentsOptions } from "./create-core.js";
 import { decideCall, logFault } from "./decide.js";
-import { type Challenge, completionAnswer, type HttpAnswer, problemAnswer } from "./http-answers.js";
+import { type Challenge, completionAnswer, type HttpAnswer, httpAnswer } from "./http-answers.js";
 import { bodyText, offerOf, resourceUrls, withoutPpRef } from "./http-request.js";
 import { createMaintenance } from "./maintenance.js";
 
 export type { PaymentsOptions } from "./create-core.js";
 export type { CapRule, PaidRoute } from "./core.js";
 export { withoutPpRef } from "./http-request.js";
+
+/** What a request whose Host makes no URL is answered (the resource would come from it). */
+const INVALID_HOST = {
+  kind: "invalid_request",
+  code: "invalid-host",
+  detail: "The Host header does not make a valid URL.",
+} as const;
 
 /** A verified payment riding on its request until onSend settles it. */
 interface PaymentContext extends Payment {
@@ -27,9 +34,9 @@ declare module "fastify" {
       guard(route: PaidRoute): preHandlerAsyncHookHandler;
       /** The payment core itself, for a transport that is not an HTTP route (MCP tools). */
       readonly core: PaymentCore;
-      /** Whether a Host makes the 402's resource URL (always, with PUBLIC_BASE_URL set). */
+      /** Whether a Host makes the PaymentRequired's resource URL (always, with PUBLIC_BASE_URL set). */
       hostMakesUrl(request: FastifyRequest, path: string): boolean;
-      /** The origin and base path of every 402 resource: PUBLIC_BASE_URL, or the request's own. */
+      /** The origin and base path of every PaymentRequired resource: PUBLIC_BASE_URL, or the request's own. */
       baseUrl(request: FastifyRequest): string;
       /** One reconciler pass now (tests, operations). */
       reconcileNow(): Promise<{ resolved: number; remaining: number }>;
@@ -59,7 +66,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
   const { terms } = opts;
   if (opts.requirePublicBaseUrl && !opts.publicBaseUrl)
     throw new Error(
-      "PUBLIC_BASE_URL is required in production: the 402 resource must not come from the Host header",
+      "PUBLIC_BASE_URL is required in production: the payment resource must not come from the Host header",
     );
   const core = createPaymentCore(opts, app.log);
   const maintenance = createMaintenance(core, app.log);
@@ -74,38 +81,25 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       const instance = problemInstance(request);
       const path = withoutPpRef(request.url);
       if (!hostMakesUrl(request, path))
-        return reply.send(
-          apply(
-            reply,
-            problemAnswer(
-              problem(400, "invalid-host", "The Host header does not make a valid URL.", instance),
-            ),
-          ),
-        );
+        return reply.send(apply(reply, httpAnswer(INVALID_HOST, instance, challenges(route, ""))));
       // Read once: the origin (Host, protocol) and the path each cost a getter or a scan.
       const url = `${baseUrl(request)}${path}`;
-      const decision = await decideCall(
-        core,
-        route,
-        {
-          method: request.method,
-          offer: offerOf((name) => header(request, name), route.acceptsV1),
-          idempotencyKey: header(request, "idempotency-key"),
-          query: request.query,
-          body: request.body,
-          resourceUrl: url,
-          instance,
-          client: request.ip,
-          generation: core.dataGeneration(request),
-          log: request.log,
-        },
-        challenges(route, url),
-      );
+      const decision = await decideCall(core, route, {
+        method: request.method,
+        offer: offerOf((name) => header(request, name), route.acceptsV1),
+        idempotencyKey: header(request, "idempotency-key"),
+        query: request.query,
+        body: request.body,
+        resourceUrl: url,
+        client: request.ip,
+        generation: core.dataGeneration(request),
+        log: request.log,
+      });
       if (decision.kind === "proceed") {
         request.payment = { ...decision.payment, done: false };
         return;
       }
-      return reply.send(apply(reply, decision.answer));
+      return reply.send(apply(reply, httpAnswer(decision.outcome, instance, challenges(route, url))));
     };
   }
 
@@ -133,18 +127,13 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
       contentType: typeof type === "string" ? type : undefined,
       body: bodyText(payload),
     });
-    if (completion.kind === "fault") logFault(request.log, completion.fault);
-    const a = completionAnswer(
-      completion,
-      ctx.issuedKey,
-      problemInstance(request),
-      challengeFor(request, ctx.route),
-    );
+    logFault(request.log, completion);
+    const a = completionAnswer(completion, problemInstance(request), challengeFor(request, ctx.route));
     const body = apply(reply, a);
     return body === undefined ? payload : body;
   };
-  // A callback hook: every answer passes here, and one without a payment (every 402) must not wait a promise, so a
-  // 402 is written before the guard returns.
+  // A callback hook: every answer passes here, and one without a payment (every PaymentRequired) must not wait a
+  // promise, so it is written before the guard returns.
   app.addHook("onSend", (request, reply, payload, done) => {
     const ctx = request.payment;
     if (!ctx || ctx.done) return done(null, payload);

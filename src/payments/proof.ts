@@ -41,7 +41,7 @@ const MAX_STRING = 2048;
 /** The proof itself: the exact scheme's envelope is at most 4 levels deep and a few dozen values. */
 const PROOF_BOUNDS = { depth: 6, nodes: 256 } as const;
 /**
- * `extensions` echoes our own 402's (the Bazaar discovery schema and example, which a Bazaar-enabled facilitator reads
+ * `extensions` echoes our own PaymentRequired's (the Bazaar discovery schema and example, which a Bazaar-enabled facilitator reads
  * from the payment): deeper and larger than the proof, still bounded (the header length bounds it further).
  */
 const EXTENSION_BOUNDS = { depth: 24, nodes: 2048 } as const;
@@ -153,7 +153,7 @@ function acceptedShape(a: unknown): string | undefined {
 /**
  * Validates a decoded header against the exact shape x402 allows for the `exact` EVM scheme (types, lengths, depth,
  * hex formats) and returns a payload rebuilt from the validated fields only. Anything that fails is a malformed request
- * (400): it never reaches the facilitator, so it can neither crash a client library nor count against the circuit.
+ * (a bad request): it never reaches the facilitator, so it can neither crash a client library nor count against the circuit.
  */
 export function validateProof(json: unknown): DecodeResult {
   if (!isObject(json)) return { ok: false, detail: "must be a JSON object" };
@@ -204,7 +204,7 @@ export function validateProof(json: unknown): DecodeResult {
 
 /**
  * Decodes a payment header into a typed payload, or says precisely why it cannot be one. Anything that fails here is a
- * malformed request (400), never a payment attempt: it does not reach the facilitator.
+ * malformed request, never a payment attempt: it does not reach the facilitator.
  */
 export function decodeProof(
   header: "payment-signature" | "x-payment",

@@ -19,7 +19,7 @@ export const TRANSFER_WITH_AUTHORIZATION = {
  * Whether a 65-byte signature is the payer's own EIP-712 signature of the authorization, checked locally (no chain),
  * once per proof by the facilitator gateway, whose verdict carries the answer. When it is and the facilitator still
  * calls the signature invalid, the facilitator could not check it (its chain RPC is down): that is its outage,
- * answered 503, not the buyer's bad signature. Smart-wallet signatures need the chain, so they are never vouched for
+ * answered as a facilitator fault, not the buyer's bad signature. Smart-wallet signatures need the chain, so they are never vouched for
  * here.
  */
 export async function signedByPayer(exact: ExactPayload, domain: AuthorizationDomain): Promise<boolean> {

@@ -5,7 +5,7 @@
  * most `maxInFlight` of them at once, `perContract` per claimed wallet and `perSender` per client address. EOA
  * verifies never enter the lane, so whatever the non-EOA proofs do, the rest of the facilitator's capacity stays
  * theirs. A verify over a limit waits in line (a wallet's honest parallel calls, each bounded by the facilitator
- * timeout) up to `queue` waiters per limit; beyond that it is refused (429, nothing charged). Pure counters, no timers.
+ * timeout) up to `queue` waiters per limit; beyond that it is refused (payer_limited, nothing charged). Pure counters, no timers.
  */
 export interface VerifyLaneOptions {
   /** Non-EOA verifies in flight at the facilitator, all senders and contracts together. */

@@ -362,7 +362,7 @@ describe("tools/call with a proof in _meta['x402/payment']", () => {
   it("a settlement timeout: unknown, not failed: 409 do-not-pay-again with the retry key, never `success: false`", async () => {
     const { client, t } = await connect();
     t.gateway.settleResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+      throw new FacilitatorFault("facilitator_timeout", 3, "settle timed out");
     };
     const proof = v2Proof(await accepted(client, "unlock_risk", RISK_ARGS));
     const r = await call(client, "unlock_risk", RISK_ARGS, proof);

@@ -12,10 +12,11 @@ import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { headline } from "../../src/discovery/bazaar.js";
 import { discoverable } from "../../src/discovery/catalog.js";
 import { ascii } from "../../src/mcp/discovery.js";
-import { NO_PAYMENT, type ToolAnswer, toolChallenge, toolResult } from "../../src/mcp/results.js";
+import { NO_PAYMENT, toolChallenge, toolResult } from "../../src/mcp/results.js";
 import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
+import type { Challenge } from "../../src/payments/http-answers.js";
 import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
 import { paymentRequiredV2 } from "../../src/payments/requirements.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
@@ -28,20 +29,27 @@ const tool = (name: string) => {
   return t;
 };
 
-/** A core answer (HTTP-shaped) with its status, as a tool call gets it. */
-const answer = (
-  status: number,
-  headers: Record<string, string>,
-  body: unknown,
-  x402?: ToolAnswer["x402"],
-) => ({
-  status,
-  headers: Object.entries(headers),
-  body,
-  ...(x402 ? { x402 } : {}),
-});
+const SETTLEMENT = {
+  success: true,
+  transaction: `0x${"ab".repeat(32)}`,
+  network: "eip155:8453" as const,
+  payer: "0x000000000000000000000000000000000000b0b0",
+};
 
-/** A tool's 402 for a call (paid or not) at an origin and base path. */
+/** A challenge no outcome of these tests may ask for. */
+const noChallenge: Challenge = () => {
+  throw new Error("no PaymentRequired expected");
+};
+
+/** The tool result of a paid call delivered with `body` (the operation's JSON answer). */
+const delivered = (t: PaidTool, body: string) =>
+  toolResult({ kind: "delivered", settlement: { response: SETTLEMENT, version: 2 } }, t, noChallenge, {
+    statusCode: 200,
+    contentType: "application/json; charset=utf-8",
+    body,
+  });
+
+/** A tool's PaymentRequired for a call (paid or not) at an origin and base path, and its tool result. */
 function tool402(
   t: PaidTool,
   base: string,
@@ -50,8 +58,12 @@ function tool402(
 ) {
   const price = Object.values(PRICES).find((p) => p.route === `${t.method} ${t.path}`)!;
   const pr = paymentRequiredV2(price, terms, `${base}${t.path}`, error);
-  const required = toolChallenge(t, price, terms, base, paid)(error).required;
-  return { pr, answer: answer(402, {}, undefined, { required }) };
+  const result = toolResult(
+    { kind: "payment_required", error },
+    t,
+    toolChallenge(t, price, terms, base, paid),
+  );
+  return { pr, result };
 }
 
 const terms = { payTo: "0x00000000000000000000000000000000000000aa" as const, maxTimeoutSeconds: 300 };
@@ -89,35 +101,45 @@ describe("toolInput: the route request a tool call stands for", () => {
   });
 });
 
-describe("toolResult: the tool result of the core's answer", () => {
-  it("200: the body as structured content and text, the settlement in _meta", () => {
-    const settlement = {
-      success: true,
-      transaction: `0x${"ab".repeat(32)}`,
-      network: "eip155:8453" as const,
-      payer: "0x000000000000000000000000000000000000b0b0",
-    };
+describe("toolResult: the tool result of the core's outcome", () => {
+  it("delivered: the body as structured content and text, the settlement in _meta", () => {
     const body = JSON.stringify({ token: "ARB", risk_score: 61 });
-    const r = toolResult(
-      answer(200, { "Idempotent-Replayed": "true" }, body, { settlement }),
-      tool("unlock_risk"),
-    );
-    expect(r).toEqual({
+    expect(delivered(tool("unlock_risk"), body)).toEqual({
       content: [{ type: "text", text: body }],
       structuredContent: { token: "ARB", risk_score: 61 },
-      _meta: { "x402/payment-response": settlement, "pressure402/replayed": true },
+      _meta: { "x402/payment-response": SETTLEMENT },
     });
-    // A replay: the settlement as it was kept with the response (PAYMENT-RESPONSE), decoded once.
+  });
+
+  it("a replay: the settlement as it was kept with the response, decoded once, and marked replayed", () => {
+    const body = JSON.stringify({ token: "ARB", risk_score: 61 });
+    const response = {
+      statusCode: 200,
+      headers: { "PAYMENT-RESPONSE": encodePaymentResponseHeader(SETTLEMENT) },
+      body,
+    };
     const replay = toolResult(
-      answer(200, { "PAYMENT-RESPONSE": encodePaymentResponseHeader(settlement) }, body),
+      { kind: "replay", response, version: 2, paid: undefined },
       tool("unlock_risk"),
+      noChallenge,
     );
-    expect(replay._meta).toEqual({ "x402/payment-response": settlement });
+    expect(replay._meta).toEqual({ "x402/payment-response": SETTLEMENT, "pressure402/replayed": true });
+    // Kept by a v1 payment (X-PAYMENT-RESPONSE): the tool call (v2) gets the settlement of the transaction that paid.
+    const v1Kept = toolResult(
+      {
+        kind: "replay",
+        response: { ...response, headers: { "X-PAYMENT-RESPONSE": "e30=" } },
+        version: 2,
+        paid: SETTLEMENT,
+      },
+      tool("unlock_risk"),
+      noChallenge,
+    );
+    expect(v1Kept._meta).toEqual({ "x402/payment-response": SETTLEMENT, "pressure402/replayed": true });
   });
 
   it("402: the operation's PaymentRequired as the tool's, in structuredContent, content[0].text and _meta['x402/error']", () => {
-    const { pr, answer: a } = tool402(tool("unlock_backtest"), "http://x", false);
-    const r = toolResult(a, tool("unlock_backtest"));
+    const { pr, result: r } = tool402(tool("unlock_backtest"), "http://x", false);
     expect(r.isError).toBe(true);
     const got = r.structuredContent as unknown as PaymentRequired;
     // The same price, terms and description; the MCP endpoint as the resource; the MCP reason.
@@ -130,13 +152,12 @@ describe("toolResult: the tool result of the core's answer", () => {
 
   it("402: the resource keeps the route's origin and base path; a paid call keeps the core's reason", () => {
     const base = "https://api.example.com/p402";
-    const { answer: a } = tool402(
+    const { result: r } = tool402(
       tool("unlocks_upcoming"),
       base,
       true,
       "payment_already_used: another request",
     );
-    const r = toolResult(a, tool("unlocks_upcoming"));
     const got = r.structuredContent as unknown as PaymentRequired;
     expect(got.resource.url).toBe("https://api.example.com/p402/mcp");
     expect(got.error).toBe("payment_already_used: another request");
@@ -147,23 +168,35 @@ describe("toolResult: the tool result of the core's answer", () => {
     expect(decoded).toEqual({ ok: false, detail: '_meta["x402/payment"] is not standard base64' });
   });
 
-  it("other statuses: the problem, with retryAfter when the answer gave one", () => {
-    const p = {
-      type: "https://pressure402.dev/problems/payment-in-progress",
-      title: "Conflict",
-      status: 409,
-    };
-    const r = toolResult(answer(409, { "Retry-After": "1" }, JSON.stringify(p)), tool("unlock_risk"));
-    expect(r).toMatchObject({ isError: true, structuredContent: { ...p, retryAfter: 1 } });
+  it("other outcomes: the problem, with retryAfter when the outcome gives one, and the issued retry key", () => {
+    const r = toolResult(
+      { kind: "taken_over", retryAfterSeconds: 1, retryKey: "k-issued" },
+      tool("unlock_risk"),
+      noChallenge,
+    );
+    expect(r).toMatchObject({
+      isError: true,
+      structuredContent: {
+        type: "/problems/payment-in-progress",
+        title: "Conflict",
+        status: 409,
+        instance: "/v1/unlock-risk",
+        retryAfter: 1,
+      },
+      _meta: { "pressure402/idempotency-key": "k-issued" },
+    });
     expect(JSON.parse(r.content[0]!.text)).toEqual(r.structuredContent);
   });
 
   it("an answer that is not what the route promises becomes a generic problem, never its text", () => {
-    const odd = toolResult(answer(500, {}, "Error: /srv/app/x.ts:12 boom"), tool("unlock_risk"));
+    const odd = toolResult({ kind: "unpaid" }, tool("unlock_risk"), noChallenge, {
+      statusCode: 500,
+      contentType: "text/plain",
+      body: "Error: /srv/app/x.ts:12 boom",
+    });
     expect(odd.structuredContent).toMatchObject({ status: 500, instance: "/v1/unlock-risk" });
     expect(JSON.stringify(odd)).not.toContain("boom");
-    const notObject = toolResult(answer(200, {}, "[1]"), tool("unlock_risk"));
-    expect(notObject.isError).toBe(true);
+    expect(delivered(tool("unlock_risk"), "[1]").isError).toBe(true);
   });
 });
 
@@ -171,8 +204,7 @@ describe("each tool's Bazaar extension (x402 bazaar spec, MCP tools)", () => {
   for (const t of PAID_TOOLS) {
     it(`${t.name}: input.type "mcp" with toolName and the tool's own input schema, valid and catalogued`, () => {
       const origin = "https://api.example.com";
-      const { answer: a } = tool402(t, origin, false);
-      const pr = toolResult(a, t).structuredContent as unknown as PaymentRequired;
+      const pr = tool402(t, origin, false).result.structuredContent as unknown as PaymentRequired;
       const bazaar = pr.extensions?.bazaar as DiscoveryExtension;
       expect(bazaar.info.input).toMatchObject({
         type: "mcp",
@@ -242,7 +274,7 @@ describe("a paid tool's text result: a short quotable summary, the whole answer 
       legend: { codes: Record<string, string> };
     };
     const json = JSON.stringify(body);
-    const r = toolResult(answer(200, {}, json), tool("unlocks_upcoming"));
+    const r = delivered(tool("unlocks_upcoming"), json);
     expect(r.structuredContent).toEqual(JSON.parse(json));
     const text = r.content[0]!.text;
     expect(text.length).toBeLessThan(json.length / 10);
@@ -259,7 +291,7 @@ describe("a paid tool's text result: a short quotable summary, the whole answer 
     const summary = JSON.stringify(
       await handlers.riskSummary.answer({ token: "ARB", lookbackDays: 90 }, request),
     );
-    expect(toolResult(answer(200, {}, summary), tool("token_risk_summary")).content[0]!.text).toMatch(
+    expect(delivered(tool("token_risk_summary"), summary).content[0]!.text).toMatch(
       /^ARB, 2026-11-22\.\.2027-02-20: \d+ unlock events/,
     );
     const risk = JSON.stringify(
@@ -268,7 +300,7 @@ describe("a paid tool's text result: a short quotable summary, the whole answer 
         request,
       ),
     );
-    const riskText = toolResult(answer(200, {}, risk), tool("unlock_risk")).content[0]!.text;
+    const riskText = delivered(tool("unlock_risk"), risk).content[0]!.text;
     expect(riskText).toContain(event.unlock_event_id);
     expect(riskText).toMatch(/Score contributions: unlock_size /);
     const bt = JSON.stringify(
@@ -277,11 +309,9 @@ describe("a paid tool's text result: a short quotable summary, the whole answer 
         request,
       ),
     );
-    expect(toolResult(answer(200, {}, bt), tool("unlock_backtest")).content[0]!.text).toMatch(
-      /Median abnormal return/,
-    );
+    expect(delivered(tool("unlock_backtest"), bt).content[0]!.text).toMatch(/Median abnormal return/);
     const bench = JSON.stringify({ endpoint_url: "https://a.example/x", price_usd: "0.01" });
-    expect(toolResult(answer(200, {}, bench), tool("benchmark_endpoint")).content[0]!.text).toBe(bench);
+    expect(delivered(tool("benchmark_endpoint"), bench).content[0]!.text).toBe(bench);
   });
 });
 

@@ -196,7 +196,7 @@ describe("a chain observer's proofs of a settled payment get nothing and learn n
 
   it("while the settlement is unconfirmed, the observer's proofs are told to wait, never served; the buyer's key then is", async () => {
     gateway.settleResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+      throw new FacilitatorFault("facilitator_timeout", 3, "settle timed out");
     };
     const paid = buyerProof();
     const first = await post({ "payment-signature": b64(paid) }, REQUESTS.bought);
@@ -297,7 +297,7 @@ describe("PAYMENT-RESPONSE on a failed settlement", () => {
     expect(unknown.json().detail).toMatch(/Do not pay again/);
 
     gateway.settleResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+      throw new FacilitatorFault("facilitator_timeout", 3, "settle timed out");
     };
     const timedOut = await post({ "payment-signature": b64(buyerProof()) }, REQUESTS.bought);
     expect(timedOut.statusCode).toBe(409);

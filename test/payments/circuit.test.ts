@@ -64,7 +64,7 @@ describe("the gateway counts only the facilitator's own faults", () => {
       () => 0,
     );
     for (let i = 0; i < 5; i++)
-      await expect(g.verify(payload, requirements)).rejects.toMatchObject({ status: 502 });
+      await expect(g.verify(payload, requirements)).rejects.toMatchObject({ reason: "facilitator_error" });
     expect(g.circuit).toMatchObject({ failures: 0, openedAt: null });
   });
 
@@ -93,7 +93,7 @@ describe("the gateway counts only the facilitator's own faults", () => {
     fail = () => {
       throw new Error("Facilitator verify failed (400): bad request");
     };
-    await expect(g.verify(payload, requirements)).rejects.toMatchObject({ status: 502 }); // the trial, neutral
+    await expect(g.verify(payload, requirements)).rejects.toMatchObject({ reason: "facilitator_error" }); // the trial, neutral
     expect(g.circuit.trialInFlight).toBe(false); // …so the next call may try again instead of waiting forever
   });
 

@@ -1,4 +1,3 @@
-import { decodePaymentResponseHeader } from "@x402/core/http";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   ALREADY_USED,
@@ -64,8 +63,7 @@ describe("payment core, without HTTP", () => {
     const completion = await completePayment(core, admission.payment, ok);
     expect(completion.kind).toBe("delivered");
     if (completion.kind !== "delivered") return;
-    expect(completion.header[0]).toBe("PAYMENT-RESPONSE");
-    expect(decodePaymentResponseHeader(completion.header[1]).success).toBe(true);
+    expect(completion.settlement).toMatchObject({ version: 2, response: { success: true } });
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
     const receipt = await ledger.receipt(admission.payment.receiptId);
     expect(receipt?.status).toBe("settled");
@@ -118,10 +116,10 @@ describe("payment core, without HTTP", () => {
     expect(completion.kind).toBe("payment_required");
     if (completion.kind !== "payment_required") return;
     expect(completion.error).toBe("settlement_failed: insufficient_funds");
-    expect(completion.header?.[0]).toBe("PAYMENT-RESPONSE");
-    const settlement = decodePaymentResponseHeader(completion.header?.[1] ?? "");
-    expect(settlement.success).toBe(false);
-    expect(settlement.errorReason).toBe("insufficient_funds");
+    expect(completion.settlement?.version).toBe(2);
+    const settlement = completion.settlement?.response;
+    expect(settlement?.success).toBe(false);
+    expect(settlement?.errorReason).toBe("insufficient_funds");
     expect(gateway.calls).toEqual({ verify: 1, settle: 1 });
     expect((await ledger.receipt(admission.payment.receiptId))?.status).toBe("failed");
   });
@@ -162,7 +160,7 @@ describe("a full disk and unknown outcomes, without HTTP", () => {
     const completion = await completePayment(core, admission.payment, ok);
     expect(completion.kind).toBe("payment_required");
     if (completion.kind !== "payment_required") return;
-    expect(completion.settlement).toMatchObject({
+    expect(completion.settlement?.response).toMatchObject({
       success: false,
       errorReason: "invalid_exact_evm_insufficient_balance",
     });
@@ -174,7 +172,7 @@ describe("a full disk and unknown outcomes, without HTTP", () => {
     if (admission.kind !== "proceed") throw new Error(admission.kind);
     diskFull();
     const completion = await completePayment(core, admission.payment, { ...ok, statusCode: 500 });
-    expect(completion).toEqual({ kind: "unpaid" });
+    expect(completion).toMatchObject({ kind: "unpaid" });
   });
 
   it("a settle that times out is unknown: no `success: false`, nothing that invites paying again", async () => {
@@ -184,7 +182,8 @@ describe("a full disk and unknown outcomes, without HTTP", () => {
       throw new Error("socket hang up");
     };
     const completion = await completePayment(core, admission.payment, ok);
-    expect(completion).toEqual({ kind: "unconfirmed" });
+    expect(completion).toMatchObject({ kind: "unconfirmed", retryAfterSeconds: 5 });
+    expect("settlement" in completion).toBe(false);
     expect((await ledger.receipt(admission.payment.receiptId))?.status).toBe("unknown");
   });
 });

@@ -180,7 +180,7 @@ describe("facilitator HTTP client (undici request)", () => {
     expect(err).toBeInstanceOf(FacilitatorUnreachableError);
     expect(classify(err, "settle", 5)).toMatchObject({
       counts: true,
-      fault: { status: 503, reason: "facilitator_unreachable" },
+      fault: { reason: "facilitator_unreachable" },
     });
     await refused.close();
   });

@@ -31,7 +31,12 @@ const capped: PaidRoute = {
   amount: "20000",
   description: "capped, no pre-check",
   acceptsV1: false,
-  cap: () => ({ limit: 3, since: new Date(0) }),
+  cap: () => ({
+    limit: 3,
+    since: new Date(0),
+    until: new Date("2100-01-01T00:00:00Z"),
+    detail: "This route's provisional cap of paid calls is reached.",
+  }),
 };
 const getRoute: PaidRoute = { route: "GET /g", amount: "20000", description: "a GET", acceptsV1: true };
 
@@ -268,7 +273,7 @@ describe("paid calls", () => {
 
   it("fails closed with 503 + Retry-After when the facilitator is unreachable", async () => {
     gateway.verifyResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_unreachable", 7, "connect ECONNREFUSED");
+      throw new FacilitatorFault("facilitator_unreachable", 7, "connect ECONNREFUSED");
     };
     const res = await post("/both", { "payment-signature": b64(v2Proof(requirementsV2(both, terms))) });
     expect(res.statusCode).toBe(503);
@@ -278,7 +283,7 @@ describe("paid calls", () => {
 
   it("withholds the body when settlement faults, and lets the same proof be retried", async () => {
     gateway.settleResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+      throw new FacilitatorFault("facilitator_timeout", 3, "settle timed out");
     };
     const proof = b64(v2Proof(requirementsV2(both, terms)));
     const res = await post("/both", { "payment-signature": proof });
@@ -418,7 +423,7 @@ describe("paid calls", () => {
 describe("a chain outage and a v1 retry of a v2 payment", () => {
   it("with the chain down, a buyer whose earlier settlement is unknown is never told nothing was charged", async () => {
     gateway.settleResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_timeout", 3, "settle timed out");
+      throw new FacilitatorFault("facilitator_timeout", 3, "settle timed out");
     };
     const signed = b64(await signedV2Proof(requirementsV2(both, terms)));
     const first = await post("/both", { "payment-signature": signed });
@@ -434,7 +439,7 @@ describe("a chain outage and a v1 retry of a v2 payment", () => {
     expect(retry.json().detail).toMatch(/same proof/);
     // …and a facilitator that cannot be reached at all says the same.
     gateway.verifyResult = async () => {
-      throw new FacilitatorFault(503, "facilitator_unreachable", 7, "connect ECONNREFUSED");
+      throw new FacilitatorFault("facilitator_unreachable", 7, "connect ECONNREFUSED");
     };
     const again = await post("/both", { "payment-signature": signed, ...key });
     expect(again.statusCode).toBe(503);

@@ -1,4 +1,3 @@
-
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -163,6 +162,93 @@ describe("a purchase still in flight", () => {
       `${PAYER.toLowerCase()} failed`,
       `${PAYER.toLowerCase()} settled`,
     ]);
+  });
+});
+
+describe("a purchase still inside its facilitator verify", () => {
+  /** Holds the next facilitator verify until the test releases it; the ones after it run at once. */
+  const holdNextVerify = () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const verify = t.gateway.verifyResult;
+    let held = false;
+    t.gateway.verifyResult = async (p, r) => {
+      if (!held) {
+        held = true;
+        await gate;
+      }
+      return verify(p, r);
+    };
+    return () => release();
+  };
+  /** Resolves once a fresh proof waits for an earlier purchase (the core's own waiter list, not a timer). */
+  const waiting = async () => {
+    while (t.app.payments.core.waiters.size === 0) await new Promise((r) => setImmediate(r));
+  };
+  const verifyCalled = async (n: number) => {
+    while (t.gateway.calls.verify < n) await new Promise((r) => setImmediate(r));
+  };
+
+  it("a fresh proof waits for the first payment's verify, then gets the answer it bought; charged once", async () => {
+    const release = holdNextVerify();
+    const first = get("days=30", await signedV2Proof(accepted()));
+    await verifyCalled(1);
+    const second = get("days=30", await signedV2Proof(accepted()));
+    await waiting();
+    // While it waits, a proof naming the payer that the payer did not sign gets nothing and is not held up.
+    const forged = await signedV2Proof(accepted(), undefined, OBSERVER_KEY);
+    forged.payload.authorization.from = PAYER;
+    expect((await get("days=30", forged)).statusCode).toBe(402);
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.statusCode).toBe(200);
+    expect(b.statusCode).toBe(200);
+    expect(b.headers["idempotent-replayed"]).toBe("true");
+    expect(b.body).toBe(a.body);
+    // The fresh proof was proven the payer's own without the facilitator, and its authorization is never settled.
+    expect(t.gateway.calls).toEqual({ verify: 2, settle: 1 });
+    expect(await statuses()).toEqual([`${PAYER.toLowerCase()} settled`]);
+  });
+
+  it("when the first is refused at verify, uncharged, the fresh proof is a purchase like any other", async () => {
+    const verify = t.gateway.verifyResult;
+    let n = 0;
+    t.gateway.verifyResult = async (p, r) => {
+      n += 1;
+      return n === 1
+        ? { isValid: false, invalidReason: "invalid_exact_evm_insufficient_balance" }
+        : verify(p, r);
+    };
+    const release = holdNextVerify();
+    const first = get("days=30", await signedV2Proof(accepted()));
+    await verifyCalled(1);
+    const second = get("days=30", await signedV2Proof(accepted()));
+    await waiting();
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a.statusCode).toBe(402);
+    expect(b.statusCode).toBe(200);
+    expect(b.headers["idempotent-replayed"]).toBeUndefined();
+    expect(t.gateway.calls).toEqual({ verify: 2, settle: 1 });
+    expect(await statuses()).toEqual([`${PAYER.toLowerCase()} settled`]);
+  });
+
+  it("a proof naming the payer that the payer did not sign, inside its verify, only delays the payer's own", async () => {
+    const release = holdNextVerify();
+    const forged = await signedV2Proof(accepted(), undefined, OBSERVER_KEY);
+    forged.payload.authorization.from = PAYER;
+    const fake = get("days=30", forged);
+    await verifyCalled(1);
+    const own = get("days=30", await signedV2Proof(accepted()));
+    await waiting();
+    release();
+    const [f, o] = await Promise.all([fake, own]);
+    expect(f.statusCode).toBe(402);
+    expect(o.statusCode).toBe(200);
+    expect(o.headers["idempotent-replayed"]).toBeUndefined();
+    expect(t.gateway.calls.settle).toBe(1);
   });
 });
 

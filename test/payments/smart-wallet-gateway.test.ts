@@ -87,7 +87,6 @@ describe("the smart-wallet check before the facilitator", () => {
     const first = await s.gateway.verify(proofFrom(WALLET), requirements);
     expect(first).toMatchObject({ isValid: false, invalidReason: SMART_WALLET_REFUSED });
     await expect(s.gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({
-      status: 429,
       reason: "payer_limited",
     });
     expect(s.checks).toEqual([WALLET]); // the back-off spares the chain too
@@ -98,7 +97,9 @@ describe("the smart-wallet check before the facilitator", () => {
     s.advance(1000);
     expect(await s.gateway.verify(proofFrom(WALLET), requirements)).toMatchObject({ isValid: false });
     s.advance(1000);
-    await expect(s.gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({ status: 429 });
+    await expect(s.gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({
+      reason: "payer_limited",
+    });
     expect(s.checks.filter((c) => c === WALLET)).toHaveLength(2);
     expect(s.verifies).not.toContain(WALLET);
   });
@@ -171,7 +172,9 @@ describe("junk that makes an honest wallet's check run out of gas or time", () =
     const owner = { client: "203.0.113.7" };
     expect(await gateway.verify(junk(), requirements, attacker)).toMatchObject({ isValid: false });
     // The attacker is held off that wallet at once, without another chain call...
-    await expect(gateway.verify(junk(), requirements, attacker)).rejects.toMatchObject({ status: 429 });
+    await expect(gateway.verify(junk(), requirements, attacker)).rejects.toMatchObject({
+      reason: "payer_limited",
+    });
     // ...while the owner's payments from its own address go through, again and again.
     for (let i = 0; i < 3; i++)
       expect(await gateway.verify(proofFrom(WALLET), requirements, owner)).toMatchObject({ isValid: true });
@@ -179,7 +182,9 @@ describe("junk that makes an honest wallet's check run out of gas or time", () =
     expect(gateway.contracts?.peek(`${WALLET}@${attacker.client}`)?.until).toBeGreaterThan(0);
     // Without a known sender (a caller that does not say), the contract itself is backed off, as before.
     expect(await gateway.verify(junk(), requirements)).toMatchObject({ isValid: false });
-    await expect(gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({ status: 429 });
+    await expect(gateway.verify(proofFrom(WALLET), requirements)).rejects.toMatchObject({
+      reason: "payer_limited",
+    });
   });
 });
 
@@ -204,14 +209,14 @@ describe("a sender backed off while its other checks of that wallet wait in line
     const outcome = (p: Promise<VerifyResponse>) =>
       p.then(
         (v) => (v.isValid ? "valid" : "invalid"),
-        (e: { status?: number }) => String(e.status),
+        (e: { reason?: string }) => String(e.reason),
       );
     const first = outcome(gateway.verify(junk(), requirements, attacker));
     const queued = [1, 2, 3].map(() => outcome(gateway.verify(junk(), requirements, attacker)));
     const owner = outcome(gateway.verify(proofFrom(WALLET), requirements, { client: "203.0.113.7" }));
     release();
     expect(await first).toBe("invalid");
-    expect(await Promise.all(queued)).toEqual(["429", "429", "429"]);
+    expect(await Promise.all(queued)).toEqual(["payer_limited", "payer_limited", "payer_limited"]);
     expect(await owner).toBe("valid");
     expect(checked).toEqual([`0x${"ee".repeat(65)}`, honestSig]);
   });
@@ -242,7 +247,7 @@ describe("a smart wallet's honest parallel calls", () => {
     const calls = Array.from({ length: 8 }, () =>
       gateway.verify(proofFrom(WALLET), requirements).then(
         (v) => (v.isValid ? "valid" : "invalid"),
-        (e: { status?: number }) => String(e.status),
+        (e: { reason?: string }) => String(e.reason),
       ),
     );
     await firstIn; // one check is running, the other seven wait in line
@@ -267,7 +272,7 @@ describe("callFailure: why an isValidSignature call threw", () => {
 describe("a smart wallet that is slow at the facilitator (gas-aware: valid under the check's cap, slow beyond it)", () => {
   it("its verify timeouts never count toward the circuit, whatever the threshold", async () => {
     const client = verifyOnly(async () => {
-      throw new FacilitatorFault(503, "facilitator_timeout", 1, "verify timed out");
+      throw new FacilitatorFault("facilitator_timeout", 1, "verify timed out");
     });
     let now = 0;
     const gateway = walletGateway(
