@@ -48,6 +48,15 @@ export interface PaidOperation {
   outputHeadline: FieldMask;
   /** The operation as an MCP tool; its description gets the price appended. */
   mcp: { name: string; title: string; description: string };
+  /** The OpenAPI tag the route is listed under. */
+  openapiTag: "unlocks" | "benchmark";
+  /**
+   * The statuses the operation's check answers before any payment, beyond those every paid route documents (an entry
+   * here replaces the shared one of its status), with their OpenAPI descriptions.
+   */
+  refusals?: Readonly<Record<number, string>>;
+  /** The route states `x-provisional`: whether it is offered under capped provisional x402 metadata. */
+  provisional?: boolean;
 }
 
 type Entry = Omit<PaidOperation, "route">;
@@ -90,6 +99,7 @@ const ENTRIES = {
       description:
         "Token unlocks releasing from today through today + days (UTC): one compact row per event (date, tokens, USD, % circulating, risk score, codes explained once in legend), filtered by minRisk, minUsd, minPctCirculating, tokens, category, type; sorted by date, usd, pct_circulating or risk; paged by limit and cursor; view=full adds each item's detail. The text result is a short summary; the whole answer is in structuredContent.",
     },
+    openapiTag: "unlocks",
   },
   unlockRisk: {
     method: "POST",
@@ -122,6 +132,8 @@ const ENTRIES = {
       description:
         "Risk score of one unlock event (ids from unlocks_upcoming) with one evidence record per model factor. Unknown token or event: an error result before any payment.",
     },
+    openapiTag: "unlocks",
+    refusals: { 404: "Unknown token or unlock event (checked before any payment request)" },
   },
   riskSummary: {
     method: "POST",
@@ -154,6 +166,8 @@ const ENTRIES = {
       description:
         "A token's scheduled unlocks from today through today + lookbackDays: count, highest risk, totals by recipient, top events and the next unlock.",
     },
+    openapiTag: "unlocks",
+    refusals: { 404: "Unknown token or unlock event (checked before any payment request)" },
   },
   backtest: {
     method: "POST",
@@ -183,6 +197,12 @@ const ENTRIES = {
       title: "Market reactions after past unlocks",
       description:
         "How the market reacted after a token's past unlocks, for one unlock event, over windowDays.",
+    },
+    openapiTag: "unlocks",
+    refusals: {
+      404: "Unknown token or unlock event (checked before any payment request)",
+      // Both causes: the shared entry says only the second.
+      422: "No measurable market reaction for this backtest (checked before any payment request), or Idempotency-Key reused with a different request or proof",
     },
   },
   benchmark: {
@@ -217,6 +237,8 @@ const ENTRIES = {
       description:
         "Where a third-party x402 endpoint's price sits among comparable paid endpoints, how busy that market is, and how confident the estimate is (provisional, daily cap).",
     },
+    openapiTag: "benchmark",
+    provisional: true,
   },
 } as const satisfies Record<string, Entry>;
 

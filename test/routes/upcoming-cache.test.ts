@@ -5,10 +5,12 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { compressBody } from "../../src/http/encoding.js";
+import type { PaidHandlers } from "../../src/operations/handler.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { unlockRoutes } from "../../src/routes/unlocks.js";
+import { paidRoutes } from "../../src/routes/paid.js";
+import { upcomingAnswerBody } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";
 import type { UnlockService, UpcomingResponse } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
@@ -125,11 +127,16 @@ async function routeWithCountingService() {
     reconcileNow: async () => ({ resolved: 0, remaining: 0 }),
     incarnation: "test",
   } as unknown as FastifyInstance["payments"]);
-  await app.register(unlockRoutes, {
-    handlers: unlockHandlers({ unlocksFor: () => unlocks }),
+  const handlers = unlockHandlers({ unlocksFor: () => unlocks });
+  await app.register(paidRoutes, {
+    // Only the unlock routes are registered: the benchmark's handler is never reached.
+    handlers: { ...handlers, benchmark: handlers.upcoming as unknown as PaidHandlers["benchmark"] },
     network: BASE_MAINNET,
-    clock: () => state.now,
-    dataVersion: () => state.version,
+    provisional: false,
+    tag: "unlocks",
+    answerBodies: {
+      upcoming: upcomingAnswerBody({ clock: () => state.now, dataVersion: () => state.version }),
+    },
   });
   await app.ready();
   const body = async (qs = "days=30") => {
