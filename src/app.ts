@@ -29,7 +29,7 @@ import {
 } from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
-import { benchmarkHandler } from "./operations/benchmark.js";
+import { benchmarkHandlers } from "./operations/benchmark.js";
 import { unlockHandlers } from "./operations/unlocks.js";
 import type { ChainReader } from "./payments/chain-reader.js";
 import type { PaymentObserver } from "./payments/events.js";
@@ -260,7 +260,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       unlocksFor: (request) => generationOf(request).service,
       derivatives: deps.freshness?.derivatives?.bind(deps.freshness),
     }),
-    benchmark: benchmarkHandler({
+    ...benchmarkHandlers({
       benchmark: deps.benchmark,
       ledger: deps.ledger,
       phase: config.benchmark.phase,

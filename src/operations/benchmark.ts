@@ -50,8 +50,12 @@ function assertAbsoluteUrl(value: string): void {
     );
 }
 
+export interface BenchmarkHandlers {
+  benchmark: PaidHandler<Static<typeof BenchmarkBody>>;
+}
+
 /** The benchmark operation: what the live probe would refuse and the provisional daily cap, both before payment. */
-export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Static<typeof BenchmarkBody>> {
+export function benchmarkHandlers(opts: BenchmarkHandlerOptions): BenchmarkHandlers {
   const route = PRICES.benchmark.route;
 
   /** Counts survive restarts (ledger). */
@@ -63,7 +67,7 @@ export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Sta
     return { reached: used >= opts.provisionalCap, retryAfterSeconds };
   }
 
-  return {
+  const benchmark: BenchmarkHandlers["benchmark"] = {
     // The check answers before any 402; the cap rule reserves the slot atomically with the payment's claim.
     price: {
       ...PRICES.benchmark,
@@ -95,4 +99,5 @@ export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Sta
         { availability: availabilityLabel(opts.phase, false) },
       ),
   };
+  return { benchmark };
 }
