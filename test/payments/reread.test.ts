@@ -1,4 +1,3 @@
-
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -35,7 +34,11 @@ afterEach(async () => {
 });
 
 const accepted = () =>
-  requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: t.config.paymentTimeoutSeconds });
+  requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: t.config.paymentTimeoutSeconds,
+    network: t.config.network,
+  });
 
 const get = (query: string, proof: unknown, headers: Record<string, string> = {}) =>
   t.app.inject({

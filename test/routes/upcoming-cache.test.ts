@@ -3,7 +3,6 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { compressBody } from "../../src/http/encoding.js";
 import type { PaidHandlers } from "../../src/operations/handler.js";
 import { PRICES } from "../../src/operations/prices.js";
@@ -14,9 +13,9 @@ import { upcomingAnswerBody } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";
 import type { UnlockService, UpcomingResponse } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 /** A proof of a new payer each time: one payer's second proof for the same request would re-read the first. */
 const pay = () => {
   const proof = v2Proof(requirementsV2(PRICES.upcoming, terms));
@@ -131,7 +130,7 @@ async function routeWithCountingService() {
   await app.register(paidRoutes, {
     // Only the unlock routes are registered: the benchmark's handler is never reached.
     handlers: { ...handlers, benchmark: handlers.upcoming as unknown as PaidHandlers["benchmark"] },
-    network: BASE_MAINNET,
+    network: TEST_NETWORK,
     provisional: false,
     tag: "unlocks",
     answerBodies: {
