@@ -1,19 +1,25 @@
 /**
- * `npm run discovery:examples`: writes src/discovery/examples.generated.ts, the input and output examples shown in the
- * Bazaar discovery extension, the v1 outputSchema and the OpenAPI document. Outputs are real answers of the services
- * over the shipped snapshots at a fixed date, trimmed (every array cut to its first item, explanatory strings longer
- * than EXAMPLE_STRING_MAX characters shortened with "…"). The 402's Bazaar extension shows only each answer's
- * headline fields (`outputHeadline` in src/discovery/catalog.ts), so PAYMENT-REQUIRED fits a 4 KiB proxy buffer.
- * A test checks that every example still validates against its route's schemas.
+ * `npm run discovery:examples`: writes src/discovery/examples.generated.ts, the output examples shown in the Bazaar
+ * discovery extension, the v1 outputSchema and the OpenAPI document. Each is the real answer of an operation of the
+ * table (src/operations/table.ts) to its `inputExample`, over the shipped snapshots at a fixed date, validated and
+ * checked as its route would before payment, then trimmed (every array cut to its first item, explanatory strings
+ * longer than EXAMPLE_STRING_MAX characters shortened with "…"). The 402's Bazaar extension shows only each answer's
+ * headline fields (`outputHeadline` in the table), so PAYMENT-REQUIRED fits a 4 KiB proxy buffer. A test checks that
+ * every example still validates against its route's schemas.
  */
 import { fileURLToPath } from "node:url";
-import { availabilityLabel } from "../src/benchmark/availability.js";
+import type { FastifyRequest } from "fastify";
 import { loadCatalog } from "../src/benchmark/catalog/snapshot.js";
 import { createBenchmarkService } from "../src/benchmark/service.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
-import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
-import type { FastifyRequest } from "fastify";
+import { HttpProblem } from "../src/http/problem.js";
+import { validatorCompiler } from "../src/http/validation.js";
+import { openLedger } from "../src/ledger/embedded.js";
+import { benchmarkHandlers } from "../src/operations/benchmark.js";
+import type { PaidHandler, PaidHandlers } from "../src/operations/handler.js";
+import { OPERATIONS, type OperationKey, type PaidOperation } from "../src/operations/table.js";
 import { unlockHandlers } from "../src/operations/unlocks.js";
+import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 
 export const EXAMPLES_PATH = fileURLToPath(
@@ -33,48 +39,54 @@ export function trim(value: unknown): unknown {
   return value;
 }
 
-/** The examples, computed from the services (the generated file holds exactly this object). */
-export async function buildExamples() {
+/** The example input as its route receives it: validated by the route's own schema, its defaults filled in. */
+function validated(op: PaidOperation): unknown {
+  const input = structuredClone(op.inputExample);
+  const validate = validatorCompiler({
+    schema: op.inputSchema,
+    method: op.method,
+    url: op.path,
+    httpPart: op.inputIn === "query" ? "querystring" : "body",
+  });
+  const result = validate(input) as { error?: Error };
+  if (result.error) throw new Error(`the example input of ${op.route} is invalid: ${result.error.message}`);
+  return input;
+}
+
+/** The examples, computed from the operations' own checks and answers (the generated file holds exactly this object). */
+export async function buildExamples(): Promise<Record<string, unknown>> {
   const clock = () => EXAMPLES_AT;
   const unlocks = createUnlockService(loadUnlockStore(), clock);
-  const benchmark = createBenchmarkService(loadCatalog(), { clock });
-  // The operations' own answers, in the default (compact) view.
-  const ops = unlockHandlers({ unlocksFor: () => unlocks });
+  const ledger = openLedger(":memory:");
+  const handlers: PaidHandlers = {
+    ...unlockHandlers({ unlocksFor: () => unlocks }),
+    ...benchmarkHandlers({
+      benchmark: createBenchmarkService(loadCatalog(), { clock }),
+      ledger,
+      phase: "provisional",
+      provisionalCap: 1,
+      clock,
+    }),
+  };
   const request = {} as FastifyRequest;
-  const upcomingInput = { days: 30, minRisk: 50 };
-  const upcoming = ops.upcoming.answer(upcomingInput, request);
-  const event = unlocks.upcoming(90, 0).unlocks.find((u) => u.token === "ARB");
-  if (!event) throw new Error("the snapshot has no upcoming ARB unlock to use as an example");
-  const eventRef = { token: "ARB", unlock_event_id: event.unlock_event_id };
-  const unlockRiskInput = { ...eventRef, includeEvidence: true };
-  const riskSummaryInput = { token: "ARB", lookbackDays: 90 };
-  const backtestInput = { ...eventRef, windowDays: 14 };
-  const benchmarkInput = {
-    endpoint_url: "https://2s.io/api/crypto/token-price",
-    category_hint: "data" as const,
-  };
-  const view = { view: "compact" as const };
-  const examples = {
-    upcoming: { input: upcomingInput, output: trim(upcoming) },
-    unlockRisk: {
-      input: unlockRiskInput,
-      output: trim(await ops.unlockRisk.answer({ ...unlockRiskInput, ...view }, request)),
-    },
-    riskSummary: {
-      input: riskSummaryInput,
-      output: trim(await ops.riskSummary.answer({ ...riskSummaryInput, ...view }, request)),
-    },
-    backtest: {
-      input: backtestInput,
-      output: trim(await ops.backtest.answer({ ...backtestInput, ...view }, request)),
-    },
-    benchmark: {
-      input: benchmarkInput,
-      output: trim(
-        await benchmark.benchmark(benchmarkInput, { availability: availabilityLabel("provisional", false) }),
-      ),
-    },
-  };
+  const examples: Record<string, unknown> = {};
+  try {
+    for (const [key, op] of Object.entries(OPERATIONS) as [OperationKey, PaidOperation][]) {
+      const handler = handlers[key] as PaidHandler<unknown>;
+      const input = validated(op);
+      try {
+        await handler.check(input, request);
+      } catch (err) {
+        // A snapshot rebuilt since the example was chosen: the table's example names what the data no longer has.
+        if (err instanceof HttpProblem)
+          throw new Error(`the example input of ${op.route} is refused before payment: ${err.message}`);
+        throw err;
+      }
+      examples[key] = trim(await handler.answer(input, request));
+    }
+  } finally {
+    await ledger.close();
+  }
   return examples;
 }
 
@@ -83,7 +95,7 @@ export async function generateExamples(): Promise<string> {
   return (
     "// Generated by `npm run discovery:examples` (scripts/discovery-examples.ts) from real service answers at " +
     `${EXAMPLES_AT.toISOString()}; do not edit.\n` +
-    `export const EXAMPLES: Record<\n  "upcoming" | "unlockRisk" | "riskSummary" | "backtest" | "benchmark",\n  { input: Record<string, unknown>; output: Record<string, unknown> }\n> = ${JSON.stringify(examples, null, 2)};\n`
+    `export const EXAMPLES: Record<string, Record<string, unknown>> = ${JSON.stringify(examples, null, 2)};\n`
   );
 }
 

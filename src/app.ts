@@ -29,7 +29,7 @@ import {
 } from "./observability/readiness.js";
 import { REQUEST_ID_HEADER, requestIdFor } from "./observability/request-id.js";
 import { readinessRoutes } from "./observability/routes.js";
-import { benchmarkHandler } from "./operations/benchmark.js";
+import { benchmarkHandlers } from "./operations/benchmark.js";
 import { unlockHandlers } from "./operations/unlocks.js";
 import type { ChainReader } from "./payments/chain-reader.js";
 import type { PaymentObserver } from "./payments/events.js";
@@ -44,12 +44,12 @@ import * as swagger from "./plugins/external/swagger.js";
 import * as underPressure from "./plugins/external/under-pressure.js";
 import type { FreshnessSource } from "./refresh/freshness.js";
 import type { LiveUnlocks, UnlockGeneration } from "./refresh/live-unlocks.js";
-import { benchmarkRoutes } from "./routes/benchmark.js";
 import { discoveryRoutes } from "./routes/discovery.js";
 import { docsRoutes } from "./routes/docs.js";
 import { metaRoutes } from "./routes/meta.js";
+import { type PaidRoutesOptions, paidRoutes } from "./routes/paid.js";
 import { tokensRoutes } from "./routes/tokens.js";
-import { unlockRoutes } from "./routes/unlocks.js";
+import { upcomingAnswerBody } from "./routes/unlocks.js";
 import { ProblemSchema } from "./schemas/common.js";
 import type { UnlockService } from "./unlocks/service.js";
 
@@ -260,7 +260,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       unlocksFor: (request) => generationOf(request).service,
       derivatives: deps.freshness?.derivatives?.bind(deps.freshness),
     }),
-    benchmark: benchmarkHandler({
+    ...benchmarkHandlers({
       benchmark: deps.benchmark,
       ledger: deps.ledger,
       phase: config.benchmark.phase,
@@ -268,22 +268,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       clock,
     }),
   };
-  await app.register(unlockRoutes, {
+  const paidRoutesOptions: PaidRoutesOptions = {
     handlers,
     network: config.network,
-    clock,
-    dataVersion: (request) => generationOf(request).version,
-  });
+    provisional: config.benchmark.phase === "provisional",
+    answerBodies: {
+      upcoming: upcomingAnswerBody({ clock, dataVersion: (request) => generationOf(request).version }),
+    },
+  };
+  // Two groups around the free token list: the published OpenAPI document lists its paths in this order.
+  await app.register(paidRoutes, { ...paidRoutesOptions, tag: "unlocks" });
   await app.register(tokensRoutes, {
     unlocksFor: (request) => generationOf(request).service,
     freshness: deps.freshness,
     clock,
   });
-  await app.register(benchmarkRoutes, {
-    handler: handlers.benchmark,
-    phase: config.benchmark.phase,
-    network: config.network,
-  });
+  await app.register(paidRoutes, { ...paidRoutesOptions, tag: "benchmark" });
   // The same operations as MCP tools (x402 MCP transport), on the payment core without an HTTP hop.
   await app.register(mcp, { version: SERVICE_VERSION, network: config.network, handlers });
 

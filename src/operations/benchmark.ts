@@ -52,8 +52,12 @@ function assertAbsoluteUrl(value: string): void {
     );
 }
 
+export interface BenchmarkHandlers {
+  benchmark: PaidHandler<Static<typeof BenchmarkBody>>;
+}
+
 /** The benchmark operation: what the live probe would refuse and the provisional daily cap, both before payment. */
-export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Static<typeof BenchmarkBody>> {
+export function benchmarkHandlers(opts: BenchmarkHandlerOptions): BenchmarkHandlers {
   const route = PRICES.benchmark.route;
 
   /** The provisional phase's cap of this UTC day; counts survive restarts (ledger). */
@@ -69,7 +73,7 @@ export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Sta
     };
   }
 
-  return {
+  const benchmark: BenchmarkHandlers["benchmark"] = {
     // The check answers before any 402; the cap rule reserves the slot atomically with the payment's claim.
     price: {
       ...PRICES.benchmark,
@@ -93,4 +97,5 @@ export function benchmarkHandler(opts: BenchmarkHandlerOptions): PaidHandler<Sta
         { availability: availabilityLabel(opts.phase, false) },
       ),
   };
+  return { benchmark };
 }

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from "fastify";
 import type { PaidRoute } from "../payments/core.js";
+import type { OperationKey } from "./table.js";
 
 /**
  * What runs a paid operation, whatever carries the call (its HTTP route or its MCP tool): the terms the payment core
@@ -12,3 +13,6 @@ export interface PaidHandler<Input> {
   check(input: Input, request: FastifyRequest): void | Promise<void>;
   answer(input: Input, request: FastifyRequest): unknown;
 }
+
+/** Every paid operation's handler, by its key in the table of paid operations. */
+export type PaidHandlers = { readonly [K in OperationKey]: PaidHandler<never> };

@@ -39,7 +39,9 @@ export interface PaidOperation {
   inputIn: "query" | "body";
   inputSchema: TObject;
   outputSchema: TObject;
+  /** A request a client would send, answered before the payment at the examples' date (`npm run discovery:examples`). */
   inputExample: Record<string, unknown>;
+  /** The operation's real answer to `inputExample`, as `npm run discovery:examples` computed it. */
   outputExample: Record<string, unknown>;
   /**
    * The fields of `outputExample` the 402's Bazaar extension shows (its compact output example): the answer's headline,
@@ -48,9 +50,18 @@ export interface PaidOperation {
   outputHeadline: FieldMask;
   /** The operation as an MCP tool; its description gets the price appended. */
   mcp: { name: string; title: string; description: string };
+  /** The OpenAPI tag the route is listed under. */
+  openapiTag: "unlocks" | "benchmark";
+  /**
+   * The statuses the operation's check answers before any payment, beyond those every paid route documents (an entry
+   * here replaces the shared one of its status), with their OpenAPI descriptions.
+   */
+  refusals?: Readonly<Record<number, string>>;
+  /** The route states `x-provisional`: whether it is offered under capped provisional x402 metadata. */
+  provisional?: boolean;
 }
 
-type Entry = Omit<PaidOperation, "route">;
+type Entry = Omit<PaidOperation, "route" | "outputExample">;
 
 /** A price for people: at least two decimals ("0.10"), from the atomic amount. */
 export function usdText(amount: string): string {
@@ -79,8 +90,7 @@ const ENTRIES = {
     inputIn: "query",
     inputSchema: UpcomingQuery,
     outputSchema: UpcomingResponse,
-    inputExample: EXAMPLES.upcoming.input,
-    outputExample: EXAMPLES.upcoming.output,
+    inputExample: { days: 30, minRisk: 50 },
     outputHeadline: {
       unlocks: { unlock_event_id: true, date: true, risk_score: true },
     },
@@ -90,6 +100,7 @@ const ENTRIES = {
       description:
         "Token unlocks releasing from today through today + days (UTC): one compact row per event (date, tokens, USD, % circulating, risk score, codes explained once in legend), filtered by minRisk, minUsd, minPctCirculating, tokens, category, type; sorted by date, usd, pct_circulating or risk; paged by limit and cursor; view=full adds each item's detail. The text result is a short summary; the whole answer is in structuredContent.",
     },
+    openapiTag: "unlocks",
   },
   unlockRisk: {
     method: "POST",
@@ -106,8 +117,7 @@ const ENTRIES = {
     inputIn: "body",
     inputSchema: UnlockRiskBody,
     outputSchema: RiskItem,
-    inputExample: EXAMPLES.unlockRisk.input,
-    outputExample: EXAMPLES.unlockRisk.output,
+    inputExample: { token: "ARB", unlock_event_id: "unlock_arb_2026_11_01", includeEvidence: true },
     outputHeadline: {
       token: true,
       unlock_event_id: true,
@@ -122,6 +132,8 @@ const ENTRIES = {
       description:
         "Risk score of one unlock event (ids from unlocks_upcoming) with one evidence record per model factor. Unknown token or event: an error result before any payment.",
     },
+    openapiTag: "unlocks",
+    refusals: { 404: "Unknown token or unlock event (checked before any payment request)" },
   },
   riskSummary: {
     method: "POST",
@@ -138,8 +150,7 @@ const ENTRIES = {
     inputIn: "body",
     inputSchema: RiskSummaryBody,
     outputSchema: RiskSummary,
-    inputExample: EXAMPLES.riskSummary.input,
-    outputExample: EXAMPLES.riskSummary.output,
+    inputExample: { token: "ARB", lookbackDays: 90 },
     outputHeadline: {
       token: true,
       windowDays: true,
@@ -154,6 +165,8 @@ const ENTRIES = {
       description:
         "A token's scheduled unlocks from today through today + lookbackDays: count, highest risk, totals by recipient, top events and the next unlock.",
     },
+    openapiTag: "unlocks",
+    refusals: { 404: "Unknown token or unlock event (checked before any payment request)" },
   },
   backtest: {
     method: "POST",
@@ -170,8 +183,7 @@ const ENTRIES = {
     inputIn: "body",
     inputSchema: BacktestBody,
     outputSchema: BacktestResult,
-    inputExample: EXAMPLES.backtest.input,
-    outputExample: EXAMPLES.backtest.output,
+    inputExample: { token: "ARB", unlock_event_id: "unlock_arb_2026_11_01", windowDays: 14 },
     outputHeadline: {
       token: true,
       unlock_event_id: true,
@@ -183,6 +195,12 @@ const ENTRIES = {
       title: "Market reactions after past unlocks",
       description:
         "How the market reacted after a token's past unlocks, for one unlock event, over windowDays.",
+    },
+    openapiTag: "unlocks",
+    refusals: {
+      404: "Unknown token or unlock event (checked before any payment request)",
+      // Both causes: the shared entry says only the second.
+      422: "No measurable market reaction for this backtest (checked before any payment request), or Idempotency-Key reused with a different request or proof",
     },
   },
   benchmark: {
@@ -202,8 +220,7 @@ const ENTRIES = {
     inputIn: "body",
     inputSchema: BenchmarkBody,
     outputSchema: BenchmarkResult,
-    inputExample: EXAMPLES.benchmark.input,
-    outputExample: EXAMPLES.benchmark.output,
+    inputExample: { endpoint_url: "https://2s.io/api/crypto/token-price", category_hint: "data" },
     outputHeadline: {
       route: { method: true, price: true, confidence: true },
       market: { median: true },
@@ -217,6 +234,8 @@ const ENTRIES = {
       description:
         "Where a third-party x402 endpoint's price sits among comparable paid endpoints, how busy that market is, and how confident the estimate is (provisional, daily cap).",
     },
+    openapiTag: "benchmark",
+    provisional: true,
   },
 } as const satisfies Record<string, Entry>;
 
@@ -224,10 +243,15 @@ export type OperationKey = keyof typeof ENTRIES;
 
 /** Every paid operation by key, in the order an agent would usually call them. */
 export const OPERATIONS = Object.fromEntries(
-  Object.entries(ENTRIES).map(([key, e]) => [key, { ...e, route: `${e.method} ${e.path}` }]),
+  Object.entries(ENTRIES).map(([key, e]) => [
+    key,
+    // A new operation has no example until `npm run discovery:examples` writes it (the discovery tests fail meanwhile).
+    { ...e, route: `${e.method} ${e.path}`, outputExample: EXAMPLES[key] ?? {} },
+  ]),
 ) as {
   [K in OperationKey]: (typeof ENTRIES)[K] & {
     route: `${(typeof ENTRIES)[K]["method"]} ${(typeof ENTRIES)[K]["path"]}`;
+    outputExample: Record<string, unknown>;
   };
 };
 

@@ -1,5 +1,4 @@
 import type { PaymentRequirements } from "@x402/core/types";
-import { BASE_MAINNET } from "../chain/networks.js";
 import type { ExactPayload, Proof } from "./proof.js";
 import { type PaymentTerms, type RoutePrice, requirementsV1, requirementsV2 } from "./requirements.js";
 
@@ -62,7 +61,7 @@ export function requirementsFor(
     const mismatch = mismatchV2(proof.payload.accepted, requirements);
     return mismatch ? { ok: false, error: mismatch } : { ok: true, requirements };
   }
-  const v1Name = (terms.network ?? BASE_MAINNET).v1Name;
+  const v1Name = terms.network.v1Name;
   if (proof.payload.scheme !== "exact" || String(proof.payload.network) !== v1Name)
     return {
       ok: false,

@@ -15,7 +15,7 @@ const PAYMENT_IDENTIFIER_DECLARED = (() => {
 })();
 
 import type { PaymentRequiredV1, PaymentRequirementsV1 } from "@x402/core/types/v1";
-import { BASE_MAINNET, type PaymentNetwork } from "../chain/networks.js";
+import type { PaymentNetwork } from "../chain/networks.js";
 
 /** The EIP-712 domain fields the exact scheme's requirements carry in `extra`. */
 const domainOf = (network: PaymentNetwork) => ({ name: network.usdc.name, version: network.usdc.version });
@@ -45,14 +45,14 @@ export interface ServiceIdentity {
 
 export interface PaymentTerms {
   payTo: `0x${string}`;
-  /** The chain and USDC paid with; Base mainnet when unset. */
-  network?: PaymentNetwork;
+  /** The chain and USDC paid with (the configuration's NETWORK). */
+  network: PaymentNetwork;
   maxTimeoutSeconds: number;
   service?: ServiceIdentity;
 }
 
 export function requirementsV2(price: RoutePrice, terms: PaymentTerms): PaymentRequirements {
-  const network = terms.network ?? BASE_MAINNET;
+  const { network } = terms;
   return {
     scheme: "exact",
     network: network.caip2,
@@ -69,7 +69,7 @@ export function requirementsV1(
   terms: PaymentTerms,
   resourceUrl: string,
 ): PaymentRequirementsV1 {
-  const network = terms.network ?? BASE_MAINNET;
+  const { network } = terms;
   return {
     scheme: "exact",
     // @x402/core types v1 networks as CAIP-2, but the v1 wire format uses plain names ("base").

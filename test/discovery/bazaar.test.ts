@@ -10,7 +10,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildExamples } from "../../scripts/discovery-examples.js";
 import { headline } from "../../src/discovery/bazaar.js";
-import { DISCOVERABLE } from "../../src/discovery/catalog.js";
+import { DISCOVERABLE, type DiscoverableRoute } from "../../src/discovery/catalog.js";
 import { EXAMPLES } from "../../src/discovery/examples.generated.js";
 import { ERROR_MAX } from "../../src/payments/challenge.js";
 import { type TestApp, testApp } from "../helpers/app.js";
@@ -122,14 +122,14 @@ describe("Bazaar discovery on every paid route", () => {
     expect(EXAMPLES).toEqual(JSON.parse(JSON.stringify(await buildExamples())));
   });
 
-  it("declares exactly the five paid routes", () => {
-    expect(DISCOVERABLE.map((d) => d.route)).toEqual([
-      "GET /v1/unlocks/upcoming",
-      "POST /v1/unlock-risk",
-      "POST /v1/token/risk-summary",
-      "POST /v1/unlock/backtest",
-      "POST /v1/benchmark/endpoint",
-    ]);
+  it("declares each paid operation once, and the app serves every one", () => {
+    for (const id of [
+      (d: DiscoverableRoute) => d.route,
+      (d: DiscoverableRoute) => d.operationId,
+      (d: DiscoverableRoute) => d.mcp.name,
+    ])
+      expect(new Set(DISCOVERABLE.map(id)).size).toBe(DISCOVERABLE.length);
+    for (const d of DISCOVERABLE) expect(t.app.hasRoute({ method: d.method, url: d.path })).toBe(true);
   });
 });
 

@@ -13,7 +13,7 @@ import {
   startHttpApp,
   UPCOMING_PATH,
 } from "../helpers/fault-facilitator.js";
-import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 // A paid run at log level "trace" through every payment path, with the log stream captured: no payment proof, no
 // settlement header, no facilitator credential and no JWT may appear in it.
@@ -41,7 +41,7 @@ let http: HttpApp;
 /** Every value that must never be logged, gathered while the run goes. */
 const secrets: { label: string; value: string }[] = [];
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 /** A proof with a signature unique to this run, so that finding it in the logs means it leaked. */
 function signedV2() {
   const proof = v2Proof(requirementsV2(PRICES.upcoming, terms));

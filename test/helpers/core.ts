@@ -8,10 +8,12 @@ import { createPaymentCore } from "../../src/payments/create-core.js";
 import { noopObserver } from "../../src/payments/events.js";
 import type { FacilitatorGateway } from "../../src/payments/gateway.js";
 import payments from "../../src/payments/plugin.js";
+import { TEST_NETWORK } from "./proofs.js";
 
 export const CORE_TERMS = {
   payTo: "0x00000000000000000000000000000000000000aa",
   maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
 } as const;
 export const CORE_NOW = new Date("2026-01-15T12:00:00Z");
 export const silentLog = pino({ level: "silent" });

@@ -436,6 +436,7 @@ export async function signedUpcomingProof(config: Config): Promise<string> {
   const accepted = requirementsV2(PRICES.upcoming, {
     payTo: TEST_PAY_TO,
     maxTimeoutSeconds: config.paymentTimeoutSeconds,
+    network: config.network,
   });
   return b64(await signedV2Proof(accepted, undefined, generatePrivateKey()));
 }
@@ -445,6 +446,7 @@ export function upcomingProof(config: Config, nonce?: string): string {
   const accepted = requirementsV2(PRICES.upcoming, {
     payTo: TEST_PAY_TO,
     maxTimeoutSeconds: config.paymentTimeoutSeconds,
+    network: config.network,
   });
   return b64(nonce ? v2Proof(accepted, nonce) : v2Proof(accepted));
 }

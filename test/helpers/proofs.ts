@@ -1,8 +1,17 @@
 import { randomBytes } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/core/types";
 import { privateKeyToAccount } from "viem/accounts";
+import { type PaymentNetwork, paymentNetwork } from "../../src/chain/networks.js";
+import { DEFAULT_NETWORK } from "../../src/config.js";
 import type { ExactPayload } from "../../src/payments/proof.js";
 import { signAuthorization, signedByPayer } from "../../src/payments/signature.js";
+
+/** The network the tests pay on: the one the configuration takes when NETWORK is unset. */
+export const TEST_NETWORK: PaymentNetwork = (() => {
+  const network = paymentNetwork(DEFAULT_NETWORK);
+  if (!network) throw new Error(`the default network ${DEFAULT_NETWORK} is not a payment network`);
+  return network;
+})();
 
 export const b64 = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString("base64");
 

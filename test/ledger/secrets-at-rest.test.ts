@@ -38,6 +38,7 @@ describe("secrets at rest", () => {
     const accepted = requirementsV2(PRICES.upcoming, {
       payTo: TEST_PAY_TO,
       maxTimeoutSeconds: t.config.paymentTimeoutSeconds,
+      network: t.config.network,
     });
     const call = (proof: Proof, key?: string) =>
       app.inject({

@@ -9,6 +9,7 @@ import { loggerOptions } from "../../src/app.js";
 import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
 import { PRICES } from "../../src/operations/prices.js";
+import { OPERATIONS } from "../../src/operations/table.js";
 import { FacilitatorFault } from "../../src/payments/gateway.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
@@ -131,15 +132,7 @@ describe("tools/call before payment", () => {
   it("answers the PaymentRequired of the route's price, calling no facilitator", async () => {
     const { client, t } = await connect();
     for (const tool of PAID_TOOLS) {
-      const args =
-        tool.name === "unlocks_upcoming"
-          ? { days: 30 }
-          : tool.name === "token_risk_summary"
-            ? { token: "ARB" }
-            : tool.name === "benchmark_endpoint"
-              ? { endpoint_url: "https://2s.io/api/crypto/token-price" }
-              : RISK_ARGS;
-      const pr = paymentRequired(await call(client, tool.name, args));
+      const pr = paymentRequired(await call(client, tool.name, OPERATIONS[tool.key].inputExample));
       expect(pr.accepts[0]).toMatchObject({
         scheme: "exact",
         network: "eip155:8453",

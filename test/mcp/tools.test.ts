@@ -21,7 +21,7 @@ import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.j
 import { paymentRequiredV2 } from "../../src/payments/requirements.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 const tool = (name: string) => {
   const t = toolNamed(name);
@@ -66,7 +66,11 @@ function tool402(
   return { pr, result };
 }
 
-const terms = { payTo: "0x00000000000000000000000000000000000000aa" as const, maxTimeoutSeconds: 300 };
+const terms = {
+  payTo: "0x00000000000000000000000000000000000000aa" as const,
+  maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
+};
 
 describe("toolInput: the route request a tool call stands for", () => {
   it("a GET tool's arguments become its query, as text", () => {

@@ -5,7 +5,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import seed from "../fixtures/contract/seed-enums.json" with { type: "json" };
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /*
  * Every enumeration the contract states (test/fixtures/contract/seed-enums.json, copied from the seed with its
@@ -49,7 +49,7 @@ describe("the contract's enumerations in live answers", () => {
   afterAll(async () => {
     for (const t of open) await t.close();
   });
-  const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+  const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
   const pay = () => ({ "payment-signature": b64(v2Proof(requirementsV2(PRICES.benchmark, terms))) });
   async function benchmark(t: TestApp, body: Record<string, unknown>, paid = true) {
     return t.app.inject({

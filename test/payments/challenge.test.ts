@@ -2,9 +2,14 @@ import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/
 import { describe, expect, it } from "vitest";
 import { challengeCache, ERROR_MAX } from "../../src/payments/challenge.js";
 import { paymentRequiredV1, paymentRequiredV2 } from "../../src/payments/requirements.js";
+import { TEST_NETWORK } from "../helpers/proofs.js";
 
 const route = { amount: "20000", description: "d", acceptsV1: true };
-const terms = { payTo: "0x00000000000000000000000000000000000000aa" as const, maxTimeoutSeconds: 300 };
+const terms = {
+  payTo: "0x00000000000000000000000000000000000000aa" as const,
+  maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
+};
 
 describe("402 challenge cache", () => {
   it("gives exactly what building it per request gives, built once per resource and error", () => {

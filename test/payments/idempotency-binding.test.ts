@@ -30,7 +30,11 @@ afterEach(async () => {
 });
 
 const accepted = () =>
-  requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: t.config.paymentTimeoutSeconds });
+  requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: t.config.paymentTimeoutSeconds,
+    network: t.config.network,
+  });
 
 /** A proof that claims to be the victim's, with a signature that is not: what anyone can build. */
 function forged() {

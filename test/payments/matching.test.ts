@@ -2,9 +2,13 @@ import { describe, expect, it } from "vitest";
 import { chooseProofHeader, requirementsFor } from "../../src/payments/matching.js";
 import { decodeProof, type Proof } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v1Proof, v2Proof } from "../helpers/proofs.js";
 
-const terms = { payTo: "0x00000000000000000000000000000000000000aa" as const, maxTimeoutSeconds: 300 };
+const terms = {
+  payTo: "0x00000000000000000000000000000000000000aa" as const,
+  maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
+};
 const both = { amount: "20000", description: "d", acceptsV1: true };
 const v2only = { ...both, acceptsV1: false };
 const decode = (name: "payment-signature" | "x-payment", value: unknown): Proof => {

@@ -8,7 +8,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { DEFAULT_VERIFY_LANE } from "../../src/payments/verify-lanes.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
-import { signedV2Proof, TEST_BUYER_KEY, v2Proof } from "../helpers/proofs.js";
+import { signedV2Proof, TEST_BUYER_KEY, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 describe("per-payer verification limits", () => {
   it("at most maxInFlight verifications per payer; other payers are not affected", () => {
@@ -53,7 +53,11 @@ describe("per-payer verification limits", () => {
 });
 
 describe("per-payer limits at the facilitator gateway", () => {
-  const accepted = requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: 60 });
+  const accepted = requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: 60,
+    network: TEST_NETWORK,
+  });
   const victim = privateKeyToAccount(TEST_BUYER_KEY).address;
 
   /** A facilitator stand-in: holds every verify of a proof whose signature is `held` until the test opens the gate. */

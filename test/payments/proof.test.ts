@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import { canonicalJson, decodeProof, requestFingerprint } from "../../src/payments/proof.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { junkProofs } from "../helpers/junk.js";
-import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 const req = requirementsV2(
   { amount: "20000", description: "d", acceptsV1: true },
-  { payTo: "0x00000000000000000000000000000000000000aa", maxTimeoutSeconds: 300 },
+  { payTo: "0x00000000000000000000000000000000000000aa", maxTimeoutSeconds: 300, network: TEST_NETWORK },
 );
 
 describe("decodeProof", () => {

@@ -34,7 +34,11 @@ afterEach(async () => {
 });
 
 const accepted = () =>
-  requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: t.config.paymentTimeoutSeconds });
+  requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: t.config.paymentTimeoutSeconds,
+    network: t.config.network,
+  });
 
 const get = (query: string, proof: unknown, headers: Record<string, string> = {}) =>
   t.app.inject({

@@ -14,7 +14,7 @@ import {
 } from "../../src/payments/smart-wallet.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
-import { v2Proof } from "../helpers/proofs.js";
+import { TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /*
  * The gateway's smart-wallet path with the chain check replaced by a double (the devnet test runs the real one): a
@@ -24,6 +24,7 @@ import { v2Proof } from "../helpers/proofs.js";
 const requirements = requirementsV2(PRICES.upcoming, {
   payTo: TEST_PAY_TO,
   maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
 }) as PaymentRequirements;
 const WALLET = "0x5100000000000000000000000000000000000bad";
 const OTHER = "0x5100000000000000000000000000000000000001";

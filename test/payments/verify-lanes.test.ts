@@ -6,7 +6,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { createVerifyLane, LaneFull } from "../../src/payments/verify-lanes.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
-import { signedV2Proof, v2Proof } from "../helpers/proofs.js";
+import { signedV2Proof, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /** A promise's state once every queued promise callback has run (one macrotask turn: no clock involved). */
 async function state<T>(p: Promise<T>): Promise<"pending" | "resolved" | "rejected"> {
@@ -75,7 +75,11 @@ describe("the non-EOA verify lane", () => {
 });
 
 describe("the gateway's lanes", () => {
-  const accepted = requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 });
+  const accepted = requirementsV2(PRICES.upcoming, {
+    payTo: TEST_PAY_TO,
+    maxTimeoutSeconds: 300,
+    network: TEST_NETWORK,
+  });
 
   function heldClient() {
     let open: () => void = () => {};

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v1Proof, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v1Proof, v2Proof } from "../helpers/proofs.js";
 
 /**
  * Property tests over every route with app.inject (no sockets, so >10,000 cases stay fast): no input answers 5xx, bad
@@ -25,7 +25,7 @@ interface PaidTarget {
 }
 let targets: PaidTarget[] = [];
 const FREE = ["/", "/health", "/openapi.json"];
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 
 beforeAll(async () => {
   // Load shedding is off here: these properties are about input handling, and on a busy 2-core CI runner a lagging

@@ -16,7 +16,7 @@ import type { UnlockSnapshot } from "../../src/unlocks/data/types.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /**
  * A Binance USDⓈ-M stand-in for the derivatives evidence, in the documented shapes: exchangeInfo
@@ -150,7 +150,7 @@ describe("funding rate and open interest around unlocks: evidence with source an
       logger: false,
     });
     try {
-      const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+      const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
       const risk = async (token: string, includeEvidence: boolean) => {
         const ev = unlocks.events().find((e) => e.event.symbol === token);
         expect(ev).toBeDefined();

@@ -14,7 +14,7 @@ import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 import { liveApp } from "../helpers/live-app.js";
 import { asIfEarlier, type BinanceStandIn, binanceStandIn, downUrl } from "../helpers/market-standin.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /** The last closed candle in the shipped data (data/market-history primary files end there). */
 const SHIPPED_LAST = "2026-03-18";
@@ -88,7 +88,7 @@ const tokenRow = (body: { tokens: TokenRow[] }, sym: string) =>
 const source = (body: { sources?: SourceRow[]; data_sources?: SourceRow[] }, name: string) =>
   (body.sources ?? body.data_sources ?? []).find((s) => s.source === name) as SourceRow;
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 const paidUpcoming = () =>
   app.inject({
     method: "GET",

@@ -16,7 +16,7 @@ import { fakeGateway } from "../helpers/fake-gateway.js";
 import { liveApp } from "../helpers/live-app.js";
 import { asIfEarlier, type BinanceStandIn, binanceStandIn, downUrl } from "../helpers/market-standin.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /*
  * Several instances on one PostgreSQL ledger, each refreshing on its own (no coordination) from the same source. Time
@@ -174,7 +174,7 @@ describe("several instances, one PostgreSQL ledger, each refreshing on its own",
   });
 
   it("each instance answers paid requests (on the shared ledger) from its own refreshed data", async () => {
-    const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+    const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
     const answers: Map<string, string>[] = [];
     for (const i of instances) {
       const res = await i.app.inject({

@@ -19,13 +19,17 @@ import {
 } from "../helpers/fault-facilitator.js";
 import { useFaultStack } from "../helpers/fault-stack.js";
 import { junkProofs } from "../helpers/junk.js";
-import { b64, signedV2Proof, v2Proof } from "../helpers/proofs.js";
+import { b64, signedV2Proof, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 // Paid exactly once, delivered at least once, against the real HTTP app, the real facilitator client and gateway, and a facilitator
 // that models a chain (one transfer per nonce). Every wait is a barrier or a count, never a sleep.
 const stack = useFaultStack();
 
-const TERMS = { payTo: "0x00000000000000000000000000000000000000aa" as const, maxTimeoutSeconds: 300 };
+const TERMS = {
+  payTo: "0x00000000000000000000000000000000000000aa" as const,
+  maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
+};
 const pay = (app: HttpApp, proof: string, headers: Record<string, string> = {}, path = UPCOMING_PATH) =>
   fetch(`${app.url}${path}`, { headers: { "payment-signature": proof, ...headers } });
 
@@ -66,6 +70,7 @@ describe("1. junk never reaches the facilitator and never trips the breaker", ()
       requirementsV2(PRICES.upcoming, {
         ...TERMS,
         maxTimeoutSeconds: stack.http.config.paymentTimeoutSeconds,
+        network: stack.http.config.network,
       }),
     );
     const junk = Array.from({ length: 1000 }, (_, i) => kinds[i % kinds.length] as [string, string]);
@@ -127,6 +132,7 @@ describe("2. one authorization, one response", () => {
       requirementsV2(PRICES.upcoming, {
         ...TERMS,
         maxTimeoutSeconds: stack.http.config.paymentTimeoutSeconds,
+        network: stack.http.config.network,
       }),
     );
     const encodings = [
@@ -297,6 +303,7 @@ describe("5. the provisional cap is reserved atomically before verification", ()
     const accepted = requirementsV2(PRICES.benchmark, {
       ...TERMS,
       maxTimeoutSeconds: stack.http.config.paymentTimeoutSeconds,
+      network: stack.http.config.network,
     });
     // Each buyer signs with its own key (an EOA): unsigned proofs would share the non-EOA lane's 2 verifies per sender.
     const calls = Array.from({ length: 50 }, async () =>

@@ -99,6 +99,7 @@ describe("payment-identifier across two instances on one PostgreSQL ledger", () 
       const accepted = requirementsV2(PRICES.upcoming, {
         payTo: "0x00000000000000000000000000000000000000aa",
         maxTimeoutSeconds: a.config.paymentTimeoutSeconds,
+        network: a.config.network,
       });
       const id = generatePaymentId();
       const withId = (p: ReturnType<typeof v2Proof>) =>

@@ -50,6 +50,7 @@ function proofFor(app: HttpApp, validBefore?: number) {
     requirementsV2(PRICES.upcoming, {
       payTo: "0x00000000000000000000000000000000000000aa",
       maxTimeoutSeconds: app.config.paymentTimeoutSeconds,
+      network: app.config.network,
     }),
   );
   if (validBefore !== undefined) p.payload.authorization.validBefore = String(validBefore);

@@ -30,6 +30,7 @@ function attackerProof(app: HttpApp): string {
   const accepted = requirementsV2(PRICES.upcoming, {
     payTo: TEST_PAY_TO,
     maxTimeoutSeconds: app.config.paymentTimeoutSeconds,
+    network: app.config.network,
   });
   const p = v2Proof(accepted);
   // A smart-wallet signature: it does not recover to `from`, only the contract (slowly) can say it is valid.

@@ -7,9 +7,9 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 /** A proof of a new payer each time: one payer's second proof for the same request would re-read the first. */
 const pay = () => {
   const proof = v2Proof(requirementsV2(PRICES.benchmark, terms));

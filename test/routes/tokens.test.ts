@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -29,7 +29,7 @@ describe("GET /v1/tokens: the free map", () => {
     const body = res.json() as Tokens;
     const withNext = body.tokens.filter((x) => x.next_unlock !== null);
     expect(withNext.length).toBeGreaterThan(10);
-    const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+    const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
     const list = await t.app.inject({
       method: "GET",
       url: "/v1/unlocks/upcoming?days=365&limit=500&view=full&tokens=ARB",

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 let t: TestApp;
 beforeAll(async () => {
@@ -11,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 const pay = (price: (typeof PRICES)[keyof typeof PRICES]) => ({
   "payment-signature": b64(v2Proof(requirementsV2(price, terms))),
 });

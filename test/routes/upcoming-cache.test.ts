@@ -3,18 +3,19 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { compressBody } from "../../src/http/encoding.js";
+import type { PaidHandlers } from "../../src/operations/handler.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
 import { requirementsV2 } from "../../src/payments/requirements.js";
-import { unlockRoutes } from "../../src/routes/unlocks.js";
+import { paidRoutes } from "../../src/routes/paid.js";
+import { upcomingAnswerBody } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";
 import type { UnlockService, UpcomingResponse } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 /** A proof of a new payer each time: one payer's second proof for the same request would re-read the first. */
 const pay = () => {
   const proof = v2Proof(requirementsV2(PRICES.upcoming, terms));
@@ -125,11 +126,16 @@ async function routeWithCountingService() {
     reconcileNow: async () => ({ resolved: 0, remaining: 0 }),
     incarnation: "test",
   } as unknown as FastifyInstance["payments"]);
-  await app.register(unlockRoutes, {
-    handlers: unlockHandlers({ unlocksFor: () => unlocks }),
-    network: BASE_MAINNET,
-    clock: () => state.now,
-    dataVersion: () => state.version,
+  const handlers = unlockHandlers({ unlocksFor: () => unlocks });
+  await app.register(paidRoutes, {
+    // Only the unlock routes are registered: the benchmark's handler is never reached.
+    handlers: { ...handlers, benchmark: handlers.upcoming as unknown as PaidHandlers["benchmark"] },
+    network: TEST_NETWORK,
+    provisional: false,
+    tag: "unlocks",
+    answerBodies: {
+      upcoming: upcomingAnswerBody({ clock: () => state.now, dataVersion: () => state.version }),
+    },
   });
   await app.ready();
   const body = async (qs = "days=30") => {

@@ -20,7 +20,7 @@ import { TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 import { liveApp } from "../helpers/live-app.js";
 import { asIfEarlier, downUrl } from "../helpers/market-standin.js";
-import { b64, v2Proof } from "../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";
 
 /**
  * A hostile Binance and CoinGecko on 127.0.0.1: each attacked symbol gets one attack, every other symbol answers with
@@ -214,7 +214,7 @@ afterAll(async () => {
   await new Promise<void>((r) => server.close(() => r()));
 });
 
-const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 };
+const terms = { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300, network: TEST_NETWORK };
 const paid = async (url: string): Promise<string> => {
   const res = await app.inject({
     method: "GET",

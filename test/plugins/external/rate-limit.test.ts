@@ -4,7 +4,7 @@ import { requirementsV2 } from "../../../src/payments/requirements.js";
 import { PRICES } from "../../../src/operations/prices.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../../helpers/app.js";
 import type { FakeGateway } from "../../helpers/fake-gateway.js";
-import { b64, v2Proof } from "../../helpers/proofs.js";
+import { b64, TEST_NETWORK, v2Proof } from "../../helpers/proofs.js";
 
 /*
  * The per-client in-flight limit: paid calls are held at the (fake) facilitator until the test opens its gate, so
@@ -17,7 +17,11 @@ afterEach(async () => {
 });
 
 const UPCOMING = "/v1/unlocks/upcoming?days=30";
-const accepted = requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: 300 });
+const accepted = requirementsV2(PRICES.upcoming, {
+  payTo: TEST_PAY_TO,
+  maxTimeoutSeconds: 300,
+  network: TEST_NETWORK,
+});
 const proof = () => b64(v2Proof(accepted));
 
 /** Holds every verify until `open()`; `untilVerifies(n)` resolves once n verifies have started. */
