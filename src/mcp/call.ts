@@ -8,13 +8,13 @@ import {
   validationProblem,
 } from "../http/problem.js";
 import { validatorCompiler } from "../http/validation.js";
-import type { PaidHandler } from "../operations/handler.js";
+import type { PaidHandler, PaidHandlers } from "../operations/handler.js";
+import { OPERATIONS } from "../operations/table.js";
 import { completePayment, type HandlerResponse, type PaymentCore } from "../payments/core.js";
 import { decideCall, logFault, type ProofOffer } from "../payments/decide.js";
 import { internalProblem, outcomeProblem } from "../payments/http-answers.js";
 import { HEADER_V2 } from "../payments/matching.js";
 import { decodeProof, proofObject } from "../payments/proof.js";
-import { OPERATIONS, type OperationKey } from "../operations/table.js";
 import { paid } from "../routes/responses.js";
 import { PaidQuery } from "../schemas/common.js";
 import {
@@ -27,9 +27,6 @@ import {
 } from "./results.js";
 import { type PaidTool, toolInput } from "./tools.js";
 import { unpaidChallenge } from "./unpaid.js";
-
-/** Each operation's checks and answer, by its key in the table of paid operations. */
-export type PaidHandlers = { readonly [K in OperationKey]: PaidHandler<never> };
 
 /** What a tool call needs of the server: the payment core, the operations, and where its 402s point. */
 export interface ToolServer {

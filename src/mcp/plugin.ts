@@ -9,7 +9,8 @@ import {
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
-import { callPaidTool, type PaidHandlers, type ToolServer } from "./call.js";
+import type { PaidHandlers } from "../operations/handler.js";
+import { callPaidTool, type ToolServer } from "./call.js";
 import { problemResult, type ToolResult } from "./results.js";
 import { MCP_PATH, PAID_TOOLS, priceMeta, toolNamed } from "./tools.js";
 
