@@ -26,7 +26,9 @@ import { type LossMode, type LossyProxy, startLossyProxy } from "../helpers/loss
  * through a loopback proxy that loses the paid answer (the answer dropped after the server settled it, or the buyer
  * hanging up as soon as its request is out), then retries as that client naturally does — the caller simply calls
  * again, and the client signs a new payment on the new 402. Every buyer must be charged exactly the price once (read
- * on chain) and get the answer. Over HTTP (v2 and v1 clients) and MCP.
+ * on chain) and get the answer. Over HTTP (v2 and v1 clients) and MCP. The agentcash CLI is not among them: npm cannot
+ * install it beside this project's viem (its mppx 0.5 conflicts with viem's optional peer mppx >= 0.17), and before
+ * paying it asks its hosted service (agentcash.dev, or localhost:3000 under --dev) for the wallet's balance.
  */
 const srv = useDevnetServer("p402-lost-", { MAX_EVENT_LOOP_DELAY_MS: "0" });
 let proxy: LossyProxy;
