@@ -207,6 +207,11 @@ export interface LedgerPort {
    * again.
    */
   purchasesOf(payer: string, requestFingerprint: string, since: Date, limit: number): Promise<Receipt[]>;
+  /**
+   * Whether a payer other than `payer` holds this payment-identifier id (a live idempotency record of it): an id is
+   * one payer's, and bindIdempotencyKey, scoped to the payer, does not see another payer's.
+   */
+  paymentIdHeldByOther(paymentId: string, payer: string, now: Date): Promise<boolean>;
   /** Receipts whose settlement outcome is unknown, oldest first. */
   unresolvedReceipts(limit: number): Promise<Receipt[]>;
   /** Calls of a route since a time that are paid or being paid (claimed, settling, settled, pending, unknown). */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { type Migration, POSTGRES_MIGRATIONS } from "./migrations/postgres.js";
+import { postgresPaymentIdHolder } from "./payment-ids.js";
 import {
   type BindResult,
   type ClaimRequest,
@@ -535,6 +536,7 @@ function postgresLedger(pool: pg.Pool, url: string, hasher: SecretHasher): Ledge
           [payer.toLowerCase(), fingerprint, since, limit],
         )
       ).rows.map(toReceipt),
+    paymentIdHeldByOther: postgresPaymentIdHolder(pool, hasher),
     unresolvedReceipts: async (limit) =>
       (
         await pool.query<ReceiptRow>(

@@ -37,6 +37,8 @@ import {
   type SecretHasher,
   secretHasher,
 } from "./secrets.js";
+import { PAYMENT_IDS_MIGRATION } from "./migrations/payment-ids.js";
+import { sqlitePaymentIdHolder } from "./payment-ids.js";
 import { noCheckpointer, type WalCheckpointerOptions, walCheckpointer } from "./wal-checkpointer.js";
 import { noFlush, walFlusher } from "./wal-flush.js";
 
@@ -250,6 +252,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
   db.exec(
     "CREATE INDEX IF NOT EXISTS receipts_purchases ON receipts(payer, request_fingerprint, created_at)",
   );
+  db.exec(PAYMENT_IDS_MIGRATION.sql);
   hashStoredSecrets(db, hasher, log, existed);
   const wal = path === ":memory:" ? noFlush : walFlusher(`${path}-wal`);
   /** Resolves once every commit made so far is on disk (shared with concurrent callers). */
@@ -578,6 +581,7 @@ export function openSqliteLedger(path: string, options: SqliteLedgerOptions = {}
       (st.purchases.all(payer.toLowerCase(), fingerprint, since.toISOString(), limit) as ReceiptRow[]).map(
         toReceipt,
       ),
+    paymentIdHeldByOther: sqlitePaymentIdHolder(db, hasher),
     unresolvedReceipts: async (limit) => (st.unresolved.all(limit) as ReceiptRow[]).map(toReceipt),
     countPaidSince: async (route, since) => (st.countPaid.get(route, since.toISOString()) as { n: number }).n,
     receipts: async () => (st.all.all() as ReceiptRow[]).map(toReceipt),

@@ -31,6 +31,7 @@ import {
   unconfirmed,
 } from "./outcomes.js";
 import type { Proof } from "./proof.js";
+import { bindPaymentSecrets } from "./payment-id-scope.js";
 import type { ChainReader } from "./chain-reader.js";
 import { deadIncarnations, resolveFromChain } from "./recovery.js";
 import type { PaymentTerms, RoutePrice } from "./requirements.js";
@@ -645,7 +646,7 @@ export async function admitPayment(core: PaymentCore, a: Attempt): Promise<Admis
   // Every payment that may settle has a secret bound before it does: the buyer's, or one issued here.
   const issuedKey = a.idempotencyKey === undefined && a.paymentId === undefined ? newRetryKey() : undefined;
   const bindSecret = (id: string, of: PaymentIdentity) =>
-    core.ledger.bindIdempotencyKey({
+    bindPaymentSecrets(core.ledger, {
       receiptId: id,
       identity: of,
       key: a.idempotencyKey ?? issuedKey,

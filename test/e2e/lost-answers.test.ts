@@ -1,3 +1,6 @@
+import { wrap as wrapFaremeter } from "@faremeter/fetch";
+import { exact as faremeterExact } from "@faremeter/payment-evm";
+import { createLocalWallet } from "@faremeter/wallet-evm";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { wrapAxiosWithPaymentFromConfig } from "@x402/axios";
@@ -23,7 +26,9 @@ import { type LossMode, type LossyProxy, startLossyProxy } from "../helpers/loss
  * through a loopback proxy that loses the paid answer (the answer dropped after the server settled it, or the buyer
  * hanging up as soon as its request is out), then retries as that client naturally does — the caller simply calls
  * again, and the client signs a new payment on the new 402. Every buyer must be charged exactly the price once (read
- * on chain) and get the answer. Over HTTP (v2 and v1 clients) and MCP.
+ * on chain) and get the answer. Over HTTP (v2 and v1 clients) and MCP. The agentcash CLI is not among them: npm cannot
+ * install it beside this project's viem (its mppx 0.5 conflicts with viem's optional peer mppx >= 0.17), and before
+ * paying it asks its hosted service (agentcash.dev, or localhost:3000 under --dev) for the wallet's balance.
  */
 const srv = useDevnetServer("p402-lost-", { MAX_EVENT_LOOP_DELAY_MS: "0" });
 let proxy: LossyProxy;
@@ -157,6 +162,19 @@ describe.each(MODES)("an answer lost (%s), then the client's own retry: charged 
     expect(row).toMatchObject({ charged: 1n, answered: true });
   });
 
+  it("@faremeter/fetch (EVM exact, EIP-3009)", { timeout: 120_000 }, async () => {
+    const b = buyer(7);
+    // As its README builds it: a local wallet on Base, the EVM exact handler, and fetch wrapped with it. Its own retry
+    // covers only a 402 after paying; a lost answer is an error, so the caller calls again.
+    const wallet = await createLocalWallet(base, b.privateKey);
+    const pay = wrapFaremeter(fetch, { handlers: [faremeterExact.createPaymentHandler(wallet)] });
+    const row = await run("@faremeter/fetch", mode, b.address, async () => {
+      const res = await pay(`${proxy.url}/v1/unlocks/upcoming?days=${daysOf(mode)}`);
+      return res.status === 200 && isAnswer(await res.json());
+    });
+    expect(row).toMatchObject({ charged: 1n, answered: true });
+  });
+
   it("@x402/fetch with the official payment-identifier hook (one id, a new payment per retry)", {
     timeout: 120_000,
   }, async () => {
@@ -229,6 +247,6 @@ describe("the table", () => {
         ...table.map((r) => `${r.client} | ${r.mode} | ${r.charged}× | ${r.answered ? "yes" : "no"}`),
       ].join("\n"),
     );
-    expect(table).toHaveLength(14);
+    expect(table).toHaveLength(16);
   });
 });

@@ -287,7 +287,8 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       // An id and a key with the same text are different secrets.
       const c = await claimed(req(3));
       expect(await bind(c.id, 3, { key: id })).toEqual({ ok: true });
-      // Another payer's identical id is another id.
+      // The binding itself is scoped to the payer: the payments core refuses another payer's id before it binds
+      // (paymentIdHeldByOther).
       const d = await claimed(
         req(4, { identity: identity(4, { payer: "0x000000000000000000000000000000000000c0c0" }) }),
       );
@@ -305,6 +306,59 @@ export function ledgerContract(name: string, factory: () => Promise<LedgerPort> 
       // A reclaimed receipt starts with no secret of its own until its new request binds one.
       await ledger.recordFailure(a.id, { status: "failed", error: "x", now: T0 });
       expect((await ledger.receipt((await claimed(req(1, { now: at(1) }))).id))?.paymentId).toBeNull();
+    });
+
+    it("tells whether another payer holds a payment-identifier id (a live record of it), across payers", async () => {
+      const OTHER = "0x000000000000000000000000000000000000C0C0";
+      const id = "pay_3b1f0c5e9a7d4c2b8e6f1a0d9c8b7a65";
+      expect(await ledger.paymentIdHeldByOther(id, OTHER, T0)).toBe(false);
+      const a = await claimed(req(1));
+      // A key of the same text is not the id.
+      const asKey = await ledger.bindIdempotencyKey({
+        receiptId: a.id,
+        identity: identity(1),
+        key: id,
+        requestFingerprint: "rf-1",
+        ttlMs: 1000,
+        incarnation: "inc-a",
+        now: T0,
+      });
+      expect(asKey).toEqual({ ok: true });
+      expect(await ledger.paymentIdHeldByOther(id, OTHER, T0)).toBe(false);
+      const b = await claimed(req(2));
+      await ledger.bindIdempotencyKey({
+        receiptId: b.id,
+        identity: identity(2),
+        paymentId: id,
+        requestFingerprint: "rf-1",
+        ttlMs: 1000,
+        incarnation: "inc-a",
+        now: T0,
+      });
+      expect(await ledger.paymentIdHeldByOther(id, OTHER, T0)).toBe(true);
+      expect(await ledger.paymentIdHeldByOther(id, OTHER.toLowerCase(), at(999))).toBe(true);
+      // The holder itself, however its address is spelled, is not "another payer".
+      expect(await ledger.paymentIdHeldByOther(id, PAYER, T0)).toBe(false);
+      expect(await ledger.paymentIdHeldByOther(id, PAYER.toLowerCase(), T0)).toBe(false);
+      expect(await ledger.paymentIdHeldByOther("pay_00000000000000000000000000000000", OTHER, T0)).toBe(
+        false,
+      );
+      // Released with its record when the record expires, as the payer's own reuse of it is.
+      expect(await ledger.paymentIdHeldByOther(id, OTHER, at(1000))).toBe(false);
+      // And when the claim that bound it is given back (its proof refused): nothing was bought with it.
+      const c = await claimed(req(3, { now: at(2000) }));
+      await ledger.bindIdempotencyKey({
+        receiptId: c.id,
+        identity: identity(3),
+        paymentId: id,
+        requestFingerprint: "rf-1",
+        ttlMs: 1000,
+        incarnation: "inc-a",
+        now: at(2000),
+      });
+      expect(await ledger.paymentIdHeldByOther(id, OTHER, at(2000))).toBe(true);
+      await ledger.releaseClaim(c.id, "inc-a");
+      expect(await ledger.paymentIdHeldByOther(id, OTHER, at(2000))).toBe(false);
     });
 
     it("expires idempotency records and stored responses at their time, not before", async () => {

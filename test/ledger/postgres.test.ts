@@ -89,6 +89,7 @@ describe("postgres ledger", () => {
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 2 /),
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 /),
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 /),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 5 /),
       ]);
       const receipts = await upgraded.receipts();
       expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([
@@ -407,6 +408,7 @@ describe("postgres ledger", () => {
       expect(lines).toEqual([
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 3 /),
         expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 4 \(secrets/),
+        expect.stringMatching(/^ledger upgrade: applied PostgreSQL migration 5 /),
       ]);
       const receipts = await a.receipts();
       expect(receipts.map((r) => [r.id, r.status, r.amount, r.transaction])).toEqual([

@@ -6,6 +6,7 @@ import { migratedSecret, type SecretHasher } from "../secrets.js";
  * own transaction with its version row, so instances starting together apply each exactly once. Append only: a
  * deployed migration is never edited; a change is a new version.
  */
+import { PAYMENT_IDS_MIGRATION } from "./payment-ids.js";
 import { PURCHASES_MIGRATION } from "./purchases.js";
 
 export interface Migration {
@@ -126,4 +127,5 @@ CREATE INDEX receipts_undelivered ON receipts (payer, request_fingerprint) WHERE
     sql: "",
     run: hashStoredSecrets,
   },
+  PAYMENT_IDS_MIGRATION,
 ];
