@@ -13,7 +13,7 @@ import { requirementsV2 } from "../../src/payments/requirements.js";
 import { appWith, TEST_PAY_TO, testConfig } from "../helpers/app.js";
 import { type FakeGateway, fakeGateway } from "../helpers/fake-gateway.js";
 import { startTestPostgres, type TestPostgres } from "../helpers/postgres.js";
-import { b64, signedV2Proof, TEST_BUYER_KEY, verifyBySignature } from "../helpers/proofs.js";
+import { b64, signedV2Proof, TEST_BUYER_KEY, TEST_NETWORK, verifyBySignature } from "../helpers/proofs.js";
 
 /*
  * A payment-identifier id is one payer's: the same id from another payer is the extension's "same id, different
@@ -64,7 +64,8 @@ async function instance(open: () => Promise<LedgerPort>): Promise<Instance> {
   return { app, gateway, ledger };
 }
 
-const accepted = () => requirementsV2(PRICES.upcoming, { payTo: TEST_PAY_TO, maxTimeoutSeconds: 60 });
+const accepted = () =>
+  requirementsV2(PRICES.upcoming, { network: TEST_NETWORK, payTo: TEST_PAY_TO, maxTimeoutSeconds: 60 });
 
 const withId = <P extends object>(proof: P, id: string) => ({
   ...proof,
