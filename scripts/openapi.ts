@@ -9,7 +9,7 @@ import { createBenchmarkService } from "../src/benchmark/service.js";
 import { parseConfig } from "../src/config.js";
 import { writeFileAtomic } from "../src/files/atomic-write.js";
 import { openLedger } from "../src/ledger/embedded.js";
-import { createFacilitatorGateway } from "../src/payments/gateway.js";
+import { createFacilitatorGateway } from "../src/payments/facilitator/gateway.js";
 import { loadUnlockStore } from "../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../src/unlocks/service.js";
 

@@ -9,9 +9,13 @@ import { validProofs } from "./discovery/documents.js";
 import { openConfiguredLedger } from "./ledger/factory.js";
 import { metricsListener } from "./observability/metrics.js";
 import { PRICES } from "./operations/prices.js";
-import { type ChainReader, createChainReader } from "./payments/chain-reader.js";
-import { createFacilitatorClient, createFacilitatorGateway, facilitatorTarget } from "./payments/gateway.js";
-import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/smart-wallet.js";
+import {
+  createFacilitatorClient,
+  createFacilitatorGateway,
+  facilitatorTarget,
+} from "./payments/facilitator/gateway.js";
+import { createSmartWalletCheck, type SmartWalletCheck } from "./payments/facilitator/smart-wallet.js";
+import { type ChainReader, createChainReader } from "./payments/recovery/chain-reader.js";
 import { listenProblem, preflight } from "./preflight.js";
 import { liveUnlockData, loadServedSnapshot, servedReports } from "./refresh/boot.js";
 import { createLiveBenchmark } from "./sources/bazaar/bazaar.js";

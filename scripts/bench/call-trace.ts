@@ -24,10 +24,10 @@ await session.post("Profiler.startPreciseCoverage", { callCount: true, detailed:
 const { appWith, testApp } = await import("../../test/helpers/app.js");
 const { v2Proof } = await import("../../test/helpers/proofs.js");
 /** The facilitator gateway module, wherever this version of the tree keeps it. */
-async function gatewayModule(): Promise<typeof import("../../src/payments/gateway.js")> {
+async function gatewayModule(): Promise<typeof import("../../src/payments/facilitator/gateway.js")> {
   for (const path of ["../../src/payments/gateway.js", "../../src/payments/facilitator.js"]) {
     try {
-      return (await import(path)) as typeof import("../../src/payments/gateway.js");
+      return (await import(path)) as typeof import("../../src/payments/facilitator/gateway.js");
     } catch {}
   }
   throw new Error("no facilitator gateway module");

@@ -14,8 +14,8 @@ import {
   USDC_EIP712_NAME,
   USDC_EIP712_VERSION,
 } from "../../src/devnet/constants.js";
-import type { ExactPayload } from "../../src/payments/proof.js";
-import { signAuthorization } from "../../src/payments/signature.js";
+import type { ExactPayload } from "../../src/payments/terms/proof.js";
+import { signAuthorization } from "../../src/payments/terms/signature.js";
 
 /** One pre-signed authorization: exactly the exact scheme's payload. */
 export type SignedAuthorization = ExactPayload;

@@ -4,7 +4,7 @@ import type { PaymentNetwork } from "./networks.js";
 /**
  * How the chain records an x402 `exact` payment: USDC's EIP-3009 `transferWithAuthorization` emits
  * AuthorizationUsed(authorizer, nonce) and then Transfer(from, to, value) in one transaction. The one reader of those
- * logs, for the recovery of lost settlements (src/payments/chain-reader.ts) and the operator's verify and reconcile
+ * logs, for the recovery of lost settlements (src/payments/recovery/chain-reader.ts) and the operator's verify and reconcile
  * (src/ops/chain-payments.ts).
  */
 export const EIP3009_ABI = parseAbi([

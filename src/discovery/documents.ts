@@ -1,8 +1,8 @@
 import { verifyMessage } from "viem";
-import type { PaidRoute } from "../payments/plugin.js";
-import { formatUsdc } from "../chain/usdc.js";
-import { type DiscoverableRoute, DISCOVERABLE } from "./catalog.js";
 import type { PaymentNetwork } from "../chain/networks.js";
+import { formatUsdc } from "../chain/usdc.js";
+import type { PaidRoute } from "../payments/http/plugin.js";
+import { DISCOVERABLE, type DiscoverableRoute } from "./catalog.js";
 import { agentGuidance, paymentRail } from "./openapi.js";
 
 /**

@@ -10,11 +10,11 @@ import {
 import { validatorCompiler } from "../http/validation.js";
 import type { PaidHandler, PaidHandlers } from "../operations/handler.js";
 import { OPERATIONS } from "../operations/table.js";
-import { completePayment, type HandlerResponse, type PaymentCore } from "../payments/core.js";
-import { decideCall, logFault, type ProofOffer } from "../payments/decide.js";
-import { internalProblem, outcomeProblem } from "../payments/http-answers.js";
-import { HEADER_V2 } from "../payments/matching.js";
-import { decodeProof, proofObject } from "../payments/proof.js";
+import { completePayment, type HandlerResponse, type PaymentCore } from "../payments/core/core.js";
+import { decideCall, logFault, type ProofOffer } from "../payments/core/decide.js";
+import { internalProblem, outcomeProblem } from "../payments/http/http-answers.js";
+import { HEADER_V2 } from "../payments/terms/matching.js";
+import { decodeProof, proofObject } from "../payments/terms/proof.js";
 import { paid } from "../routes/responses.js";
 import { PaidQuery } from "../schemas/common.js";
 import {

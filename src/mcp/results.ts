@@ -1,16 +1,16 @@
 import type { PaymentRequired } from "@x402/core/types";
 import type { Problem } from "../http/problem.js";
-import { boundedError } from "../payments/challenge.js";
-import type { HandlerResponse } from "../payments/core.js";
+import type { HandlerResponse } from "../payments/core/core.js";
+import type { Outcome } from "../payments/core/outcomes.js";
+import { boundedError } from "../payments/http/challenge.js";
 import {
   type Challenge,
   internalProblem,
   malformedAnswerProblem,
   outcomeProblem,
   replaySettlement,
-} from "../payments/http-answers.js";
-import type { Outcome } from "../payments/outcomes.js";
-import { type PaymentTerms, paymentRequiredV2, type RoutePrice } from "../payments/requirements.js";
+} from "../payments/http/http-answers.js";
+import { type PaymentTerms, paymentRequiredV2, type RoutePrice } from "../payments/terms/requirements.js";
 import { ascii, mcpBazaar } from "./discovery.js";
 import { toolSummary } from "./summary.js";
 import { MCP_PATH, type PaidTool } from "./tools.js";
@@ -101,8 +101,8 @@ export const paymentRequiredResult = (pr: PaymentRequired): ToolResult => ({
 });
 
 /**
- * The tool result of a paid call's outcome (payments/outcomes.ts), the same outcome HTTP renders in
- * payments/http-answers.ts, whose problem bodies it shares:
+ * The tool result of a paid call's outcome (payments/core/outcomes.ts), the same outcome HTTP renders in
+ * payments/http/http-answers.ts, whose problem bodies it shares:
  * - delivered or replayed: the answer as structured content, the settlement in `_meta["x402/payment-response"]`;
  * - payment_required: the tool's PaymentRequired (fresh requirements, the reason in `error`);
  * - unpaid: the operation's own problem;

@@ -1,5 +1,5 @@
-import type { Challenge } from "../payments/http-answers.js";
-import type { PaymentTerms, RoutePrice } from "../payments/requirements.js";
+import type { Challenge } from "../payments/http/http-answers.js";
+import type { PaymentTerms, RoutePrice } from "../payments/terms/requirements.js";
 import { toolChallenge } from "./results.js";
 import type { PaidTool } from "./tools.js";
 

@@ -3,8 +3,8 @@ import Fastify, { type FastifyInstance } from "fastify";
 import fastifyMetricsModule from "fastify-metrics";
 import client from "prom-client";
 import { PROBLEM_CONTENT_TYPE, problem } from "../http/problem.js";
-import type { PaymentObserver } from "../payments/events.js";
 import type { InFlightStats } from "../ledger/port.js";
+import type { PaymentObserver } from "../payments/core/events.js";
 
 // fastify-metrics is CommonJS with `exports.default`: under Node's ESM interop the default import is the module object.
 const fastifyMetrics = fastifyMetricsModule.default;

@@ -1,6 +1,6 @@
 import type { SupportedResponse } from "@x402/core/types";
-import type { CircuitLabel } from "../payments/circuit.js";
-import type { PaymentObserver } from "../payments/events.js";
+import type { PaymentObserver } from "../payments/core/events.js";
+import type { CircuitLabel } from "../payments/facilitator/circuit.js";
 
 /**
  * Readiness: can this instance take a paid call right now? Liveness (/health) only says the process answers; a load

@@ -3,11 +3,11 @@ import { availabilityLabel, type BenchmarkPhase } from "../benchmark/availabilit
 import type { BenchmarkService } from "../benchmark/service.js";
 import { HttpProblem } from "../http/problem.js";
 import type { LedgerPort } from "../ledger/port.js";
-import { refusalError } from "../payments/http-answers.js";
-import { capReached, type ProvisionalCap } from "../payments/outcomes.js";
-import { PRICES } from "./prices.js";
+import { capReached, type ProvisionalCap } from "../payments/core/outcomes.js";
+import { refusalError } from "../payments/http/http-answers.js";
 import type { BenchmarkBody } from "../schemas/benchmark.js";
 import type { PaidHandler } from "./handler.js";
+import { PRICES } from "./prices.js";
 
 export interface BenchmarkHandlerOptions {
   benchmark: BenchmarkService;

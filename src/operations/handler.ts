@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import type { PaidRoute } from "../payments/core.js";
+import type { PaidRoute } from "../payments/core/core.js";
 import type { OperationKey } from "./table.js";
 
 /**

@@ -2,7 +2,7 @@ import type { PaymentNetwork } from "../chain/networks.js";
 import { formatUsdc } from "../chain/usdc.js";
 import { bazaarExtension, v1OutputSchema } from "../discovery/bazaar.js";
 import { discoverable } from "../discovery/catalog.js";
-import type { PaidRoute } from "../payments/plugin.js";
+import type { PaidRoute } from "../payments/http/plugin.js";
 import { OPERATIONS, type OperationKey } from "./table.js";
 
 /** The terms the payment core needs of each paid operation (the table of paid operations holds them). */

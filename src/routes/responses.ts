@@ -1,5 +1,5 @@
 import { Type } from "typebox";
-import type { PaidRoute } from "../payments/plugin.js";
+import type { PaidRoute } from "../payments/http/plugin.js";
 
 const PaymentRequiredV1Body = Type.Object(
   {

@@ -22,7 +22,7 @@ import {
   USDC_EIP712_NAME,
   USDC_EIP712_VERSION,
 } from "../../src/devnet/constants.js";
-import { authorizationSigner } from "../../src/payments/signature.js";
+import { authorizationSigner } from "../../src/payments/terms/signature.js";
 import { parseUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";
 import { expandTokenEvents } from "../../src/unlocks/events.js";
 

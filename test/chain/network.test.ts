@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_MAINNET, BASE_SEPOLIA, paymentNetwork, v1NameOf } from "../../src/chain/networks.js";
 import { ConfigError } from "../../src/config.js";
 import { openLedger } from "../../src/ledger/embedded.js";
-import { settlementHeader } from "../../src/payments/http-answers.js";
-import { inlineScripts } from "../../src/payments/paywall.js";
-import { authorizationDomainOf } from "../../src/payments/signature.js";
+import { settlementHeader } from "../../src/payments/http/http-answers.js";
+import { inlineScripts } from "../../src/payments/http/paywall.js";
+import { authorizationDomainOf } from "../../src/payments/terms/signature.js";
 import { appWith, type TestApp, testApp, testConfig } from "../helpers/app.js";
 import { fakeGateway } from "../helpers/fake-gateway.js";
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDevnetContracts } from "../../src/devnet/artifacts.js";
 import { devnetChain } from "../../src/devnet/deploy.js";
 import { BASE_USDC_ADDRESS, type Devnet, startDevnet } from "../../src/devnet/index.js";
-import { TRANSFER_WITH_AUTHORIZATION } from "../../src/payments/signature.js";
+import { TRANSFER_WITH_AUTHORIZATION } from "../../src/payments/terms/signature.js";
 
 const ANVIL_ACCOUNTS_1_TO_9 = [
   "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",

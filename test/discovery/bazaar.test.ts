@@ -12,7 +12,7 @@ import { buildExamples } from "../../scripts/discovery-examples.js";
 import { headline } from "../../src/discovery/bazaar.js";
 import { DISCOVERABLE, type DiscoverableRoute } from "../../src/discovery/catalog.js";
 import { EXAMPLES } from "../../src/discovery/examples.generated.js";
-import { ERROR_MAX } from "../../src/payments/challenge.js";
+import { ERROR_MAX } from "../../src/payments/http/challenge.js";
 import { type TestApp, testApp } from "../helpers/app.js";
 
 /** The contract's bounds: PAYMENT-REQUIRED and all of a 402's headers fit a 4 KiB proxy buffer. */

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buyerClient } from "../../scripts/buyer.js";
 import { devnetChain } from "../../src/devnet/deploy.js";
 import { type Devnet, startDevnet, USDC_EIP712_NAME, USDC_EIP712_VERSION } from "../../src/devnet/index.js";
-import { chainReaderFor, findAuthorizationUse } from "../../src/payments/chain-reader.js";
+import { chainReaderFor, findAuthorizationUse } from "../../src/payments/recovery/chain-reader.js";
 import { type HttpApp, startHttpApp, UPCOMING_PATH } from "../helpers/fault-facilitator.js";
 import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";

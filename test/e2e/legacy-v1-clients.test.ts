@@ -99,7 +99,7 @@ describe("x402-fetch 1.2 (v1 only)", () => {
 
 describe("an unfunded v1 buyer (x402-fetch 1.2)", () => {
   // The devnet's facilitator already refuses it at verify; a transfer that reverts at settle instead (the balance
-  // spent meanwhile) is answered the same way, its reason read from viem's text: test/payments/chain-observer.test.ts.
+  // spent meanwhile) is answered the same way, its reason read from viem's text: test/payments/core/chain-observer.test.ts.
   it("is answered like v2: 402 with the reason code, never 409 and never the library's text; nothing moves", async () => {
     const key = generatePrivateKey();
     const buyer = privateKeyToAccount(key).address;

@@ -3,8 +3,8 @@ import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loggerOptions } from "../../src/app.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
 import {
   type FaultFacilitator,

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buyerClient } from "../../scripts/buyer.js";
 import { parseConfig } from "../../src/config.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
-import { createChainReader } from "../../src/payments/chain-reader.js";
-import { start } from "../../src/server.js";
 import { openLedger } from "../../src/ledger/embedded.js";
+import { createChainReader } from "../../src/payments/recovery/chain-reader.js";
+import { start } from "../../src/server.js";
 import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";
 

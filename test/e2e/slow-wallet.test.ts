@@ -19,7 +19,7 @@ import { payingFetch } from "../../scripts/buyer.js";
 import { devnetKey } from "../../src/devnet/constants.js";
 import { devnetChain, devnetPublicClient } from "../../src/devnet/deploy.js";
 import { type Devnet, startDevnet, USDC_EIP712_NAME, USDC_EIP712_VERSION } from "../../src/devnet/index.js";
-import { smartWalletCheckOver } from "../../src/payments/smart-wallet.js";
+import { smartWalletCheckOver } from "../../src/payments/facilitator/smart-wallet.js";
 import { type HttpApp, startHttpApp, UPCOMING_PATH } from "../helpers/fault-facilitator.js";
 import { type LoopbackProxy, startLoopbackProxy } from "../helpers/loopback-proxy.js";
 import { b64 } from "../helpers/proofs.js";

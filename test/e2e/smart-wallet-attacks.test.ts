@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { devnetKey } from "../../src/devnet/constants.js";
 import { devnetChain, devnetPublicClient } from "../../src/devnet/deploy.js";
 import { type Devnet, startDevnet } from "../../src/devnet/index.js";
-import type { ExactPayload } from "../../src/payments/proof.js";
-import { authorizationDomainOf } from "../../src/payments/signature.js";
 import {
   authorizationDigest,
   createSmartWalletCheck,
   DEFAULT_SMART_WALLET_CHECK,
-} from "../../src/payments/smart-wallet.js";
+} from "../../src/payments/facilitator/smart-wallet.js";
+import type { ExactPayload } from "../../src/payments/terms/proof.js";
+import { authorizationDomainOf } from "../../src/payments/terms/signature.js";
 import {
   type FaultFacilitator,
   type HttpApp,

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from "fastify";
 import { type AppDeps, buildApp } from "../../src/app.js";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import { type Config, parseConfig } from "../../src/config.js";
-import type { FacilitatorGateway } from "../../src/payments/gateway.js";
-import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import type { FacilitatorGateway } from "../../src/payments/facilitator/gateway.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { type FakeGateway, fakeGateway } from "./fake-gateway.js";

@@ -3,11 +3,11 @@ import pino from "pino";
 import { registerProblemHandlers } from "../../src/http/problem.js";
 import { validatorCompiler } from "../../src/http/validation.js";
 import type { LedgerPort } from "../../src/ledger/port.js";
-import type { PaidRoute, PaymentCore } from "../../src/payments/core.js";
-import { createPaymentCore } from "../../src/payments/create-core.js";
-import { noopObserver } from "../../src/payments/events.js";
-import type { FacilitatorGateway } from "../../src/payments/gateway.js";
-import payments from "../../src/payments/plugin.js";
+import type { PaidRoute, PaymentCore } from "../../src/payments/core/core.js";
+import { createPaymentCore } from "../../src/payments/core/create-core.js";
+import { noopObserver } from "../../src/payments/core/events.js";
+import type { FacilitatorGateway } from "../../src/payments/facilitator/gateway.js";
+import payments from "../../src/payments/http/plugin.js";
 import { TEST_NETWORK } from "./proofs.js";
 
 export const CORE_TERMS = {

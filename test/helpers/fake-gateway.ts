@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { PaymentPayload, PaymentRequirements, SettleResponse, VerifyResponse } from "@x402/core/types";
-import { circuitLabel, closedCircuit } from "../../src/payments/circuit.js";
-import { type FacilitatorGateway, localSignatureCheck } from "../../src/payments/gateway.js";
+import { circuitLabel, closedCircuit } from "../../src/payments/facilitator/circuit.js";
+import { type FacilitatorGateway, localSignatureCheck } from "../../src/payments/facilitator/gateway.js";
 
 export interface FakeGateway extends FacilitatorGateway {
   calls: { verify: number; settle: number };

@@ -5,17 +5,17 @@ import type { FastifyInstance } from "fastify";
 import { generatePrivateKey } from "viem/accounts";
 import type { buildApp } from "../../src/app.js";
 import type { Config } from "../../src/config.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+import { PRICES } from "../../src/operations/prices.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
   type FacilitatorGateway,
   facilitatorTarget,
-} from "../../src/payments/gateway.js";
-import type { ChainReader } from "../../src/payments/chain-reader.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
-import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
-import { PRICES } from "../../src/operations/prices.js";
-import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+} from "../../src/payments/facilitator/gateway.js";
+import type { SmartWalletCheck } from "../../src/payments/facilitator/smart-wallet.js";
+import type { ChainReader } from "../../src/payments/recovery/chain-reader.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import { appWith, TEST_PAY_TO, testConfig } from "./app.js";
 import { b64, signedV2Proof, v2Proof } from "./proofs.js";
 

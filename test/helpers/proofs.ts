@@ -3,8 +3,8 @@ import type { PaymentPayload, PaymentRequirements, VerifyResponse } from "@x402/
 import { privateKeyToAccount } from "viem/accounts";
 import { type PaymentNetwork, paymentNetwork } from "../../src/chain/networks.js";
 import { DEFAULT_NETWORK } from "../../src/config.js";
-import type { ExactPayload } from "../../src/payments/proof.js";
-import { signAuthorization, signedByPayer } from "../../src/payments/signature.js";
+import type { ExactPayload } from "../../src/payments/terms/proof.js";
+import { signAuthorization, signedByPayer } from "../../src/payments/terms/signature.js";
 
 /** The network the tests pay on: the one the configuration takes when NETWORK is unset. */
 export const TEST_NETWORK: PaymentNetwork = (() => {

@@ -6,7 +6,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { keyFileOf } from "../../src/ledger/secrets.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { backupSqlite } from "../../src/ops/ledger-ops.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
 import { b64, v2Proof } from "../helpers/proofs.js";
 
@@ -32,7 +32,7 @@ const withPaymentId = (p: Proof, id: string): Proof => ({
 describe("secrets at rest", () => {
   it("a copied ledger replays nothing; the buyers' own secrets still do", async () => {
     const path = join(dir, "ledger.sqlite");
-    // Each call buys anew (the payer's re-read of an unchanged answer is tested in test/payments/reread.test.ts).
+    // Each call buys anew (the payer's re-read of an unchanged answer is tested in test/payments/core/reread.test.ts).
     t = await testApp({ LEDGER_PATH: path, PAID_REREAD_SECONDS: "0" });
     const app = t.app;
     const accepted = requirementsV2(PRICES.upcoming, {

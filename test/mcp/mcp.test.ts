@@ -10,7 +10,7 @@ import { BASE_MAINNET } from "../../src/chain/networks.js";
 import { PAID_TOOLS, priceMeta } from "../../src/mcp/tools.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { OPERATIONS } from "../../src/operations/table.js";
-import { FacilitatorFault } from "../../src/payments/gateway.js";
+import { FacilitatorFault } from "../../src/payments/facilitator/gateway.js";
 import { PpRef } from "../../src/schemas/common.js";
 import { UnlockRiskBody, UpcomingQuery } from "../../src/schemas/unlocks.js";
 import { RiskItem } from "../../src/schemas/unlocks-responses.js";

@@ -16,9 +16,9 @@ import { NO_PAYMENT, toolChallenge, toolResult } from "../../src/mcp/results.js"
 import { PAID_TOOLS, type PaidTool, priceMeta, toolInput, toolNamed } from "../../src/mcp/tools.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
-import type { Challenge } from "../../src/payments/http-answers.js";
-import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/proof.js";
-import { paymentRequiredV2 } from "../../src/payments/requirements.js";
+import type { Challenge } from "../../src/payments/http/http-answers.js";
+import { decodeProof, MAX_PROOF_HEADER_LENGTH } from "../../src/payments/terms/proof.js";
+import { paymentRequiredV2 } from "../../src/payments/terms/requirements.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";

@@ -2,16 +2,16 @@ import { Writable } from "node:stream";
 import type { FastifyInstance } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
+import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
 import { createBenchmarkService } from "../../src/benchmark/service.js";
 import type { Config } from "../../src/config.js";
+import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
 import { createMetrics, metricsListener } from "../../src/observability/metrics.js";
 import {
   createFacilitatorClient,
   createFacilitatorGateway,
   facilitatorTarget,
-} from "../../src/payments/gateway.js";
-import { loadCatalog } from "../../src/benchmark/catalog/snapshot.js";
-import { type Ledger, openLedger } from "../../src/ledger/embedded.js";
+} from "../../src/payments/facilitator/gateway.js";
 import { loadUnlockStore } from "../../src/unlocks/data/snapshot.js";
 import { createUnlockService } from "../../src/unlocks/service.js";
 import { TEST_NOW, TEST_PAY_TO, testConfig } from "../helpers/app.js";

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { OPENAPI_PATH } from "../../scripts/openapi.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import seed from "../fixtures/contract/seed-enums.json" with { type: "json" };
 import { TEST_PAY_TO, type TestApp, testApp } from "../helpers/app.js";
 import { b64, TEST_NETWORK, v2Proof } from "../helpers/proofs.js";

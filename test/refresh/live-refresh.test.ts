@@ -5,7 +5,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { PRICES } from "../../src/operations/prices.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import type { liveUnlockData } from "../../src/refresh/boot.js";
 import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";
 import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { LedgerPort } from "../../src/ledger/port.js";
 import { openPostgresLedger } from "../../src/ledger/postgres.js";
 import { PRICES } from "../../src/operations/prices.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import type { liveUnlockData } from "../../src/refresh/boot.js";
 import { formatDay, parseDay } from "../../src/unlocks/data/dates.js";
 import { readUnlockSnapshot } from "../../src/unlocks/data/snapshot.js";

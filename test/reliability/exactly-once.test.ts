@@ -5,10 +5,10 @@ import { join } from "node:path";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { generatePrivateKey } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import type { PaymentObserver, PaymentOutcome } from "../../src/payments/events.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/operations/prices.js";
 import { openLedger } from "../../src/ledger/embedded.js";
+import { PRICES } from "../../src/operations/prices.js";
+import type { PaymentObserver, PaymentOutcome } from "../../src/payments/core/events.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import {
   type HttpApp,
   signedUpcomingProof,

@@ -1,9 +1,9 @@
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { requirementsV2 } from "../../src/payments/requirements.js";
-import { PRICES } from "../../src/operations/prices.js";
 import { openPostgresLedger } from "../../src/ledger/postgres.js";
+import { PRICES } from "../../src/operations/prices.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import {
   type FaultFacilitator,
   type HttpApp,

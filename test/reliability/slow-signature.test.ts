@@ -1,7 +1,7 @@
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { describe, expect, it } from "vitest";
-import { requirementsV2 } from "../../src/payments/requirements.js";
 import { PRICES } from "../../src/operations/prices.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import { TEST_PAY_TO } from "../helpers/app.js";
 import {
   type HttpApp,

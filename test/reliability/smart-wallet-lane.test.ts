@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SmartWalletCheck } from "../../src/payments/smart-wallet.js";
-import { DEFAULT_VERIFY_LANE } from "../../src/payments/verify-lanes.js";
+import type { SmartWalletCheck } from "../../src/payments/facilitator/smart-wallet.js";
+import { DEFAULT_VERIFY_LANE } from "../../src/payments/facilitator/verify-lanes.js";
 import {
   type CapacityFacilitator,
   shippedLimits,

@@ -7,7 +7,7 @@ import { compressBody } from "../../src/http/encoding.js";
 import type { PaidHandlers } from "../../src/operations/handler.js";
 import { PRICES } from "../../src/operations/prices.js";
 import { unlockHandlers } from "../../src/operations/unlocks.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import { paidRoutes } from "../../src/routes/paid.js";
 import { upcomingAnswerBody } from "../../src/routes/unlocks.js";
 import { ProblemSchema } from "../../src/schemas/common.js";

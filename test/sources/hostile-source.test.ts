@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openLedger } from "../../src/ledger/embedded.js";
 import { PRICES } from "../../src/operations/prices.js";
-import { requirementsV2 } from "../../src/payments/requirements.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
 import type { liveUnlockData } from "../../src/refresh/boot.js";
 import { checkListing } from "../../src/sources/bazaar/bazaar.js";
 import { checkContinuity } from "../../src/sources/candles/binance.js";

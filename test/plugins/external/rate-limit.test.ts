@@ -1,7 +1,7 @@
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { requirementsV2 } from "../../../src/payments/requirements.js";
 import { PRICES } from "../../../src/operations/prices.js";
+import { requirementsV2 } from "../../../src/payments/terms/requirements.js";
 import { TEST_PAY_TO, type TestApp, testApp } from "../../helpers/app.js";
 import type { FakeGateway } from "../../helpers/fake-gateway.js";
 import { b64, TEST_NETWORK, v2Proof } from "../../helpers/proofs.js";
