@@ -5,6 +5,7 @@
  *
  *   npx tsx scripts/bench/profile.ts <case> [--requests N] [--prof DIR] [--rounds R]
  *
+ * `--accept-encoding gzip,br` sends that header with the unpaid cases (autocannon sends none; agents do).
  * Cases: `get402` (unpaid GET /v1/unlocks/upcoming?days=30, 32 connections), `post402` (unpaid POST
  * /v1/unlock-risk), `paid` (paid GET upcoming?days=30, 32 connections, one fresh proof each), `http-paid` and
  * `mcp-paid` (paid POST /v1/unlock-risk and its MCP tool `unlock_risk`, one call at a time, as `--only mcp`).
@@ -28,6 +29,8 @@ const { values: args, positionals } = parseArgs({
     requests: { type: "string" },
     prof: { type: "string" },
     rounds: { type: "string", default: "3" },
+    /** Accept-Encoding of the unpaid cases (the load generator sends none by default; agents' HTTP clients do). */
+    "accept-encoding": { type: "string" },
   },
 });
 const kind = positionals[0] ?? "get402";
@@ -37,6 +40,9 @@ const ROUNDS = Math.max(1, Number(args.rounds) || 3);
 const REQUESTS = Number(args.requests) || (kind.endsWith("402") ? 20_000 : 500);
 const RISK_ARGS = JSON.stringify({ token: "ARB", unlock_event_id: "unlock_arb_2026_12_16" });
 const log = (line: string) => process.stdout.write(`${line}\n`);
+const ENCODING: Record<string, string> = args["accept-encoding"]
+  ? { "accept-encoding": args["accept-encoding"] }
+  : {};
 
 const facilitator = await startBenchProcess("scripts/bench/instant-facilitator.ts", []);
 const nodeArgs = args.prof ? ["--cpu-prof", `--cpu-prof-dir=${args.prof}`] : [];
@@ -56,7 +62,7 @@ async function post402(amount: number): Promise<number> {
     connections: 32,
     amount,
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...ENCODING },
     body: RISK_ARGS,
   });
   const bad = r.requests.total - (r.statusCodeStats["402"]?.count ?? 0);
@@ -146,7 +152,7 @@ function threadCpu(p: number): Map<string, number> {
 /** Runs one batch; returns the requests answered. */
 async function batch(amount: number): Promise<number> {
   if (kind === "get402") {
-    const r = await runLoad({ url: upcoming, connections: 32, expectStatus: 402, amount });
+    const r = await runLoad({ url: upcoming, connections: 32, expectStatus: 402, amount, headers: ENCODING });
     if (r.unexpected) throw new Error(`get402: ${JSON.stringify(r.statuses)}`);
     return r.requests;
   }
