@@ -73,6 +73,8 @@ const EVENTS = clamp(args.events, 1000, 200_000, 100_000);
 const CONNECTIONS = 32;
 const PRICE_ATOMIC = "20000";
 const UNPAID_PATH = `${BENCH_ROUTE}?days=30`;
+/** Every paid call a purchase of its own (one payer's repeats would be re-reads of its first: proofs.ts). */
+const DISTINCT = { distinctPayers: true };
 const FREE_PAID = clamp(args["free-paid"], 20, 500, 60);
 if (
   args.only !== undefined &&
@@ -348,7 +350,7 @@ async function main(): Promise<void> {
     procs.push(facilitator);
     const fac = facilitator.url;
     if (ONLY_STORE) {
-      const pool = await signAuthorizations(STORE_POOL + 1, BENCH_PAY_TO, PRICE_ATOMIC);
+      const pool = await signAuthorizations(STORE_POOL + 1, BENCH_PAY_TO, PRICE_ATOMIC, DISTINCT);
       const big = await benchStore({ tmp, fac, childEnv: { TMPDIR: tmp }, pool, procs, sampleLoad });
       log("");
       logStore(big);
@@ -377,6 +379,7 @@ async function main(): Promise<void> {
           freeFloodPool(ROUNDS, FREE_PAID),
           BENCH_PAY_TO,
           PRICE_ATOMIC,
+          DISTINCT,
         );
         return await benchFreeFlood({
           server,
@@ -422,7 +425,7 @@ async function main(): Promise<void> {
     const t0 = performance.now();
     // One pool serves every seller (each has its own ledger, or none); the 100k server needs 3 cases × rounds of them.
     const poolSize = Math.max(ROUNDS * PAID, STORE_POOL) + 1;
-    const pool = await signAuthorizations(poolSize, BENCH_PAY_TO, PRICE_ATOMIC);
+    const pool = await signAuthorizations(poolSize, BENCH_PAY_TO, PRICE_ATOMIC, DISTINCT);
     log(
       `signed ${pool.length} EIP-3009 authorizations in ${fmt((performance.now() - t0) / 1000, 1)} s (before any round)`,
     );

@@ -6,6 +6,7 @@ import type { BenchmarkService } from "./benchmark/service.js";
 import type { Config } from "./config.js";
 import { ownershipProofCache } from "./discovery/documents.js";
 import { describeRoutes } from "./discovery/openapi.js";
+import { registerPrecompressedChallenges } from "./http/encoding.js";
 import { clientErrorProblem, registerProblemHandlers } from "./http/problem.js";
 import { registerSecurityHeaders } from "./http/security-headers.js";
 import { validatorCompiler } from "./http/validation.js";
@@ -227,6 +228,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // After the payments hook: a browser's GET 402 becomes the paywall page.
   registerPaywall(app);
+  registerPrecompressedChallenges(app);
   // Verified once per origin: a signature check is cheap, but not free for every crawler hit.
   const proofsFor = ownershipProofCache(deps.payTo, config.ownershipProofs);
   await app.register(metaRoutes, {

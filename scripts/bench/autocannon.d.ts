@@ -26,6 +26,7 @@ declare module "autocannon" {
     timeout?: number;
     headers?: Record<string, string>;
     method?: string;
+    body?: string;
     requests?: (RawRequest & { setupRequest?: (req: RawRequest) => RawRequest })[];
   }
   export interface Result {

@@ -200,7 +200,9 @@ export async function benchCompare(o: CompareOptions): Promise<CompareResult> {
   // The references answer with today's bytes: the same 402 for bare Fastify, the same paid body for hono.
   const sameFile = join(tmp, "same-402.json");
   writeFileSync(sameFile, JSON.stringify(await captureReply(unpaidUrl("today"))));
-  const pool = await signAuthorizations(rounds * PAID + 4, BENCH_PAY_TO, "20000");
+  const pool = await signAuthorizations(rounds * PAID + 4, BENCH_PAY_TO, "20000", {
+    distinctPayers: true,
+  });
   const probeProof = async (s: Side, i: number) =>
     paymentHeaders(
       pool.slice(rounds * PAID + i, rounds * PAID + i + 1),

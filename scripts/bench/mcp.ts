@@ -116,7 +116,9 @@ export async function benchMcp(o: {
   const server = await startBenchProcess("scripts/bench/serve.ts", ["pressure402", facilitator.url, ""]);
   o.procs.push(server);
   const pid = server.child.pid as number;
-  const pool = await signAuthorizations(2 * o.calls * (o.rounds + 1), BENCH_PAY_TO, PRICE);
+  const pool = await signAuthorizations(2 * o.calls * (o.rounds + 1), BENCH_PAY_TO, PRICE, {
+    distinctPayers: true,
+  });
   let next = 0;
   const take = () => pool[next++] as SignedAuthorization;
   const http = await httpRequired(server.url);

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import {
   BASE_USDC_ADDRESS,
   DEVNET_CHAIN_ID,
@@ -20,15 +20,23 @@ import { signAuthorization } from "../../src/payments/terms/signature.js";
 /** One pre-signed authorization: exactly the exact scheme's payload. */
 export type SignedAuthorization = ExactPayload;
 
+/**
+ * `distinctPayers`: each authorization from a fresh key of its own. One payer buying the same request again within
+ * PAID_REREAD_SECONDS is re-served the answer it bought (its new authorization is given back, nothing is verified or
+ * settled), and one payer's calls share its verify lane: a paid-path measure of one payer measures those, not a
+ * purchase. The reference sellers settle every proof whoever signed it.
+ */
 export async function signAuthorizations(
   count: number,
   payTo: `0x${string}`,
   value: string,
+  { distinctPayers = false }: { distinctPayers?: boolean } = {},
 ): Promise<SignedAuthorization[]> {
-  const account = privateKeyToAccount(devnetKey(1).privateKey);
+  const one = privateKeyToAccount(devnetKey(1).privateKey);
   const validBefore = String(Math.floor(Date.now() / 1000) + 3600);
   const out: SignedAuthorization[] = [];
   for (let i = 0; i < count; i++) {
+    const account = distinctPayers ? privateKeyToAccount(generatePrivateKey()) : one;
     const authorization = {
       from: account.address,
       to: payTo,

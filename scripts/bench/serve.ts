@@ -118,13 +118,16 @@ async function pressure402Server(
   snapshot: string | undefined,
   rateLimited: boolean,
 ): Promise<string> {
-  // The test configuration: no rate limit or load shedding in the way (both plugins still run), logs off. The
+  // The test configuration: no rate limit, per-client in-flight cap or load shedding in the way (the plugins still run:
+  // the load generator is one client holding 32 connections), logs off. The
   // "pressure402-limited" kind keeps the default rate limit, per client IP as X-Forwarded-For says (the free-path
   // flood bench gives each client its own).
   const config = parseConfig({
     NODE_ENV: "test",
     LOG_LEVEL: "silent",
-    ...(rateLimited ? { TRUST_PROXY: "true" } : { RATE_LIMIT_MAX: "1000000000" }),
+    ...(rateLimited
+      ? { TRUST_PROXY: "true" }
+      : { RATE_LIMIT_MAX: "1000000000", CLIENT_MAX_IN_FLIGHT: "1000000" }),
     MAX_EVENT_LOOP_DELAY_MS: "0",
   });
   const ledger = openLedger(join(mkdtempSync(join(tmpdir(), "p402-bench-ledger-")), "ledger.sqlite"));
