@@ -11,6 +11,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
 import type { PaidHandlers } from "../operations/handler.js";
+import { internalProblem } from "../payments/http/http-answers.js";
 import { callPaidTool, type ToolServer } from "./call.js";
 import { problemResult, type ToolResult } from "./results.js";
 import { MCP_PATH, PAID_TOOLS, priceMeta, toolNamed } from "./tools.js";
@@ -33,11 +34,11 @@ const instructions = (network: PaymentNetwork) =>
   "unknown tokens or events are refused before any price is asked. Start with unlocks_upcoming for event ids, then " +
   "unlock_risk, token_risk_summary or unlock_backtest; benchmark_endpoint prices an x402 endpoint URL.";
 
-/** The HTTP status the call's answer stands for: 200, 402 for a PaymentRequired, or the problem's. */
-function statusOf(result: ToolResult): number {
-  if (!result.isError) return 200;
+/** What the call's answer was, for its log line: answered, a payment asked for, or the problem's status. */
+function resultOf(result: ToolResult): number | "answered" | "payment-required" {
+  if (!result.isError) return "answered";
   const status = result.structuredContent?.status;
-  return typeof status === "number" ? status : 402;
+  return typeof status === "number" ? status : "payment-required";
 }
 
 /** The HTTP request a pooled server is answering, while it is checked out. */
@@ -84,14 +85,12 @@ function pooledServer(tools: ToolServer, version: string, network: PaymentNetwor
         request.params._meta,
       );
       // One line per tool call, as the access log has one per HTTP request (the JSON-RPC POST's says only 200).
-      caller.log.info({ tool: tool.name, status: statusOf(result) }, "mcp tool call");
+      caller.log.info({ tool: tool.name, result: resultOf(result) }, "mcp tool call");
       return result;
     } catch (err) {
       // Internal failures stay in the log; the client gets a problem without internals.
       caller.log.error({ err, tool: tool.name }, "mcp tool call failed");
-      return problemResult(
-        problem(500, "internal", "The server failed to answer this tool call.", tool.path),
-      );
+      return problemResult(internalProblem(tool.path, "The server failed to answer this tool call."));
     }
   });
   return pooled;

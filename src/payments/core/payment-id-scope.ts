@@ -2,7 +2,7 @@ import type { BindResult, KeyBinding, LedgerPort } from "../../ledger/port.js";
 
 /**
  * Binds a verified payment's secrets, a payment-identifier id being one payer's alone: the same id already held by
- * another payer is "same id, different payload" (the extension's 409), so the proof is given back unsettled. The
+ * another payer is "same id, different payload" (a conflict, in the extension's words), so the proof is given back unsettled. The
  * ledger scopes keys to the payer, hence the lookup across payers first. Two payers binding one id at the same moment
  * can both pass it; each then pays its own payment and gets its own answer, so nobody is charged for another's.
  */

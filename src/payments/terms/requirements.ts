@@ -25,7 +25,7 @@ export interface RoutePrice {
   /** Price in USDC atomic units (6 decimals), as a decimal string. */
   amount: string;
   description: string;
-  /** Whether the route also takes x402 v1 proofs (X-PAYMENT) and answers 402 with a v1 body. */
+  /** Whether the route also takes x402 v1 proofs (X-PAYMENT) and answers its payment request with a v1 body. */
   acceptsV1: boolean;
   /** v2 PaymentRequired `extensions` (e.g. Bazaar discovery), passed through as given. */
   extensions?: Record<string, unknown>;
@@ -35,11 +35,11 @@ export interface RoutePrice {
   tags?: readonly string[];
 }
 
-/** Who sells: v2 `resource.serviceName` and `resource.iconUrl` of every 402 (indexers and the paywall show them). */
+/** Who sells: v2 `resource.serviceName` and `resource.iconUrl` of every PaymentRequired (indexers and the paywall show them). */
 export interface ServiceIdentity {
   /** At most 32 printable ASCII characters. */
   name: string;
-  /** Path of an icon on the server's own origin; the 402 carries it as an absolute URL beside the resource's. */
+  /** Path of an icon on the server's own origin; the PaymentRequired carries it as an absolute URL beside the resource's. */
   iconPath: string;
 }
 
@@ -123,7 +123,7 @@ export function paymentRequiredV1(
 }
 
 /**
- * The 402 body of a v2-only route, for v1-only clients. It stays a v1 PaymentRequired they can read, with one entry in
+ * The PaymentRequired of a v2-only route, for v1-only clients. It stays a v1 PaymentRequired they can read, with one entry in
  * `accepts` whose scheme is the refusal itself (`x402_v2_only: …`) and whose other fields are the route's real terms:
  * no v1 client pays a scheme it does not know (nothing is signed), and the legacy SDKs (x402-fetch 1.x, x402-axios
  * 0.7), which validate each entry before choosing one, stop with a validation error that quotes that scheme, instead
