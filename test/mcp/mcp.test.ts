@@ -533,8 +533,8 @@ describe("logs", () => {
     // Another request: the same payer's proof for the same one would re-read the answer it bought.
     expect((await call(client, "unlocks_upcoming", { days: 31 }, other)).isError).toBe(true);
     const log = lines.join("");
-    expect(log).toContain('"tool":"unlocks_upcoming","status":200'); // each tool call is logged with its outcome
-    expect(log).toContain('"tool":"unlocks_upcoming","status":402');
+    expect(log).toContain('"tool":"unlocks_upcoming","result":"answered"'); // each tool call is logged with its outcome
+    expect(log).toContain('"tool":"unlocks_upcoming","result":"payment-required"');
     for (const secret of [
       proof.payload.signature.slice(2),
       other.payload.signature.slice(2),
