@@ -4,6 +4,15 @@
 # machine gets them from Debian's packages when we may install (root with apt-get); otherwise this says what is missing
 # and the browser/nginx/curl tests fail with the same message.
 set -euo pipefail
+# The agentcash CLI (driven by test/e2e/lost-answers.test.ts) is its own npm project under test/clients/agentcash: its
+# mppx 0.5 cannot be installed beside this project's viem. Installed from its lock file when absent or when the lock
+# file is newer than the install.
+agentcash="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/test/clients/agentcash"
+if [ ! -f "$agentcash/node_modules/.package-lock.json" ] ||
+  [ "$agentcash/package-lock.json" -nt "$agentcash/node_modules/.package-lock.json" ]; then
+  echo "test prerequisites: installing the agentcash CLI into test/clients/agentcash" >&2
+  npm ci --prefix "$agentcash" --ignore-scripts --no-audit --no-fund >&2
+fi
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -x /usr/sbin/nginx ] || missing+=(nginx)

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { wrap as wrapFaremeter } from "@faremeter/fetch";
 import { exact as faremeterExact } from "@faremeter/payment-evm";
 import { createLocalWallet } from "@faremeter/wallet-evm";
@@ -18,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withPaymentInterceptor } from "x402-axios";
 import { wrapFetchWithPayment as wrapFetchV1 } from "x402-fetch";
 import { PRICES } from "../../src/operations/prices.js";
+import { runAgentcash, startAgentcashBalanceStandIn } from "../helpers/agentcash-cli.js";
 import { useDevnetServer } from "../helpers/devnet-server.js";
 import { type LossMode, type LossyProxy, startLossyProxy } from "../helpers/lossy-proxy.js";
 
@@ -26,9 +30,7 @@ import { type LossMode, type LossyProxy, startLossyProxy } from "../helpers/loss
  * through a loopback proxy that loses the paid answer (the answer dropped after the server settled it, or the buyer
  * hanging up as soon as its request is out), then retries as that client naturally does — the caller simply calls
  * again, and the client signs a new payment on the new 402. Every buyer must be charged exactly the price once (read
- * on chain) and get the answer. Over HTTP (v2 and v1 clients) and MCP. The agentcash CLI is not among them: npm cannot
- * install it beside this project's viem (its mppx 0.5 conflicts with viem's optional peer mppx >= 0.17), and before
- * paying it asks its hosted service (agentcash.dev, or localhost:3000 under --dev) for the wallet's balance.
+ * on chain) and get the answer. Over HTTP (v2 and v1 clients, and the agentcash CLI run as a command) and MCP.
  */
 const srv = useDevnetServer("p402-lost-", { MAX_EVENT_LOOP_DELAY_MS: "0" });
 let proxy: LossyProxy;
@@ -175,6 +177,44 @@ describe.each(MODES)("an answer lost (%s), then the client's own retry: charged 
     expect(row).toMatchObject({ charged: 1n, answered: true });
   });
 
+  it("agentcash CLI (`agentcash fetch`, run again after the loss)", { timeout: 180_000 }, async () => {
+    const b = buyer(8);
+    const d = srv.devnet();
+    // Before it pays, the CLI asks its hosted service for the wallet's balance; its own --dev flag sends that to
+    // localhost:3000, where a loopback stand-in answers with the wallet's balance on the devnet.
+    const balances = await startAgentcashBalanceStandIn((address) => d.balanceOf(address));
+    const home = mkdtempSync(join(tmpdir(), "p402-agentcash-"));
+    const runs: string[] = [];
+    try {
+      const row = await run("agentcash CLI", mode, b.address, async () => {
+        // A user's command: it pays on the 402 by itself; when it fails (the answer never came), the user runs it again.
+        const r = await runAgentcash(
+          ["fetch", `${proxy.url}/v1/unlocks/upcoming?days=${daysOf(mode)}`, "--dev", "--format", "json"],
+          { HOME: home, X402_PRIVATE_KEY: b.privateKey },
+        );
+        runs.push(`exit ${r.code}: ${r.stdout.slice(0, 400)} ${r.stderr.slice(0, 400)}`);
+        if (r.code !== 0) throw new Error(`agentcash exited ${r.code}`);
+        const out = JSON.parse(r.stdout) as { success?: boolean; data?: unknown };
+        return out.success === true && isAnswer(out.data);
+      });
+      expect(row, runs.join("\n")).toMatchObject({ charged: 1n, answered: true });
+      expect(runs, "the first run lost its answer, the second got it").toHaveLength(2);
+      // The CLI checked the balance before paying, and asked its hosted service nothing else.
+      expect(balances.requests.length).toBeGreaterThan(0);
+      for (const r of balances.requests) {
+        const body = r.body as { address?: string; network?: string };
+        expect({ path: r.path, address: body.address?.toLowerCase(), network: body.network }).toEqual({
+          path: "/api/balance",
+          address: b.address.toLowerCase(),
+          network: "base",
+        });
+      }
+    } finally {
+      await balances.close();
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
   it("@x402/fetch with the official payment-identifier hook (one id, a new payment per retry)", {
     timeout: 120_000,
   }, async () => {
@@ -247,6 +287,6 @@ describe("the table", () => {
         ...table.map((r) => `${r.client} | ${r.mode} | ${r.charged}× | ${r.answered ? "yes" : "no"}`),
       ].join("\n"),
     );
-    expect(table).toHaveLength(16);
+    expect(table).toHaveLength(18);
   });
 });
