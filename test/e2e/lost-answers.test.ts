@@ -181,7 +181,7 @@ describe.each(MODES)("an answer lost (%s), then the client's own retry: charged 
     const b = buyer(8);
     const d = srv.devnet();
     // Before it pays, the CLI asks its hosted service for the wallet's balance; its own --dev flag sends that to
-    // localhost:3000, where a loopback stand-in answers with the wallet's balance on the devnet.
+    // localhost:3000, moved to a loopback stand-in that answers with the wallet's balance on the devnet.
     const balances = await startAgentcashBalanceStandIn((address) => d.balanceOf(address));
     const home = mkdtempSync(join(tmpdir(), "p402-agentcash-"));
     const runs: string[] = [];
@@ -190,7 +190,7 @@ describe.each(MODES)("an answer lost (%s), then the client's own retry: charged 
         // A user's command: it pays on the 402 by itself; when it fails (the answer never came), the user runs it again.
         const r = await runAgentcash(
           ["fetch", `${proxy.url}/v1/unlocks/upcoming?days=${daysOf(mode)}`, "--dev", "--format", "json"],
-          { HOME: home, X402_PRIVATE_KEY: b.privateKey },
+          { HOME: home, X402_PRIVATE_KEY: b.privateKey, balanceOrigin: balances.origin },
         );
         runs.push(`exit ${r.code}: ${r.stdout.slice(0, 400)} ${r.stderr.slice(0, 400)}`);
         if (r.code !== 0) throw new Error(`agentcash exited ${r.code}`);

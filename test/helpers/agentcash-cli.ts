@@ -1,8 +1,9 @@
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { formatUnits } from "viem";
 
 /*
@@ -18,8 +19,8 @@ const PACKAGE_DIR = join(
   "agentcash",
 );
 
-/** Where agentcash asks for balances under `--dev`: fixed in its source (getBaseUrl, src/shared/utils.ts). */
-export const AGENTCASH_DEV_BALANCE_PORT = 3000;
+/** Moves the CLI's `--dev` balance requests (fixed to localhost:3000 in its getBaseUrl) to the stand-in's own port. */
+const BALANCE_REDIRECT = join(dirname(fileURLToPath(import.meta.url)), "agentcash-balance-redirect.mjs");
 
 /** The CLI's entry point; throws, saying how to install it, when the pretest step has not run. */
 export function agentcashBin(): string {
@@ -40,6 +41,8 @@ export interface BalanceRequest {
 export interface AgentcashBalanceStandIn {
   /** Every request agentcash made to its hosted service, in order. */
   readonly requests: BalanceRequest[];
+  /** The stand-in's origin (an ephemeral loopback port), where the CLI's `--dev` balance requests are moved. */
+  readonly origin: string;
   close(): Promise<void>;
 }
 
@@ -92,19 +95,13 @@ export async function startAgentcashBalanceStandIn(
     );
   });
   await new Promise<void>((resolve, reject) => {
-    server.once("error", (err: NodeJS.ErrnoException) =>
-      reject(
-        err.code === "EADDRINUSE"
-          ? new Error(
-              `127.0.0.1:${AGENTCASH_DEV_BALANCE_PORT} is taken: agentcash --dev asks its balance API there (the port is fixed in its source), so this test needs it free`,
-            )
-          : err,
-      ),
-    );
-    server.listen(AGENTCASH_DEV_BALANCE_PORT, "127.0.0.1", () => resolve());
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
   });
+  const { port } = server.address() as AddressInfo;
   return {
     requests,
+    origin: `http://127.0.0.1:${port}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -121,12 +118,13 @@ export interface AgentcashRun {
 
 /**
  * Runs `agentcash <args>` as a child process with its own HOME (its wallet files go there), the buyer's key in the
- * variable its README documents (X402_PRIVATE_KEY), and nothing else of this process's environment. localhost (its
- * `--dev` host) resolves to 127.0.0.1 first. `timeoutMs` only bounds a hung child; the runs end on their own.
+ * variable its README documents (X402_PRIVATE_KEY), and nothing else of this process's environment but the preload
+ * that moves its `--dev` balance requests to `balanceOrigin`. `timeoutMs` only bounds a hung child; the runs end on
+ * their own.
  */
 export function runAgentcash(
   args: string[],
-  env: { HOME: string; X402_PRIVATE_KEY: string },
+  env: { HOME: string; X402_PRIVATE_KEY: string; balanceOrigin: string },
   timeoutMs = 90_000,
 ): Promise<AgentcashRun> {
   const bin = agentcashBin();
@@ -139,7 +137,8 @@ export function runAgentcash(
           PATH: process.env.PATH ?? "",
           HOME: env.HOME,
           X402_PRIVATE_KEY: env.X402_PRIVATE_KEY,
-          NODE_OPTIONS: "--dns-result-order=ipv4first",
+          AGENTCASH_BALANCE_ORIGIN: env.balanceOrigin,
+          NODE_OPTIONS: `--import=${pathToFileURL(BALANCE_REDIRECT).href}`,
         },
         timeout: timeoutMs,
         killSignal: "SIGKILL",
