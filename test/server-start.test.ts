@@ -70,6 +70,7 @@ async function configWith(anvilBin: string, env: Record<string, string> = {}) {
     LOG_LEVEL: "silent",
     LEDGER_PATH: join(mkdtempSync(join(scratch, "ledger-")), "ledger.sqlite"),
     ANVIL_BIN: anvilBin,
+    REFRESH_INTERVAL_SECONDS: "0", // loopback only: the shipped data, never refreshed
     ...env,
   });
   return { config, port };

@@ -72,6 +72,7 @@ async function startChild(env: Record<string, string>) {
       PORT: String(port),
       LOG_LEVEL: "warn",
       LEDGER_PATH: ledgerPath,
+      REFRESH_INTERVAL_SECONDS: "0", // loopback only: the shipped data, never refreshed
       FACILITATOR_URL: proxyUrl,
       PAY_TO: devnet.payTo,
       CHAIN_RPC_URL: devnet.rpcUrl,

@@ -27,6 +27,7 @@ beforeAll(async () => {
       PORT: "0",
       LOG_LEVEL: "silent",
       LEDGER_PATH: join(dir, "ledger.sqlite"),
+      REFRESH_INTERVAL_SECONDS: "0", // loopback only: the shipped data, never refreshed
     }),
   );
   fresh = join(dir, "fresh-project");

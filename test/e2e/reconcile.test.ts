@@ -56,6 +56,7 @@ beforeAll(async () => {
       PORT: "0",
       LOG_LEVEL: "silent",
       LEDGER_PATH: ledgerPath,
+      REFRESH_INTERVAL_SECONDS: "0", // loopback only: the shipped data, never refreshed
       FACILITATOR_URL: proxyUrl,
       FACILITATOR_TIMEOUT_MS: "3000",
       PAY_TO: devnet.payTo,

@@ -38,6 +38,8 @@ export function useDevnetServer(
         PORT: "0",
         LOG_LEVEL: "silent",
         LEDGER_PATH: ledgerPath,
+        // The shipped data, never refreshed: a test server talks to loopback only.
+        REFRESH_INTERVAL_SECONDS: "0",
         // Test servers run side by side: each takes a free port for its metrics listener, not the shared 9464.
         METRICS_PORT: "0",
         // A function is read when the server starts: after the file's earlier before-hooks (a port they chose).

@@ -364,6 +364,7 @@ describe("probes, metrics and rate limiting", () => {
         METRICS_PORT: "0",
         LOG_LEVEL: "silent",
         LEDGER_PATH: ":memory:",
+        REFRESH_INTERVAL_SECONDS: "0",
         FACILITATOR_URL: `${fac.url}/internal-facilitator`,
         PAY_TO: TEST_PAY_TO,
       }),

@@ -85,6 +85,7 @@ describe("a metrics listener that cannot listen", () => {
       METRICS_PORT: String(port),
       LOG_LEVEL: "silent",
       LEDGER_PATH: ":memory:",
+      REFRESH_INTERVAL_SECONDS: "0",
       FACILITATOR_URL: fac.url,
       PAY_TO: TEST_PAY_TO,
     });
@@ -114,6 +115,7 @@ describe("a metrics listener that cannot listen", () => {
         METRICS_PORT: "0",
         LOG_LEVEL: "silent",
         LEDGER_PATH: ":memory:",
+        REFRESH_INTERVAL_SECONDS: "0",
         FACILITATOR_URL: fac.url,
         PAY_TO: TEST_PAY_TO,
       }),
