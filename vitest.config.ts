@@ -11,5 +11,7 @@ export default defineConfig({
     // Servers the tests start (in process or as child processes, which inherit this) never reach the public data
     // sources: the refresh loop is off unless a test turns it on against its own loopback stand-ins.
     env: { REFRESH_INTERVAL_SECONDS: "0" },
+    // Fails a test file that looked up or connected to anything but loopback.
+    setupFiles: ["test/setup/loopback-only.ts"],
   },
 });
