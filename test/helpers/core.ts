@@ -7,6 +7,7 @@ import type { PaidRoute, PaymentCore } from "../../src/payments/core/core.js";
 import { createPaymentCore } from "../../src/payments/core/create-core.js";
 import { noopObserver } from "../../src/payments/core/events.js";
 import type { FacilitatorGateway } from "../../src/payments/facilitator/gateway.js";
+import { KEPT_AS_SENT } from "../../src/payments/http/http-answers.js";
 import payments from "../../src/payments/http/plugin.js";
 import { TEST_NETWORK } from "./proofs.js";
 
@@ -35,6 +36,7 @@ export const HANDLER_OK = {
 export function testCore(gateway: FacilitatorGateway, ledger: LedgerPort): PaymentCore {
   return createPaymentCore(
     {
+      answers: KEPT_AS_SENT,
       gateway,
       ledger,
       terms: CORE_TERMS,

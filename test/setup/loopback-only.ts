@@ -10,10 +10,14 @@ import { afterAll } from "vitest";
  */
 const reached = new Set<string>();
 
+/** Names and addresses reserved so that they never reach anyone (RFC 6761 `.invalid`, RFC 5737 TEST-NET-1..3). */
+const NEVER_ROUTED = /^(192\.0\.2|198\.51\.100|203\.0\.113)\./;
+
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, "").toLowerCase();
   if (h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "::ffff:127.0.0.1") return true;
-  if (net.isIPv4(h)) return h.startsWith("127.") || h === "0.0.0.0";
+  if (h.endsWith(".invalid")) return true;
+  if (net.isIPv4(h)) return h.startsWith("127.") || h === "0.0.0.0" || NEVER_ROUTED.test(h);
   return false;
 }
 

@@ -17,7 +17,6 @@ import {
   SETTLEMENT_PENDING,
 } from "../facilitator/gateway.js";
 import { reasonCode, settleFailureKind } from "../facilitator/settle-failure.js";
-import { handlerSucceeded, keptAnswer } from "../http/http-answers.js";
 import type { ChainReader } from "../recovery/chain-reader.js";
 import { deadIncarnations, resolveFromChain } from "../recovery/recovery.js";
 import type { Proof } from "../terms/proof.js";
@@ -45,6 +44,8 @@ import { bindPaymentSecrets } from "./payment-id-scope.js";
  * src/mcp for a tool call. test/payments/core/core.test.ts calls them directly.
  */
 export interface PaymentCore {
+  /** How the transport's answers are judged and kept (one stored form for every transport). */
+  answers: AnswerKeeping;
   gateway: FacilitatorGateway;
   ledger: LedgerPort;
   terms: PaymentTerms;
@@ -195,6 +196,15 @@ export interface HandlerResponse {
   statusCode: number;
   contentType: string | undefined;
   body: string;
+}
+
+/**
+ * Which answers are paid for, and what the ledger keeps of one for a retry. Given by the transport layer: the kept form
+ * is shared by every transport, so a replay on any of them gives the same bytes.
+ */
+export interface AnswerKeeping {
+  succeeded(response: HandlerResponse): boolean;
+  kept(response: HandlerResponse, settlement: Settlement, generation: string | undefined): StoredResponse;
 }
 
 /** What follows the handler's answer: delivered with its settlement, or what replaces it. */
@@ -726,7 +736,7 @@ async function deliverPaid(
   try {
     await core.ledger.storeResponse(
       p.receiptId,
-      keptAnswer(response, settlement, p.generation),
+      core.answers.kept(response, settlement, p.generation),
       new Date(now.getTime() + core.retentionMs),
       now,
     );
@@ -761,10 +771,10 @@ export async function completePayment(
 
 async function complete(core: PaymentCore, p: Payment, response: HandlerResponse): Promise<Completion> {
   if (p.deliver) {
-    if (!handlerSucceeded(response)) return { kind: "unpaid" };
+    if (!core.answers.succeeded(response)) return { kind: "unpaid" };
     return deliverPaid(core, p, p.deliver, response);
   }
-  if (!handlerSucceeded(response)) {
+  if (!core.answers.succeeded(response)) {
     // Nothing was settled: a ledger that cannot release the claim now (a full disk) leaves it to its lock's expiry.
     await giveBack(core, p).catch((err) => p.log.error({ err, receipt: p.receiptId }, "claim not released"));
     return { kind: "unpaid" };
@@ -835,7 +845,7 @@ async function settleAndRecord(
     status,
     transaction: result.transaction,
     response: {
-      value: keptAnswer(response, settlement, p.generation),
+      value: core.answers.kept(response, settlement, p.generation),
       expiresAt: new Date(started.getTime() + core.retentionMs),
     },
     now: core.clock(),

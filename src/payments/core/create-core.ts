@@ -4,11 +4,13 @@ import type { LedgerPort } from "../../ledger/port.js";
 import type { FacilitatorGateway } from "../facilitator/gateway.js";
 import type { ChainReader } from "../recovery/chain-reader.js";
 import type { PaymentTerms } from "../terms/requirements.js";
-import type { PaymentCore } from "./core.js";
+import type { AnswerKeeping, PaymentCore } from "./core.js";
 import { noopObserver, type PaymentObserver } from "./events.js";
 
 /** What the payment core is built from; every field left out takes its default in createPaymentCore. */
 export interface CoreOptions {
+  /** The transport layer's judgement and kept form of an answer. */
+  answers: AnswerKeeping;
   gateway: FacilitatorGateway;
   ledger: LedgerPort;
   terms: PaymentTerms;
@@ -43,7 +45,7 @@ export interface CoreOptions {
 export const DEFAULT_REREAD_WINDOW_MS = 3_600_000;
 
 /** The payments plugin's options: the core's, and where its PaymentRequired resources point and how often maintenance runs. */
-export interface PaymentsOptions extends CoreOptions {
+export interface PaymentsOptions extends Omit<CoreOptions, "answers"> {
   publicBaseUrl: string | undefined;
   /** Production: the PaymentRequired `resource` must come from PUBLIC_BASE_URL, never from the request's Host. */
   requirePublicBaseUrl?: boolean;
@@ -54,6 +56,7 @@ export interface PaymentsOptions extends CoreOptions {
 /** The payment core of these options, each default applied here and only here. */
 export function createPaymentCore(opts: CoreOptions, log: FastifyBaseLogger): PaymentCore {
   return {
+    answers: opts.answers,
     gateway: opts.gateway,
     ledger: opts.ledger,
     terms: opts.terms,

@@ -3,7 +3,7 @@ import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import { v1NameOf } from "../../chain/networks.js";
 import { HttpProblem, PROBLEM_CONTENT_TYPE, type Problem, problem } from "../../http/problem.js";
 import type { StoredResponse } from "../../ledger/port.js";
-import type { HandlerResponse } from "../core/core.js";
+import type { AnswerKeeping, HandlerResponse } from "../core/core.js";
 import type {
   FaultReason,
   InvalidCode,
@@ -219,7 +219,10 @@ export function replaySettlement(o: OutcomeOf<"replay">): SettleResponse | undef
 }
 
 /** Whether the handler answered successfully: only such an answer is settled and kept. */
-export const handlerSucceeded = (response: HandlerResponse): boolean => response.statusCode < BAD_REQUEST;
+const handlerSucceeded = (response: HandlerResponse): boolean => response.statusCode < BAD_REQUEST;
+
+/** The payment core's answers, kept as sent over HTTP; MCP replays read the same stored form. */
+export const KEPT_AS_SENT: AnswerKeeping = { succeeded: handlerSucceeded, kept: keptAnswer };
 
 /** What any transport answers when the server itself failed: a problem without internals. */
 export const internalProblem = (instance: string, detail: string): Problem =>

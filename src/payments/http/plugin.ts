@@ -6,7 +6,13 @@ import { createPaymentCore, type PaymentsOptions } from "../core/create-core.js"
 import { decideCall, logFault } from "../core/decide.js";
 import { createMaintenance } from "../recovery/maintenance.js";
 import { routeChallenges } from "./challenge.js";
-import { type Challenge, completionAnswer, type HttpAnswer, httpAnswer } from "./http-answers.js";
+import {
+  type Challenge,
+  completionAnswer,
+  type HttpAnswer,
+  httpAnswer,
+  KEPT_AS_SENT,
+} from "./http-answers.js";
 import { bodyText, offerOf, resourceUrls, withoutPpRef } from "./http-request.js";
 
 export type { CapRule, PaidRoute } from "../core/core.js";
@@ -68,7 +74,7 @@ const paymentsPlugin: FastifyPluginAsync<PaymentsOptions> = async (app, opts) =>
     throw new Error(
       "PUBLIC_BASE_URL is required in production: the payment resource must not come from the Host header",
     );
-  const core = createPaymentCore(opts, app.log);
+  const core = createPaymentCore({ ...opts, answers: KEPT_AS_SENT }, app.log);
   const maintenance = createMaintenance(core, app.log);
 
   const { baseUrl, resourceUrl, hostMakesUrl } = resourceUrls(opts.publicBaseUrl);

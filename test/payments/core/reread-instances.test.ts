@@ -7,6 +7,7 @@ import {
   type PaymentCore,
 } from "../../../src/payments/core/core.js";
 import { createPaymentCore } from "../../../src/payments/core/create-core.js";
+import { KEPT_AS_SENT } from "../../../src/payments/http/http-answers.js";
 import { decodeProof, requestFingerprint } from "../../../src/payments/terms/proof.js";
 import { requirementsV2 } from "../../../src/payments/terms/requirements.js";
 import { CORE_NOW, CORE_ROUTE, CORE_TERMS, HANDLER_OK, silentLog } from "../../helpers/core.js";
@@ -34,6 +35,7 @@ let release: () => void;
 const coreAt = (incarnation: string, now: Date) =>
   createPaymentCore(
     {
+      answers: KEPT_AS_SENT,
       gateway,
       ledger,
       terms: CORE_TERMS,
