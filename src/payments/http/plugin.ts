@@ -35,7 +35,10 @@ declare module "fastify" {
        * The route's preHandler: its `check` (whose refusals answer before any PaymentRequired), then the payment
        * decision. One hook rather than two: each async hook costs Fastify a promise and a hook-runner step.
        */
-      guard(route: PaidRoute, check?: (request: FastifyRequest) => void | Promise<void>): preHandlerAsyncHookHandler;
+      guard(
+        route: PaidRoute,
+        check?: (request: FastifyRequest) => void | Promise<void>,
+      ): preHandlerAsyncHookHandler;
       /** The payment core itself, for a transport that is not an HTTP route (MCP tools). */
       readonly core: PaymentCore;
       /** Whether a Host makes the PaymentRequired's resource URL (always, with PUBLIC_BASE_URL set). */
