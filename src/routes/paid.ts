@@ -71,10 +71,7 @@ export const paidRoutes: FastifyPluginAsync<PaidRoutesOptions> = async (app, opt
         "x-payment-info": paymentInfo(price, opts.network),
         ...(op.provisional ? { "x-provisional": opts.provisional } : {}),
       },
-      preHandler: [
-        async (request) => handler.check(inputOf(request), request),
-        app.payments.guard(handler.price),
-      ],
+      preHandler: app.payments.guard(handler.price, (request) => handler.check(inputOf(request), request)),
       ...(answerBody?.onSend ? { onSend: answerBody.onSend } : {}),
       handler: answerBody
         ? (request, reply) => answerBody.send(request, reply, handler)

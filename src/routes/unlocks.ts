@@ -30,8 +30,10 @@ export function upcomingAnswerBody(opts: UpcomingBodyOptions = {}): AnswerBody {
     // which leaves a body that already has a Content-Encoding alone: the cached compressed copy goes out instead.
     // A callback hook (the work is synchronous): an async one would make every 402 of the route wait a promise.
     onSend: (request, reply, payload, done) => {
+      // The status first: every PaymentRequired of the route passes here too, and it is the cheaper test.
+      if (reply.statusCode !== 200) return done(null, payload);
       const served = servedFromCache.get(request);
-      if (!served || payload !== served.body || reply.statusCode !== 200) return done(null, payload);
+      if (!served || payload !== served.body) return done(null, payload);
       if (served.body.length < COMPRESS_MIN_BYTES) return done(null, payload);
       const encoding = precompressedEncoding(request, reply);
       if (!encoding) return done(null, payload);

@@ -49,7 +49,6 @@ const invalid = (code: OutcomeOf<"invalid_request">["code"], detail: string): Ca
 export async function decideCall(core: PaymentCore, route: PaidRoute, call: PaidCall): Promise<CallDecision> {
   const { offer } = call;
   const terms = core.terms;
-  const now = core.clock();
   // HEAD has no body to deliver: it shows the price and never verifies or settles a proof.
   if (call.method === "HEAD")
     return answer(required("payment required: HEAD never pays; send the proof with GET"));
@@ -66,6 +65,8 @@ export async function decideCall(core: PaymentCore, route: PaidRoute, call: Paid
       required("payment required: send an x402 proof in PAYMENT-SIGNATURE", "X-PAYMENT header is required"),
     );
 
+  // Read after the answers without a proof: a PaymentRequired needs no time, and a Date is not free.
+  const now = core.clock();
   const decoded = offer.decoded;
   if (!decoded.ok) {
     reportOutcome(core, { route }, "refused");

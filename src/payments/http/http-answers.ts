@@ -232,6 +232,11 @@ export const internalProblem = (instance: string, detail: string): Problem =>
 export const malformedAnswerProblem = (instance: string): Problem =>
   problem(BAD_GATEWAY, "internal", "The route answered without a JSON object.", instance);
 
+/** An answer with `lead`'s headers first (a module function: no closure made per answer). */
+function led(lead: Array<[string, string]>, a: HttpAnswer): HttpAnswer {
+  return lead.length ? { ...a, headers: [...lead, ...a.headers] } : a;
+}
+
 /**
  * What HTTP sends for an outcome. `challenge` builds the PaymentRequired; `instance` is the problem's. Absent
  * status/body (a delivery, an unpaid answer): the handler's own go out, with the headers given here.
@@ -242,11 +247,10 @@ export function httpAnswer(o: Outcome, instance: string, challenge: Challenge): 
   // A failed settlement still answers its settlement header (`success: false` and the reason), as x402 clients expect.
   if ((o.kind === "payment_required" || o.kind === "fault") && o.settlement)
     lead.push(settlementHeader(o.settlement.version, o.settlement.response));
-  const led = (a: HttpAnswer): HttpAnswer => (lead.length ? { ...a, headers: [...lead, ...a.headers] } : a);
   switch (o.kind) {
     case "payment_required": {
       const c = challenge(o.error, o.v1Error);
-      return led({
+      return led(lead, {
         status: PAYMENT_REQUIRED_STATUS,
         headers: [
           ...(c.header === undefined ? [] : [["PAYMENT-REQUIRED", c.header] as [string, string]]),
@@ -263,16 +267,16 @@ export function httpAnswer(o: Outcome, instance: string, challenge: Challenge): 
         body: o.response.body,
       };
     case "delivered":
-      return led({
+      return led(lead, {
         headers: [
           settlementHeader(o.settlement.version, o.settlement.response),
           ["Cache-Control", "private, no-store"],
         ],
       });
     case "unpaid":
-      return led({ headers: [] });
+      return led(lead, { headers: [] });
     default:
-      return led(problemAnswer(o, instance));
+      return led(lead, problemAnswer(o, instance));
   }
 }
 
