@@ -3,13 +3,15 @@ import pino from "pino";
 import { registerProblemHandlers } from "../../src/http/problem.js";
 import { validatorCompiler } from "../../src/http/validation.js";
 import type { LedgerPort } from "../../src/ledger/port.js";
-import type { PaidRoute, PaymentCore } from "../../src/payments/core/core.js";
+import type { Attempt, PaidRoute, PaymentCore } from "../../src/payments/core/core.js";
 import { createPaymentCore } from "../../src/payments/core/create-core.js";
 import { noopObserver } from "../../src/payments/core/events.js";
 import type { FacilitatorGateway } from "../../src/payments/facilitator/gateway.js";
 import { KEPT_AS_SENT } from "../../src/payments/http/http-answers.js";
 import payments from "../../src/payments/http/plugin.js";
-import { TEST_NETWORK } from "./proofs.js";
+import { decodeProof, requestFingerprint } from "../../src/payments/terms/proof.js";
+import { requirementsV2 } from "../../src/payments/terms/requirements.js";
+import { b64, TEST_NETWORK } from "./proofs.js";
 
 export const CORE_TERMS = {
   payTo: "0x00000000000000000000000000000000000000aa",
@@ -66,4 +68,22 @@ export async function paymentsApp(gateway: FacilitatorGateway, ledger: LedgerPor
     idempotencyTtlMs: 60_000,
   });
   return app;
+}
+
+/** A v2 proof of CORE_ROUTE as the core receives it: decoded, matched to its requirements, for `POST {token: ARB}`. */
+export function coreAttempt(proof: unknown, at: Partial<Attempt> = {}): Attempt {
+  const decoded = decodeProof("payment-signature", b64(proof));
+  if (!decoded.ok) throw new Error(decoded.detail);
+  return {
+    route: CORE_ROUTE,
+    proof: decoded.proof,
+    requirements: requirementsV2(CORE_ROUTE, CORE_TERMS),
+    requestFingerprint: requestFingerprint("POST", CORE_ROUTE.route, {}, { token: "ARB" }),
+    idempotencyKey: undefined,
+    paymentId: undefined,
+    ppRef: undefined,
+    now: CORE_NOW,
+    log: silentLog,
+    ...at,
+  };
 }

@@ -8,11 +8,10 @@ import {
 } from "../../../src/payments/core/core.js";
 import { createPaymentCore } from "../../../src/payments/core/create-core.js";
 import { KEPT_AS_SENT } from "../../../src/payments/http/http-answers.js";
-import { decodeProof, requestFingerprint } from "../../../src/payments/terms/proof.js";
 import { requirementsV2 } from "../../../src/payments/terms/requirements.js";
-import { CORE_NOW, CORE_ROUTE, CORE_TERMS, HANDLER_OK, silentLog } from "../../helpers/core.js";
+import { CORE_NOW, CORE_ROUTE, CORE_TERMS, coreAttempt, HANDLER_OK, silentLog } from "../../helpers/core.js";
 import { type FakeGateway, fakeGateway } from "../../helpers/fake-gateway.js";
-import { b64, signedV2Proof } from "../../helpers/proofs.js";
+import { signedV2Proof } from "../../helpers/proofs.js";
 
 /*
  * Two instances on one ledger (two payment cores, two incarnations): the payer's fresh proof for a request reaches
@@ -75,19 +74,7 @@ afterEach(async () => {
 });
 
 async function attempt(now: Date): Promise<Attempt> {
-  const decoded = decodeProof("payment-signature", b64(await signedV2Proof(requirements())));
-  if (!decoded.ok) throw new Error(decoded.detail);
-  return {
-    route,
-    proof: decoded.proof,
-    requirements: requirements(),
-    requestFingerprint: requestFingerprint("POST", route.route, {}, { token: "ARB" }),
-    idempotencyKey: undefined,
-    paymentId: undefined,
-    ppRef: undefined,
-    now,
-    log: silentLog,
-  };
+  return coreAttempt(await signedV2Proof(requirements()), { now });
 }
 
 const until = async (done: () => boolean) => {

@@ -14,11 +14,18 @@ import {
 } from "../../../src/payments/facilitator/gateway.js";
 import type { SmartWalletCheck } from "../../../src/payments/facilitator/smart-wallet.js";
 import { recoverSigner } from "../../../src/payments/terms/ecrecover.js";
-import { decodeProof, requestFingerprint } from "../../../src/payments/terms/proof.js";
 import { requirementsV2 } from "../../../src/payments/terms/requirements.js";
-import { CORE_NOW, CORE_ROUTE, CORE_TERMS, HANDLER_OK, silentLog, testCore } from "../../helpers/core.js";
+import {
+  CORE_NOW,
+  CORE_ROUTE,
+  CORE_TERMS,
+  coreAttempt,
+  HANDLER_OK,
+  silentLog,
+  testCore,
+} from "../../helpers/core.js";
 import { fakeGateway } from "../../helpers/fake-gateway.js";
-import { b64, signedV2Proof, v2Proof } from "../../helpers/proofs.js";
+import { signedV2Proof, v2Proof } from "../../helpers/proofs.js";
 
 /*
  * The signature of a paid call is recovered once, by the gateway, and its verdict says what it proved; the core
@@ -67,19 +74,7 @@ function coreWith(gateway: FacilitatorGateway): PaymentCore {
 }
 
 function attempt(proof: unknown): Attempt {
-  const decoded = decodeProof("payment-signature", b64(proof));
-  if (!decoded.ok) throw new Error(decoded.detail);
-  return {
-    route,
-    proof: decoded.proof,
-    requirements: requirements(),
-    requestFingerprint: requestFingerprint("POST", route.route, {}, { token: "ARB" }),
-    idempotencyKey: "k-1",
-    paymentId: undefined,
-    ppRef: undefined,
-    now: NOW,
-    log,
-  };
+  return coreAttempt(proof, { idempotencyKey: "k-1", now: NOW, log });
 }
 
 beforeEach(async () => {
