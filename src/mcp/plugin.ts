@@ -14,7 +14,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { PaymentNetwork } from "../chain/networks.js";
 import { problem, sendProblem } from "../http/problem.js";
 import type { PaidHandlers } from "../operations/handler.js";
-import { internalProblem } from "../payments/http/http-answers.js";
+import { internalProblem, MCP_ENDPOINT_STATUS } from "../payments/http/http-answers.js";
 import { callPaidTool, type ToolServer } from "./call.js";
 import { problemResult, type ToolResult } from "./results.js";
 import { MCP_PATH, PAID_TOOLS, type PaidTool, priceMeta, toolNamed } from "./tools.js";
@@ -310,7 +310,8 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
   };
   const idle: Pooled[] = [];
   app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
-    if (Array.isArray(request.body)) return reply.code(400).type("application/json").send(BATCH_REFUSED);
+    if (Array.isArray(request.body))
+      return reply.code(MCP_ENDPOINT_STATUS.batchRefused).type("application/json").send(BATCH_REFUSED);
     const invalid = nonObjectArguments(request.body);
     if (invalid) return reply.code(200).type("application/json").send(invalid);
     const plain = plainToolCall(request);
@@ -363,7 +364,7 @@ const mcpPlugin: FastifyPluginAsync<McpOptions> = async (app, opts) => {
     sendProblem(
       reply.header("Allow", "POST"),
       problem(
-        405,
+        MCP_ENDPOINT_STATUS.methodNotAllowed,
         "method-not-allowed",
         "This MCP endpoint is stateless: send JSON-RPC with POST.",
         MCP_PATH,

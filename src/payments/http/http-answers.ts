@@ -44,6 +44,13 @@ const INTERNAL = 500;
 const BAD_GATEWAY = 502;
 const UNAVAILABLE = 503;
 
+/**
+ * The MCP endpoint's own HTTP refusals, which are not payment outcomes: a JSON-RPC batch (one POST is at most one tool
+ * call) and a method other than POST (the endpoint is stateless). Kept here so every status the payments and MCP code
+ * sends is read from this file.
+ */
+export const MCP_ENDPOINT_STATUS = { batchRefused: BAD_REQUEST, methodNotAllowed: 405 } as const;
+
 /** Each refusal's status, and whether an intermediary must not keep it (it answers one payment, not the URL). */
 const REFUSALS: Record<RefusalCode, { status: number; noStore: boolean }> = {
   "idempotency-key-reused": { status: 422, noStore: false },
