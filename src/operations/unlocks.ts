@@ -10,7 +10,7 @@ import {
   type UnlockRiskBody,
   type UpcomingQuery,
 } from "../schemas/unlocks.js";
-import type { Derivatives } from "../sources/derivatives/derivatives.js";
+import { type Derivatives, derivativesEvidence } from "../sources/derivatives/derivatives.js";
 import type { RecipientCategory } from "../unlocks/data/types.js";
 import type { UnlockService, UpcomingFilter } from "../unlocks/service.js";
 import { backtestView, riskView, summaryView, upcomingView } from "../unlocks/views.js";
@@ -136,10 +136,11 @@ export function unlockHandlers(opts: UnlockHandlerOptions): UnlockHandlers {
       answer: (body, request) => {
         const item = of(request).score(body.token, body.unlock_event_id, body.includeEvidence);
         if (!body.includeEvidence || !opts.derivatives) return riskView(item, body.view ?? "compact");
-        const d = opts.derivatives().get(item.token);
-        if (!d) return riskView(item, body.view ?? "compact", null);
-        const { token: _token, ...shown } = d;
-        return riskView(item, body.view ?? "compact", shown);
+        return riskView(
+          item,
+          body.view ?? "compact",
+          derivativesEvidence(opts.derivatives().get(item.token)),
+        );
       },
     },
     riskSummary: {

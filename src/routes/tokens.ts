@@ -5,16 +5,12 @@ import { type Static, Type } from "typebox";
 import { type FreshnessSource, freshnessView } from "../refresh/freshness.js";
 import { View } from "../schemas/unlocks.js";
 import { TokensMapResponse } from "../schemas/unlocks-responses.js";
-import type { ReportedCirculating } from "../sources/coingecko/circulating.js";
-import type { Derivatives } from "../sources/derivatives/derivatives.js";
+import { decimalString, type ReportedCirculating } from "../sources/coingecko/circulating.js";
+import { type Derivatives, derivativesEvidence } from "../sources/derivatives/derivatives.js";
 import { dayOf, formatDay, parseDay } from "../unlocks/data/dates.js";
 import { latestMarketProvenance } from "../unlocks/market-context.js";
 import type { UnlockService } from "../unlocks/service.js";
 import { anchorOf, circulatingToday } from "../unlocks/supply.js";
-
-/** A reported figure as a plain decimal string (no exponent), as the live records carry it. */
-const decimalOf = (n: number): string =>
-  n.toLocaleString("en-US", { useGrouping: false, maximumFractionDigits: 8 });
 
 export interface TokensRouteOptions {
   /** The unlock service a request is answered from (the generation pinned to it). */
@@ -58,13 +54,6 @@ interface Built extends TokenList {
  * newer than its key, never staler.
  */
 const built = new WeakMap<UnlockService, Map<string, Built>>();
-
-/** A token's derivatives as the evidence schema shows them: the map's own key (`token`) is not one of its fields. */
-function shownDerivatives(d: Derivatives | undefined): Omit<Derivatives, "token"> | null {
-  if (!d) return null;
-  const { token: _token, ...shown } = d;
-  return shown;
-}
 
 function tokenList(
   service: UnlockService,
@@ -115,7 +104,7 @@ function tokenList(
       },
       circulating_reported: anchor
         ? {
-            circulating_supply: live?.circulating_supply ?? decimalOf(anchor.value),
+            circulating_supply: live?.circulating_supply ?? decimalString(anchor.value),
             source: anchor.source,
             coin_id: live?.coin_id ?? null,
             as_of: live?.as_of ?? anchor.date,
@@ -129,7 +118,7 @@ function tokenList(
         ...(full ? { method: fig.method } : {}),
         ...anchorAge,
       },
-      derivatives: shownDerivatives(derivatives.get(t.symbol)),
+      derivatives: derivativesEvidence(derivatives.get(t.symbol)),
       next_unlock: service.nextUnlock(t.symbol),
     };
   });

@@ -30,6 +30,15 @@ export interface Derivatives {
 
 export const DERIVATIVES_FILE = "derivatives.json";
 
+/** A token's figures as answers show them (the evidence schema): `token` is the map's key, not one of its fields. */
+export type DerivativesEvidence = Omit<Derivatives, "token">;
+
+export function derivativesEvidence(d: Derivatives | undefined): DerivativesEvidence | null {
+  if (!d) return null;
+  const { token: _token, ...shown } = d;
+  return shown;
+}
+
 const finite = (v: unknown): number | null => {
   const n = typeof v === "string" ? Number(v) : typeof v === "number" ? v : Number.NaN;
   return Number.isFinite(n) ? n : null;
